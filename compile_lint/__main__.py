@@ -1,0 +1,3 @@
+from compile_lint.linter.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Turn a rule's node replacements into text edits, and apply edits to text."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Mapping, Optional, Sequence
+
+import libcst as cst
+
+from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.linter.imports import ImportMap
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, mapping: Mapping[cst.CSTNode, object]) -> None:
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        if original_node in self.mapping:
+            return self.mapping[original_node]
+        return updated_node
+
+
+def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
+    """Where a new import goes: after the docstring, `__future__` and other imports."""
+    index = 0
+    for position, statement in enumerate(body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            break
+        first = statement.body[0] if statement.body else None
+        is_docstring = position == 0 and isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString)
+        if is_docstring or isinstance(first, (cst.Import, cst.ImportFrom)):
+            index = position + 1
+            continue
+        break
+    return index
+
+
+def add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
+    """Add `import NAME` for each module the file does not import yet, once, after its imports."""
+    imports = ImportMap(module)
+    missing = [name for name in dict.fromkeys(modules) if imports.names.get(name.split(".")[0]) != name.split(".")[0]]
+    if not missing:
+        return module
+    new_lines = [cst.parse_statement(f"import {name}\n") for name in missing]
+    body = list(module.body)
+    index = _insertion_index(body)
+    return module.with_changes(body=body[:index] + new_lines + body[index:])
+
+
+def _offsets_to_positions(text: str) -> list[int]:
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _position(starts: list[int], offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset."""
+    low, high = 0, len(starts) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if starts[mid] <= offset:
+            low = mid
+        else:
+            high = mid - 1
+    return low + 1, offset - starts[low] + 1
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on "\n" only, keeping it, so offsets agree with `_offsets_to_positions`."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def diff_edits(old: str, new: str) -> tuple[Edit, ...]:
+    """Minimal edits (by line blocks, trimmed to characters) that turn `old` into `new`."""
+    old_lines = _lines(old)
+    new_lines = _lines(new)
+    starts = _offsets_to_positions(old)
+    line_offsets = [0]
+    for line in old_lines:
+        line_offsets.append(line_offsets[-1] + len(line))
+    new_offsets = [0]
+    for line in new_lines:
+        new_offsets.append(new_offsets[-1] + len(line))
+    edits = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        start, end = line_offsets[a1], line_offsets[a2]
+        new_start, new_end = new_offsets[b1], new_offsets[b2]
+        old_chunk, new_chunk = old[start:end], new[new_start:new_end]
+        prefix = 0
+        while prefix < min(len(old_chunk), len(new_chunk)) and old_chunk[prefix] == new_chunk[prefix]:
+            prefix += 1
+        suffix = 0
+        while (suffix < min(len(old_chunk), len(new_chunk)) - prefix
+               and old_chunk[-1 - suffix] == new_chunk[-1 - suffix]):
+            suffix += 1
+        line, column = _position(starts, start + prefix)
+        end_line, end_column = _position(starts, end - suffix)
+        edits.append(Edit(line, column, end_line, end_column, new_chunk[prefix:len(new_chunk) - suffix]))
+    return tuple(edits)
+
+
+def build_fix(
+    module: cst.Module,
+    replacements: Sequence[tuple[cst.CSTNode, object]],
+    message: str,
+    applicability: str,
+    imports: Sequence[str] = (),
+) -> Optional[Fix]:
+    """The Fix for replacing nodes of `module`; None when the result would not parse."""
+    try:
+        new_module = module.visit(_Replace(dict(replacements)))
+        if imports:
+            new_module = add_imports(new_module, imports)
+        new_code = new_module.code
+        cst.parse_module(new_code)
+    except Exception:  # a fix that cannot be rendered or parsed is no fix
+        return None
+    edits = diff_edits(module.code, new_code)
+    if not edits:
+        return None
+    return Fix(applicability=applicability, message=message, edits=edits)  # type: ignore[arg-type]
+
+
+def edit_offsets(text: str, edit: Edit) -> tuple[int, int]:
+    """Character offsets of an edit's range in `text`."""
+    starts = _offsets_to_positions(text)
+    start = starts[edit.line - 1] + edit.column - 1 if edit.line - 1 < len(starts) else len(text)
+    end = starts[edit.end_line - 1] + edit.end_column - 1 if edit.end_line - 1 < len(starts) else len(text)
+    return start, end
+
+
+def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
+    """Apply the fixes whose edits do not overlap an earlier one; return text and applied fixes."""
+    taken: list[tuple[int, int]] = []
+    chosen: list[tuple[Fix, list[tuple[int, int, str]]]] = []
+    for fix in fixes:
+        spans = [(*edit_offsets(text, edit), edit.content) for edit in fix.edits]
+        overlaps = any(
+            start < t_end and t_start < end or (start == end == t_start) or (t_start == t_end == start)
+            for start, end, _ in spans
+            for t_start, t_end in taken
+        )
+        if overlaps:
+            continue
+        taken.extend((start, end) for start, end, _ in spans)
+        chosen.append((fix, spans))
+    all_spans = sorted((span for _, spans in chosen for span in spans), key=lambda s: (s[0], s[1]), reverse=True)
+    for start, end, content in all_spans:
+        text = text[:start] + content + text[end:]
+    return text, [fix for fix, _ in chosen]

@@ -1,0 +1,1 @@
+"""The lint engine: files, config, analysis, suppressions, reporters and the CLI."""

@@ -1,0 +1,89 @@
+"""The values that flow from rules to reporters and the fixer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+Kind = Literal["break", "recompile", "perf", "error"]
+Applicability = Literal["safe", "unsafe"]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (line, column) positions with `content`."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_json(self) -> dict:
+        """The edit as the JSON contract spells it."""
+        return {
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix for one finding: text edits plus how safe it is to apply."""
+
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+    def to_json(self) -> dict:
+        """The fix as the JSON contract spells it."""
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [edit.to_json() for edit in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding at a source range (1-based lines and columns, end exclusive)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    kind: Kind
+    message: str
+    gb_type: Optional[str] = None
+    gb_id: Optional[str] = None
+    fix: Optional[Fix] = None
+    confirmed: Optional[bool] = field(default=None, compare=False)
+
+    def sort_key(self) -> tuple:
+        """Stable output order: path, position, code."""
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict:
+        """The finding as the JSON contract in DESIGN.md spells it."""
+        data = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "kind": self.kind,
+            "message": self.message,
+            "gb_type": self.gb_type,
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+        if self.confirmed is not None:
+            data["confirmed"] = self.confirmed
+        return data

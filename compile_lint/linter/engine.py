@@ -1,0 +1,186 @@
+"""The lint engine: one parse per file, one traversal for every rule, findings with fixes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from compile_lint.autofix.edits import build_fix
+from compile_lint.linter.config import Config, rule_enabled
+from compile_lint.linter.context import FileContext
+from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.linter.source import SourceError, SourceFile, decode_source, read_source
+from compile_lint.linter.suppressions import is_suppressed
+from compile_lint.rules import ALL_RULES
+from compile_lint.rules.base import CODE_PREFIX, Rule
+
+SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
+# A file that mentions none of these cannot hold a compiled region or a custom op.
+_RELEVANT_WORDS = ("torch", "Module", "Model", "compile")
+
+
+@dataclass
+class FileResult:
+    """What linting one file produced: findings, or a one-line error."""
+
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: Optional[str] = None
+    source: Optional[SourceFile] = None
+
+
+def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
+    """The rule classes enabled for `path` under `config`."""
+    return [rule for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, config, path)]
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """Walks the tree once and calls every rule's visit_/leave_ methods for each node."""
+
+    def __init__(self, context: FileContext, rules: Sequence[Rule]) -> None:
+        self.context = context
+        self.region_visitors: dict[str, list] = {}
+        self.module_visitors: dict[str, list] = {}
+        self.region_leavers: dict[str, list] = {}
+        self.module_leavers: dict[str, list] = {}
+        for rule in rules:
+            visit_table = self.module_visitors if rule.scope == "module" else self.region_visitors
+            leave_table = self.module_leavers if rule.scope == "module" else self.region_leavers
+            for attribute in dir(rule):
+                if attribute.startswith("visit_"):
+                    visit_table.setdefault(attribute[6:], []).append(getattr(rule, attribute))
+                elif attribute.startswith("leave_"):
+                    leave_table.setdefault(attribute[6:], []).append(getattr(rule, attribute))
+        self.needs_regions = bool(self.region_visitors or self.region_leavers)
+        self.eager_depth = 0
+        self.traced_depth = 0
+
+    def _in_region(self) -> bool:
+        return self.traced_depth > 0 and self.eager_depth == 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        name = type(node).__name__
+        regions = self.context.regions if self.needs_regions else None
+        if isinstance(node, cst.FunctionDef):
+            self.context.function_stack.append(node)
+            if regions is not None and node in regions.functions:
+                self.traced_depth += 1
+        if regions is not None and node in regions.eager_only:
+            self.eager_depth += 1
+        for visitor in self.module_visitors.get(name, ()):
+            visitor(node)
+        if self._in_region():
+            for visitor in self.region_visitors.get(name, ()):
+                visitor(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        name = type(original_node).__name__
+        if self._in_region():
+            for leaver in self.region_leavers.get(name, ()):
+                leaver(original_node)
+        for leaver in self.module_leavers.get(name, ()):
+            leaver(original_node)
+        regions = self.context.regions if self.needs_regions else None
+        if regions is not None and original_node in regions.eager_only:
+            self.eager_depth -= 1
+        if isinstance(original_node, cst.FunctionDef):
+            self.context.function_stack.pop()
+            if regions is not None and original_node in regions.functions:
+                self.traced_depth -= 1
+
+
+def _syntax_error(path: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+    line, column = error.raw_line, error.raw_column + 1
+    return Diagnostic(
+        path=path, line=line, column=column, end_line=line, end_column=column,
+        code=SYNTAX_ERROR_CODE, name="syntax-error", kind="error",
+        message=f"SyntaxError: {message}; compile-lint cannot check this file",
+    )
+
+
+def lint_module(
+    path: str,
+    module: cst.Module,
+    rule_classes: Sequence[type[Rule]],
+    module_bases: Iterable[str] = (),
+) -> list[Diagnostic]:
+    """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered."""
+    context = FileContext(path, module, module_bases)
+    rules = [rule_class(context) for rule_class in rule_classes]
+    module.visit(_Dispatcher(context, rules))
+    if not context.findings:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    diagnostics = []
+    for finding in context.findings:
+        code_range = positions[finding.node]
+        fix = None
+        if finding.fix is not None:
+            fix = build_fix(
+                module, finding.fix.replacements, finding.fix.message,
+                finding.fix.applicability, finding.fix.imports,
+            )
+        rule = finding.rule
+        diagnostics.append(
+            Diagnostic(
+                path=path,
+                line=code_range.start.line,
+                column=code_range.start.column + 1,
+                end_line=code_range.end.line,
+                end_column=code_range.end.column + 1,
+                code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
+                message=finding.message, gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix,
+            )
+        )
+    return diagnostics
+
+
+def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
+    """Lint source text; a syntax error becomes a JIT000 finding."""
+    rule_classes = rules_for(config, path)
+    syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return [_syntax_error(path, error)] if syntax_enabled else []
+    except RecursionError:
+        if not syntax_enabled:
+            return []
+        return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                           "file is nested too deeply to parse; compile-lint cannot check this file")]
+    if not any(word in text for word in _RELEVANT_WORDS):
+        return []
+    try:
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases)
+    except RecursionError:
+        return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                           "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    lines = text.splitlines()
+    kept = [
+        d for d in diagnostics
+        if not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))
+    ]
+    return sorted(kept, key=Diagnostic.sort_key)
+
+
+def lint_file(path: str, config: Config) -> FileResult:
+    """Read, decode and lint one file; I/O and decoding problems become `error`."""
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return FileResult(path=path, error=f"{path}: {error}")
+    return FileResult(path=path, diagnostics=lint_text(source.text, path, config), source=source)
+
+
+def lint_bytes(data: bytes, path: str, config: Config) -> FileResult:
+    """Lint raw file content (used by the flake8 plugin and tests)."""
+    try:
+        source = decode_source(data, path)
+    except SourceError as error:
+        return FileResult(path=path, error=f"{path}: {error}")
+    return FileResult(path=path, diagnostics=lint_text(source.text, path, config), source=source)

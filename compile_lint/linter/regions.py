@@ -1,0 +1,286 @@
+"""Which functions `torch.compile` traces, and which branches of them only run eagerly.
+
+Roots are `forward` of nn.Module subclasses (direct, aliased, or through a base class
+defined in the same file), functions decorated with `@torch.compile` and functions passed
+to `torch.compile(...)`. Every function or method they call in the same file is traced
+too, transitively. `@torch.compiler.disable` functions are not traced (their call sites
+are an intended break), and neither are branches guarded by `not is_compiling()` or
+`torch.jit.is_scripting()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+import libcst as cst
+
+from compile_lint.linter.imports import ImportMap, dotted_name
+
+COMPILE_FUNCTIONS = frozenset({"torch.compile", "torch._dynamo.optimize"})
+DISABLE_DECORATORS = frozenset(
+    {
+        "torch.compiler.disable",
+        "torch._dynamo.disable",
+        "torch._disable_dynamo",
+        "torch.jit.ignore",
+        "torch.jit.unused",
+    }
+)
+# True while Dynamo traces: `if not is_compiling():` bodies run only eagerly.
+COMPILING_PREDICATES = frozenset(
+    {
+        "torch.compiler.is_compiling",
+        "torch.compiler.is_dynamo_compiling",
+        "torch._dynamo.is_compiling",
+        "torch._dynamo.external_utils.is_compiling",
+        "torch._utils.is_compiling",
+    }
+)
+COMPILING_PREDICATE_SUFFIXES = ("is_torchdynamo_compiling",)
+# False while Dynamo traces: `if is_scripting():` bodies never run under torch.compile.
+EAGER_PREDICATES = frozenset({"torch.jit.is_scripting", "torch.jit.is_tracing"})
+MODULE_BASE_PREFIX = "torch.nn."
+DEFAULT_MODULE_BASE_NAMES = frozenset({"PreTrainedModel", "ModelMixin", "LightningModule"})
+
+
+@dataclass
+class Regions:
+    """The compiled regions of one file."""
+
+    module_classes: dict[str, cst.ClassDef] = field(default_factory=dict)
+    functions: set[cst.FunctionDef] = field(default_factory=set)
+    roots: set[cst.FunctionDef] = field(default_factory=set)
+    disabled: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    eager_only: set[cst.CSTNode] = field(default_factory=set)
+    owner_class: dict[cst.FunctionDef, cst.ClassDef] = field(default_factory=dict)
+
+    def is_traced(self, function: cst.FunctionDef) -> bool:
+        """True when Dynamo traces `function`."""
+        return function in self.functions
+
+
+def _decorator_target(decorator: cst.Decorator) -> cst.BaseExpression:
+    expr = decorator.decorator
+    return expr.func if isinstance(expr, cst.Call) else expr
+
+
+def _decorator_names(function: cst.FunctionDef, imports: ImportMap) -> set[str]:
+    names = set()
+    for decorator in function.decorators:
+        name = imports.qualname(_decorator_target(decorator))
+        if name:
+            names.add(name)
+    return names
+
+
+def predicate_sense(test: cst.BaseExpression, imports: ImportMap) -> Optional[bool]:
+    """Whether `test` is known True (or False) while Dynamo traces; None when unknown."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated = not negated
+        test = test.expression
+    if not isinstance(test, cst.Call):
+        return None
+    name = imports.qualname(test.func) or dotted_name(test.func) or ""
+    if name in COMPILING_PREDICATES or name.endswith(COMPILING_PREDICATE_SUFFIXES):
+        value = True
+    elif name in EAGER_PREDICATES:
+        value = False
+    else:
+        return None
+    return value != negated
+
+
+class _Index(cst.CSTVisitor):
+    """Classes, functions and `torch.compile(fn)` calls of a file, in one walk."""
+
+    def __init__(self, imports: ImportMap) -> None:
+        self.imports = imports
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        self.nested: dict[cst.FunctionDef, dict[str, cst.FunctionDef]] = {}
+        self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
+        self.compiled_names: set[str] = set()
+        self._stack: list[cst.CSTNode] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.setdefault(node.name.value, node)
+        self.methods[node] = {}
+        self._stack.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        parent = self._stack[-1] if self._stack else None
+        if isinstance(parent, cst.ClassDef):
+            self.methods[parent][node.name.value] = node
+            self.owner[node] = parent
+        elif isinstance(parent, cst.FunctionDef):
+            self.nested.setdefault(parent, {})[node.name.value] = node
+            if parent in self.owner:
+                self.owner[node] = self.owner[parent]
+        else:
+            self.functions.setdefault(node.name.value, node)
+        self._stack.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.imports.qualname(node.func) in COMPILE_FUNCTIONS and node.args:
+            name = dotted_name(node.args[0].value)
+            if name:
+                self.compiled_names.add(name.split(".")[-1])
+
+
+def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterator[cst.Call]:
+    """Calls in `function`'s body, skipping nested defs and eager-only branches."""
+    found: list[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node in eager_only:
+                return False
+            if isinstance(node, cst.Call):
+                found.append(node)
+            return super().on_visit(node)
+
+    function.visit(_Calls())
+    return iter(found)
+
+
+class _EagerBranches(cst.CSTVisitor):
+    def __init__(self, imports: ImportMap, eager_only: set[cst.CSTNode]) -> None:
+        self.imports = imports
+        self.eager_only = eager_only
+
+    def visit_If(self, node: cst.If) -> None:
+        sense = predicate_sense(node.test, self.imports)
+        if sense is False:
+            self.eager_only.add(node.body)
+        elif sense is True and node.orelse is not None:
+            self.eager_only.add(node.orelse)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        sense = predicate_sense(node.test, self.imports)
+        if sense is False:
+            self.eager_only.add(node.body)
+        elif sense is True:
+            self.eager_only.add(node.orelse)
+
+
+def find_regions(
+    module: cst.Module,
+    imports: ImportMap,
+    extra_module_bases: Iterable[str] = (),
+) -> Regions:
+    """Compute the compiled regions of `module`."""
+    index = _Index(imports)
+    module.visit(index)
+    regions = Regions(owner_class=dict(index.owner))
+    module.visit(_EagerBranches(imports, regions.eager_only))
+    base_names = DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases)
+
+    def is_module_class(cls: cst.ClassDef, seen: frozenset = frozenset()) -> bool:
+        for arg in cls.bases:
+            name = imports.qualname(arg.value) or dotted_name(arg.value) or ""
+            short = name.rsplit(".", 1)[-1]
+            if name.startswith(MODULE_BASE_PREFIX) or name in base_names or short in base_names:
+                return True
+            local = index.classes.get(dotted_name(arg.value) or "")
+            if local is not None and local.name.value not in seen and local is not cls:
+                if is_module_class(local, seen | {cls.name.value}):
+                    return True
+        return False
+
+    for name, cls in index.classes.items():
+        if is_module_class(cls):
+            regions.module_classes[name] = cls
+
+    def disabled(function: cst.FunctionDef) -> bool:
+        return bool(_decorator_names(function, imports) & DISABLE_DECORATORS)
+
+    all_functions = list(index.functions.values())
+    for methods in index.methods.values():
+        all_functions.extend(methods.values())
+    for nested in index.nested.values():
+        all_functions.extend(nested.values())
+    for function in all_functions:
+        if disabled(function):
+            regions.disabled[function.name.value] = function
+
+    roots: list[cst.FunctionDef] = []
+    for cls in regions.module_classes.values():
+        forward = index.methods[cls].get("forward")
+        if forward is not None and not disabled(forward):
+            roots.append(forward)
+    for function in all_functions:
+        if disabled(function):
+            continue
+        if _decorator_names(function, imports) & COMPILE_FUNCTIONS:
+            roots.append(function)
+        elif function.name.value in index.compiled_names and function in index.functions.values():
+            roots.append(function)
+    regions.roots = set(roots)
+
+    def bases_of(cls: cst.ClassDef) -> Iterator[cst.ClassDef]:
+        for arg in cls.bases:
+            local = index.classes.get(dotted_name(arg.value) or "")
+            if local is not None and local is not cls:
+                yield local
+
+    def find_method(cls: cst.ClassDef, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
+        method = index.methods.get(cls, {}).get(name)
+        if method is not None or depth > 20:
+            return method
+        for base in bases_of(cls):
+            found = find_method(base, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def callees(function: cst.FunctionDef) -> Iterator[cst.FunctionDef]:
+        owner = index.owner.get(function)
+        nested = index.nested.get(function, {})
+        for call in _calls_in(function, regions.eager_only):
+            func = call.func
+            target: Optional[cst.FunctionDef] = None
+            if isinstance(func, cst.Name):
+                target = nested.get(func.value) or index.functions.get(func.value)
+            elif isinstance(func, cst.Attribute) and owner is not None:
+                receiver = func.value
+                is_self = isinstance(receiver, cst.Name) and receiver.value == "self"
+                is_super = (
+                    isinstance(receiver, cst.Call)
+                    and isinstance(receiver.func, cst.Name)
+                    and receiver.func.value == "super"
+                )
+                if is_self:
+                    target = find_method(owner, func.attr.value)
+                elif is_super:
+                    for base in bases_of(owner):
+                        target = find_method(base, func.attr.value)
+                        if target is not None:
+                            break
+            if target is not None and not disabled(target):
+                yield target
+
+    pending = list(roots)
+    while pending:
+        function = pending.pop()
+        if function in regions.functions:
+            continue
+        regions.functions.add(function)
+        # Functions defined inside a traced function run traced when called.
+        pending.extend(index.nested.get(function, {}).values())
+        pending.extend(callees(function))
+    return regions

@@ -1,0 +1,76 @@
+"""Reading and writing source files without losing a byte of what we do not change."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+
+class SourceError(Exception):
+    """A file that cannot be read or decoded; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A decoded file and what it takes to write it back byte for byte."""
+
+    path: str
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        """Encode `text` the way the original file was encoded (same codec, same BOM)."""
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+
+def decode_source(data: bytes, path: str = "<string>") -> SourceFile:
+    """Decode bytes as Python does (PEP 263 coding cookie, BOM); raise SourceError if impossible."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot detect encoding: {exc.msg}") from None
+    bom = encoding == "utf-8-sig"
+    if bom:
+        encoding = "utf-8"
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SourceError(f"cannot decode as {encoding}: {exc}") from None
+    return SourceFile(path=path, text=text, encoding=encoding, bom=bom)
+
+
+def read_source(path: str) -> SourceFile:
+    """Read and decode a file; raise SourceError with a one-line reason on failure."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return decode_source(data, path)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace `path` with `data` via a temp file and rename, keeping its permissions."""
+    directory = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    fd, tmp_path = tempfile.mkstemp(prefix=".compile-lint-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_path, mode)
+        os.replace(tmp_path, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_path)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,101 @@
+"""The rule framework: a rule is one small class whose examples are its docs and tests."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from compile_lint.linter.context import FileContext
+
+CODE_PREFIX = "JIT"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A runnable example: `code` defines `entry` (an nn.Module class or a function).
+
+    `calls` is a Python expression (with `torch` in scope) that evaluates to the list of
+    argument tuples the calibration test calls the compiled entry with. `fixed` is the
+    expected source after `--fix` (with `--unsafe-fixes` when the fix is unsafe).
+    """
+
+    code: str
+    calls: str = "[(torch.randn(4, 8),)]"
+    entry: str = "Model"
+    fixed: Optional[str] = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", textwrap.dedent(self.code).lstrip("\n"))
+        if self.fixed is not None:
+            object.__setattr__(self, "fixed", textwrap.dedent(self.fixed).lstrip("\n"))
+
+
+def Invalid(code: str, **kwargs) -> Example:  # noqa: N802 - reads like Fixit's examples
+    """An example the rule must flag; the compiler must break or recompile on it."""
+    return Example(code, **kwargs)
+
+
+def Valid(code: str, **kwargs) -> Example:  # noqa: N802
+    """An example the rule must stay silent on; it must compile with fullgraph=True."""
+    return Example(code, **kwargs)
+
+
+@dataclass
+class FixPlan:
+    """What a rule wants changed: node replacements and imports the new code needs."""
+
+    replacements: Sequence[tuple[cst.CSTNode, object]]
+    message: str
+    applicability: str = "safe"
+    imports: Sequence[str] = field(default_factory=tuple)
+
+
+class Rule:
+    """Base class: subclasses set the metadata and define libcst `visit_*` methods.
+
+    By default visitors run only inside compiled regions (`scope = "region"`); rules that
+    check module-level code (custom op registration, `torch.compile` call sites) set
+    `scope = "module"`.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    kind: ClassVar[str]  # "break" | "recompile" | "perf"
+    message: ClassVar[str]
+    gb_type: ClassVar[Optional[str]] = None
+    gb_id: ClassVar[Optional[str]] = None
+    fix_applicability: ClassVar[Optional[str]] = None  # "safe" | "unsafe" | None
+    default_enabled: ClassVar[bool] = True
+    scope: ClassVar[str] = "region"
+    torch_versions: ClassVar[str] = ""  # e.g. ">=2.4"; empty means every version we know
+    config_note: ClassVar[str] = ""  # a config that changes the verdict, if any
+    invalid: ClassVar[Sequence[Example]] = ()
+    valid: ClassVar[Sequence[Example]] = ()
+
+    def __init__(self, context: "FileContext") -> None:
+        self.context = context
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: Optional[str] = None,
+        fix: Optional[FixPlan] = None,
+    ) -> None:
+        """Record a finding at `node`, with an optional fix."""
+        self.context.add_finding(self, node, message or self.message, fix)
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the rule's docstring."""
+        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else cls.message
+
+    @classmethod
+    def documentation(cls) -> str:
+        """The rule's docstring, dedented."""
+        return inspect.cleandoc(cls.__doc__ or "")

@@ -1,0 +1,144 @@
+"""Run code under Dynamo and report what the compiler really does with it.
+
+Used by the calibration tests (every rule example is judged by the installed torch)
+and by `compile-lint verify`. torch is imported inside the functions, never at import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+_counter = itertools.count()
+
+
+@dataclass
+class ProbeResult:
+    """What Dynamo did over a sequence of example calls."""
+
+    eager_error: Optional[str] = None
+    fullgraph_error: Optional[str] = None
+    graph_breaks: list[str] = field(default_factory=list)
+    frames_first_call: int = 0
+    frames_total: int = 0
+
+    @property
+    def recompiles(self) -> int:
+        """Frames compiled after the first call: each is a recompile."""
+        return max(0, self.frames_total - self.frames_first_call)
+
+    @property
+    def breaks(self) -> bool:
+        """True when the code does not compile to one graph."""
+        return self.fullgraph_error is not None or bool(self.graph_breaks)
+
+    @property
+    def clean(self) -> bool:
+        """One graph, no recompile: what a valid example must show."""
+        return self.eager_error is None and not self.breaks and self.recompiles == 0
+
+    def describe(self) -> str:
+        """A one-line account for assertion messages."""
+        return (
+            f"eager_error={self.eager_error!r} fullgraph_error={self.fullgraph_error!r} "
+            f"graph_breaks={[b.splitlines()[0] for b in self.graph_breaks]} recompiles={self.recompiles}"
+        )
+
+
+def load_module_from_source(code: str, name_hint: str = "example") -> Any:
+    """Import `code` as a real module from a temp file, so Dynamo sees real line numbers."""
+    directory = tempfile.mkdtemp(prefix="compile-lint-probe-")
+    module_name = f"_compile_lint_{name_hint}_{next(_counter)}"
+    path = os.path.join(directory, module_name + ".py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(code)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def resolve_entry(module: Any, entry: str) -> Callable:
+    """The callable to compile: an instance of a module class, or the plain function."""
+    import torch
+
+    target = getattr(module, entry)
+    if isinstance(target, type) and issubclass(target, torch.nn.Module):
+        torch.manual_seed(0)
+        return target().eval()
+    # Unwrap functions already decorated with @torch.compile, so we choose the settings.
+    while hasattr(target, "_torchdynamo_orig_callable"):
+        target = target._torchdynamo_orig_callable
+    return target
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def probe(fn: Callable, calls: Sequence[tuple], kwargs_list: Optional[Sequence[dict]] = None) -> ProbeResult:
+    """Run `fn` eagerly, under fullgraph=True, and under the default compile; count breaks and recompiles."""
+    import torch
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounter
+    from torch._dynamo.utils import counters
+
+    kwargs_list = kwargs_list or [{} for _ in calls]
+    result = ProbeResult()
+    try:
+        with torch.no_grad():
+            for args, kwargs in zip(calls, kwargs_list):
+                fn(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - user code may raise anything
+        result.eager_error = _first_line(error)
+        return result
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=CompileCounter(), fullgraph=True)
+    try:
+        with torch.no_grad():
+            for args, kwargs in zip(calls, kwargs_list):
+                compiled(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001
+        result.fullgraph_error = _first_line(error)
+
+    torch._dynamo.reset()
+    counters.clear()
+    counter = CompileCounter()
+    compiled = torch.compile(fn, backend=counter)
+    with torch.no_grad():
+        for index, (args, kwargs) in enumerate(zip(calls, kwargs_list)):
+            compiled(*args, **kwargs)
+            if index == 0:
+                result.frames_first_call = counter.frame_count
+    result.frames_total = counter.frame_count
+    result.graph_breaks = [reason for reason, count in counters["graph_break"].items() for _ in range(count)]
+    torch._dynamo.reset()
+    return result
+
+
+def probe_example(code: str, entry: str, calls_expr: str) -> ProbeResult:
+    """Import an example's code and probe its entry over the calls `calls_expr` evaluates to."""
+    import torch
+
+    module = load_module_from_source(code)
+    fn = resolve_entry(module, entry)
+    torch.manual_seed(0)
+    calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
+    args_list, kwargs_list = [], []
+    for call in calls:
+        if isinstance(call, dict):
+            args_list.append(tuple(call.get("args", ())))
+            kwargs_list.append(dict(call.get("kwargs", {})))
+        else:
+            args_list.append(tuple(call))
+            kwargs_list.append({})
+    return probe(fn, args_list, kwargs_list)

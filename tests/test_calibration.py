@@ -1,0 +1,50 @@
+"""Every rule example is judged by the installed torch: invalid ones break or recompile,
+valid ones compile with fullgraph=True, no graph break and no recompile."""
+
+from __future__ import annotations
+
+import pytest
+
+from compile_lint.linter.config import Config
+from compile_lint.linter.engine import lint_text
+from compile_lint.rules import ALL_RULES
+
+torch = pytest.importorskip("torch")
+from compile_lint.verifier.probe import probe_example  # noqa: E402
+
+INVALID = [(rule, i, ex) for rule in ALL_RULES for i, ex in enumerate(rule.invalid)]
+VALID = [(rule, i, ex) for rule in ALL_RULES for i, ex in enumerate(rule.valid)]
+
+
+def _id(case) -> str:
+    rule, index, _ = case
+    return f"{rule.code}-{index}"
+
+
+def _select(rule) -> Config:
+    return Config(select=(rule.code,))
+
+
+@pytest.mark.parametrize("case", INVALID, ids=[_id(c) for c in INVALID])
+def test_invalid_example_is_flagged_and_really_breaks(case):
+    rule, _, example = case
+    codes = [d.code for d in lint_text(example.code, "example.py", _select(rule))]
+    assert rule.code in codes, f"{rule.code} did not flag its invalid example"
+    result = probe_example(example.code, example.entry, example.calls)
+    assert result.eager_error is None, result.describe()
+    assert result.breaks or result.recompiles, f"compiler copes with it: {result.describe()}"
+
+
+@pytest.mark.parametrize("case", VALID, ids=[_id(c) for c in VALID])
+def test_valid_example_is_silent_and_really_compiles(case):
+    rule, _, example = case
+    findings = lint_text(example.code, "example.py", _select(rule))
+    assert not findings, f"false positive: {[(d.code, d.line) for d in findings]}"
+    result = probe_example(example.code, example.entry, example.calls)
+    assert result.clean, result.describe()
+
+
+def test_every_rule_has_three_valid_lookalikes_and_an_invalid_example():
+    for rule in ALL_RULES:
+        assert len(rule.valid) >= 3, rule.code
+        assert len(rule.invalid) >= 1, rule.code
