@@ -51,6 +51,29 @@ class FileContext:
         """Kinds of expressions inside traced functions."""
         return Facts(self.imports, self.regions)
 
+    @cached_property
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Child node -> parent node, for the whole module (built on first use)."""
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = []
+
+        class _Parents(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if stack:
+                    parents[node] = stack[-1]
+                stack.append(node)
+                return True
+
+            def on_leave(self, original_node: cst.CSTNode) -> None:
+                stack.pop()
+
+        self.module.visit(_Parents())
+        return parents
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The node that contains `node`, or None for the module."""
+        return self.parents.get(node)
+
     @property
     def function(self) -> Optional[cst.FunctionDef]:
         """The innermost function being visited."""

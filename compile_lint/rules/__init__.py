@@ -1,20 +1,28 @@
-"""Every rule, in code order. Each module holds one family; each rule is one small class."""
+"""Every rule, in code order. Each module of this package holds one family of small rule classes.
+
+Families are discovered, not listed, so adding a module is all it takes to add rules.
+"""
 
 from __future__ import annotations
 
-from compile_lint.rules.base import Rule
-from compile_lint.rules import control_flow
+import importlib
+import pkgutil
 
-_FAMILIES = (control_flow,)
+from compile_lint.rules.base import Rule
 
 
 def _collect() -> list[type[Rule]]:
-    found = []
-    for family in _FAMILIES:
+    found: dict[str, type[Rule]] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name == "base" or info.name.startswith("_"):
+            continue
+        family = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(family).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and hasattr(value, "code"):
-                found.append(value)
-    return sorted(found, key=lambda rule: rule.code)
+            if isinstance(value, type) and issubclass(value, Rule) and "code" in vars(value):
+                if value.code in found and found[value.code] is not value:
+                    raise RuntimeError(f"duplicate rule code {value.code}")
+                found[value.code] = value
+    return sorted(found.values(), key=lambda rule: rule.code)
 
 
 ALL_RULES: list[type[Rule]] = _collect()

@@ -1,0 +1,33 @@
+# The two commands a new user needs: `make run` and `make test`. Both set everything up.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_PIN := torch==2.13.0
+
+.PHONY: run test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.dev-installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[dev,verify]" "$(TORCH_PIN)"
+	touch $@ $(VENV)/.installed
+
+# Lint the bundled examples, then show the diff --fix would apply. Findings (exit 1) are
+# the point here; only a usage or internal error (exit 2) fails the target.
+run: $(VENV)/.installed
+	@$(BIN)/compile-lint examples/; status=$$?; [ $$status -le 1 ]
+	@echo
+	@echo "--- what 'compile-lint --fix --unsafe-fixes examples/' would change:"
+	@$(BIN)/compile-lint --diff --unsafe-fixes examples/; status=$$?; [ $$status -le 1 ]
+
+test: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .compile-lint-cache
