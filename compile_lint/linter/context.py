@@ -11,6 +11,7 @@ import libcst as cst
 from compile_lint.linter.facts import Facts, Kind
 from compile_lint.linter.imports import ImportMap
 from compile_lint.linter.regions import Regions, find_regions
+from compile_lint.linter.walk import visit
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import FixPlan, Rule
@@ -67,7 +68,7 @@ class FileContext:
             def on_leave(self, original_node: cst.CSTNode) -> None:
                 stack.pop()
 
-        self.module.visit(_Parents())
+        visit(self.module, _Parents())
         return parents
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, Optional
 import libcst as cst
 
 from compile_lint.linter.imports import ImportMap, dotted_name
+from compile_lint.linter.walk import visit
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile", "torch._dynamo.optimize"})
 DISABLE_DECORATORS = frozenset(
@@ -154,7 +155,7 @@ def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterat
                 found.append(node)
             return super().on_visit(node)
 
-    function.visit(_Calls())
+    visit(function, _Calls())
     return iter(found)
 
 
@@ -185,9 +186,9 @@ def find_regions(
 ) -> Regions:
     """Compute the compiled regions of `module`."""
     index = _Index(imports)
-    module.visit(index)
+    visit(module, index)
     regions = Regions(owner_class=dict(index.owner))
-    module.visit(_EagerBranches(imports, regions.eager_only))
+    visit(module, _EagerBranches(imports, regions.eager_only))
     base_names = DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases)
 
     def is_module_class(cls: cst.ClassDef, seen: frozenset = frozenset()) -> bool:

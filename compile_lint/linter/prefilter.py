@@ -1,0 +1,128 @@
+"""Cheap checks, before the libcst parse, that prove a file cannot hold a finding.
+
+A libcst parse costs about 12 times Python's own `ast.parse`, and most files of a model
+codebase (configurations, tokenizers, processors, utilities) hold no compiled region. So
+the engine first asks, with text search and `ast`, whether any rule could fire:
+
+- every finding involves torch: a compiled region needs an nn.Module base, `torch.compile`
+  or a configured module base, so a file that mentions none of them has no finding;
+- region-scoped rules only fire inside traced functions, whose roots are `forward` of a
+  class with a base, or a function decorated with or passed to `torch.compile` /
+  `torch._dynamo.optimize`; a file with none of these cannot have a traced function.
+
+Each check is a superset of what `regions.find_regions` accepts, so skipping is exact:
+`tests/test_fast_path.py` lints rule examples and real files both ways and compares.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from typing import Iterable, Optional, Sequence
+
+from compile_lint.linter.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
+
+_ROOT_WORDS = ("forward", "compile", "optimize")
+
+
+def relevant_words(module_bases: Iterable[str] = ()) -> tuple[str, ...]:
+    """Words one of which a file must contain to hold any finding."""
+    return ("torch", *sorted(DEFAULT_MODULE_BASE_NAMES), *module_bases)
+
+
+def parse_ast(text: str) -> Optional[ast.Module]:
+    """`ast.parse(text)`, or None when Python rejects it (libcst then reports it exactly)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+
+
+def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
+    """Local name -> every qualified name an import binds it to (as `ImportMap` resolves)."""
+    names: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    head = alias.name.split(".")[0]
+                    names.setdefault(head, set()).add(head)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                target = f"{module}.{alias.name}" if module else alias.name
+                names.setdefault(alias.asname or alias.name, set()).add(target)
+    return names
+
+
+def _dotted(node: ast.AST) -> Optional[list[str]]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def _names_compile(node: ast.AST, imports: dict[str, set[str]]) -> bool:
+    parts = _dotted(node)
+    if not parts or parts[0] not in imports:
+        return False
+    rest = ".".join(parts[1:])
+    return any((f"{base}.{rest}" if rest else base) in COMPILE_FUNCTIONS for base in imports[parts[0]])
+
+
+def _defines_forward(cls: ast.ClassDef) -> bool:
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "forward"
+        for node in ast.walk(cls)
+    )
+
+
+def may_have_regions(tree: ast.Module, text: str) -> bool:
+    """False only when no function of the file can be traced by torch.compile."""
+    if not any(word in text for word in _ROOT_WORDS):
+        return False
+    mentions_compile = "compile" in text or "optimize" in text
+    imports = _import_targets(tree) if mentions_compile else {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if node.bases and _defines_forward(node):
+                return True
+        elif mentions_compile and isinstance(node, (ast.Attribute, ast.Name)):
+            if _names_compile(node, imports):
+                return True
+    return False
+
+
+def needs_lint(
+    text: str,
+    scopes: Sequence[str],
+    syntax_enabled: bool,
+    module_bases: Iterable[str] = (),
+) -> bool:
+    """Whether the full lint (libcst parse, analysis, rules) could report anything for `text`.
+
+    `scopes` are the `scope` values of the enabled rules. A file Python cannot parse always
+    needs it, so that the JIT000 finding comes out exactly as the full lint reports it.
+    """
+    relevant = bool(scopes) and any(word in text for word in relevant_words(module_bases))
+    if not relevant and not syntax_enabled:
+        return False
+    tree = parse_ast(text)
+    if tree is None:
+        return True
+    if not relevant:
+        return False
+    if any(scope == "module" for scope in scopes):
+        return True
+    return may_have_regions(tree, text)
