@@ -238,7 +238,7 @@ def main() -> int:
     for scale in [int(s) for s in args.scales.split(",") if s.strip()]:
         scaled_root, scaled_lines = (root, lines) if scale == 1 else build_tree(base, files, scale, tag)
         scaled: dict = {}
-        for round_number in range(max(1, args.repeat // 2 + 1) if scale > 1 else 0):
+        for round_number in range(max(1, args.repeat // 3) if scale > 1 else 0):
             run_round(scaled_root, args.jobs, scaled, ["compile-lint", "libcst parse"], round_number)
         if scale == 1:
             scaled = {key: value for key, value in samples.items() if key[1] == args.jobs}

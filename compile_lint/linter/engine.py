@@ -175,13 +175,14 @@ def lint_module(
     rule_classes: Sequence[type[Rule]],
     module_bases: Iterable[str] = (),
     prune: bool = True,
+    source: Optional[str] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
     With `prune`, the walk skips what no rule can see (code outside compiled regions
     when every rule is region-scoped); without, it walks every node.
     """
-    context = FileContext(path, module, module_bases)
+    context = FileContext(path, module, module_bases, source if prune else None)
     rules = [rule_class(context) for rule_class in rule_classes]
     _Dispatcher(context, rules, prune).run(module)
     if not context.findings:
@@ -235,7 +236,7 @@ def lint_text(text: str, path: str, config: Config, fast: bool = True) -> list[D
     if not any(word in text for word in relevant_words(config.module_bases)):
         return []
     try:
-        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast)
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text)
     except RecursionError:
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to analyse; compile-lint cannot check this file")]

@@ -45,7 +45,7 @@ class ImportMap:
 
     def _collect(self, module: cst.Module) -> None:
         collector = _ImportCollector(self)
-        visit(module, collector)
+        visit(module, collector, statements_only=True)  # imports and defs are statements
 
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The qualified name `node` refers to, e.g. `torch.nn.functional.relu`, or None.

@@ -40,10 +40,27 @@ def parse_ast(text: str) -> Optional[ast.Module]:
         return None
 
 
+_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(body: list) -> list[ast.stmt]:
+    """Every statement in `body`, nested ones included (not those inside expressions, which hold none)."""
+    found: list[ast.stmt] = []
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for field in _BODY_FIELDS:
+            children = getattr(node, field, None)
+            if children:
+                stack.extend(reversed(children))
+    return found
+
+
 def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
     """Local name -> every qualified name an import binds it to (as `ImportMap` resolves)."""
     names: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -82,9 +99,10 @@ def _names_compile(node: ast.AST, imports: dict[str, set[str]]) -> bool:
 
 
 def _defines_forward(cls: ast.ClassDef) -> bool:
+    """A method named forward: in the class body, at any depth of if/try/with, as regions finds methods."""
     return any(
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "forward"
-        for node in ast.walk(cls)
+        for node in _statements(cls.body)
     )
 
 
@@ -92,14 +110,14 @@ def may_have_regions(tree: ast.Module, text: str) -> bool:
     """False only when no function of the file can be traced by torch.compile."""
     if not any(word in text for word in _ROOT_WORDS):
         return False
-    mentions_compile = "compile" in text or "optimize" in text
-    imports = _import_targets(tree) if mentions_compile else {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            if node.bases and _defines_forward(node):
+    if "forward" in text:
+        for node in _statements(tree.body):
+            if isinstance(node, ast.ClassDef) and node.bases and _defines_forward(node):
                 return True
-        elif mentions_compile and isinstance(node, (ast.Attribute, ast.Name)):
-            if _names_compile(node, imports):
+    if "compile" in text or "optimize" in text:
+        imports = _import_targets(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Attribute, ast.Name)) and _names_compile(node, imports):
                 return True
     return False
 

@@ -114,19 +114,34 @@ def _plan(cls: type) -> tuple[str, bool, tuple[str, ...], tuple[str, ...]]:
     return plan
 
 
-def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+# The nodes that can hold a statement; expressions never do.
+STATEMENT_CONTAINERS = (
+    cst.Module, cst.BaseCompoundStatement, cst.IndentedBlock, cst.SimpleStatementLine,
+    cst.SimpleStatementSuite, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
+    cst.MatchCase,
+)
+
+
+def _holds_statements(node: cst.CSTNode) -> bool:
+    return isinstance(node, STATEMENT_CONTAINERS)
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor, statements_only: bool = False) -> None:
     """Walk `node` with `visitor` exactly as `node.visit(visitor)` would, without rebuilding it.
 
     Visitors with attribute hooks (`visit_Name_value`) fall back to libcst's own walk.
-    Whitespace is skipped when the visitor cannot observe it.
+    Whitespace is skipped when the visitor cannot observe it. With `statements_only`, the
+    walk does not enter expressions: for visitors that only look at statements (imports,
+    definitions, `if`), which is all such a visitor would see anyway.
     """
     mode, skippable, visit_names, leave_names = _plan(type(visitor))
     skip = WHITESPACE_TYPES if skippable else None
+    descend = _holds_statements if statements_only else None
     if mode == "libcst":
         node.visit(visitor)
         return
     if mode == "generic":
-        walk(node, visitor.on_visit, visitor.on_leave, skip)
+        walk(node, visitor.on_visit, visitor.on_leave, skip, descend)
         return
     visits = {name: getattr(visitor, "visit_" + name) for name in visit_names}
     leaves = {name: getattr(visitor, "leave_" + name) for name in leave_names}
@@ -140,7 +155,7 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         if hook is not None:
             hook(current)
 
-    walk(node, on_visit, on_leave if leaves else None, skip)
+    walk(node, on_visit, on_leave if leaves else None, skip, descend)
 
 
 def walk(
