@@ -140,8 +140,11 @@ def lint_module(
     return diagnostics
 
 
-def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
-    """Lint source text; a syntax error becomes a JIT000 finding."""
+def lint_text(text: str, path: str, config: Config, noqa: bool = True) -> list[Diagnostic]:
+    """Lint source text; a syntax error becomes a JIT000 finding.
+
+    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    """
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     try:
@@ -160,6 +163,8 @@ def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
     except RecursionError:
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if not noqa:
+        return sorted(diagnostics, key=Diagnostic.sort_key)
     lines = text.splitlines()
     kept = [
         d for d in diagnostics
