@@ -17,7 +17,7 @@ from compile_lint.linter.files import discover
 from compile_lint.linter.reporters import FORMATS, GRAPH_BREAK_PAGE, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "verify")
+SUBCOMMANDS = ("check", "verify", "server")
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 8
 
@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="compile-lint",
         description=(
             "Find torch.compile graph breaks and recompiles before they cost you, and fix them. "
-            "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler."
+            "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
+            "`compile-lint server` runs the language server for editors."
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",
@@ -243,6 +244,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.cli import verify_main
 
             return verify_main(argv[1:])
+        if argv and argv[0] == "server":
+            from compile_lint.linter.server import serve
+
+            return serve(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return check(argv)
