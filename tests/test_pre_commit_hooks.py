@@ -98,6 +98,7 @@ def test_fix_hook_rewrites_the_file(tmp_path, pre_commit_home):
     output = result.stdout + result.stderr
     assert result.returncode == 1, output  # pre-commit fails a hook that modified files
     assert "files were modified by this hook" in output
+    assert "Fixed model.py:" in output  # the hook lists what it changed (--show-fixes)
     assert (tmp_path / "model.py").read_text() == example.fixed
 
 

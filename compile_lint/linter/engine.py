@@ -33,6 +33,11 @@ class FileResult:
     source: Optional[SourceFile] = None
 
 
+def may_hold_regions(text: str) -> bool:
+    """False when `text` cannot hold a compiled region or a custom op (a cheap pre-parse filter)."""
+    return any(word in text for word in _RELEVANT_WORDS)
+
+
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
     """The rule classes enabled for `path` under `config`."""
     return [rule for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, config, path)]
@@ -166,7 +171,7 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True) -> list[D
             return []
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
-    if not any(word in text for word in _RELEVANT_WORDS):
+    if not may_hold_regions(text):
         return []
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases)

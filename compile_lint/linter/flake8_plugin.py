@@ -17,7 +17,7 @@ from typing import Any, Iterator, Sequence
 
 from compile_lint import __version__
 from compile_lint.linter.config import Config, ConfigError, load_config
-from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text
+from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text, may_hold_regions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX
 
@@ -77,6 +77,8 @@ class CompileLintPlugin:
     def run(self) -> Iterator[Flake8Error]:
         """Lint the file flake8 read; a file that does not parse yields nothing (flake8 says E999)."""
         text = "".join(self.lines)
+        if not may_hold_regions(text):
+            return  # most files in a flake8 run are not model code: skip the libcst parse
         directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("-", "stdin") else os.getcwd()
         config = Config(
             select=self._selection.select,
