@@ -9,9 +9,10 @@ import libcst as cst
 
 from compile_lint.autofix.builders import spell
 from compile_lint.linter.imports import ImportMap, dotted_name
+from compile_lint.linter.regions import OPAQUE_OP_DECORATORS
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 
-CUSTOM_OP_DECORATORS = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
+CUSTOM_OP_DECORATORS = OPAQUE_OP_DECORATORS
 FAKE_REGISTRARS = frozenset({"torch.library.register_fake", "torch.library.impl_abstract"})
 # Calls that keep the input's shape: a fake output of `empty_like(input)` matches them.
 _SHAPE_KEEPING_FACTORIES = frozenset(
@@ -430,3 +431,419 @@ class CustomOpWithoutFake(Rule):
             "unsafe",
             imports,
         )
+
+
+class DeprecatedImplAbstract(Rule):
+    """`torch.library.impl_abstract` is deprecated: use `torch.library.register_fake`.
+
+    Why: `impl_abstract` was renamed to `register_fake` in PyTorch 2.4. On torch 2.13
+    it still works (it forwards to `register_fake`) but warns at every registration
+    ("we will remove `torch.library.impl_abstract` in a future version"); once it is
+    removed the op loses its fake implementation and every compiled caller fails.
+    This is a deprecation, not a graph break today, so it is reported as a warning.
+
+    Instead: `torch.library.register_fake(op)`, which takes the same arguments. The fix
+    (safe) renames `torch.library.impl_abstract(...)` calls and decorators; a call that
+    passes the op as `qualname=` is left alone, since `register_fake` takes it only
+    positionally.
+    """
+
+    code = "JIT702"
+    name = "deprecated-impl-abstract"
+    kind = "perf"
+    fix_applicability = "safe"
+    scope = "module"
+    torch_versions = ">=2.4"
+    message = (
+        "torch.library.impl_abstract is deprecated (renamed in torch 2.4, to be removed); "
+        "use torch.library.register_fake with the same arguments"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            @torch.library.custom_op("demo_jit702::rms_scale", mutates_args=())
+            def rms_scale(x: torch.Tensor, eps: float) -> torch.Tensor:
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+            @torch.library.impl_abstract("demo_jit702::rms_scale")
+            def _(x, eps):
+                return torch.empty_like(x)
+
+            class RMSNorm(nn.Module):
+                def forward(self, x):
+                    return rms_scale(x, 1e-6)
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            @torch.library.custom_op("demo_jit702::rms_scale", mutates_args=())
+            def rms_scale(x: torch.Tensor, eps: float) -> torch.Tensor:
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+            @torch.library.register_fake("demo_jit702::rms_scale")
+            def _(x, eps):
+                return torch.empty_like(x)
+
+            class RMSNorm(nn.Module):
+                def forward(self, x):
+                    return rms_scale(x, 1e-6)
+            """,
+            entry="RMSNorm",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.library as library
+
+            @library.custom_op("demo_jit702b::double", mutates_args=())
+            def double(x: torch.Tensor) -> torch.Tensor:
+                return x * 2
+
+            library.impl_abstract("demo_jit702b::double", lambda x: torch.empty_like(x))
+
+            @torch.compile(backend="eager")
+            def twice(x):
+                return torch.ops.demo_jit702b.double(x) + 1
+            """,
+            fixed="""
+            import torch
+            import torch.library as library
+
+            @library.custom_op("demo_jit702b::double", mutates_args=())
+            def double(x: torch.Tensor) -> torch.Tensor:
+                return x * 2
+
+            library.register_fake("demo_jit702b::double", lambda x: torch.empty_like(x))
+
+            @torch.compile(backend="eager")
+            def twice(x):
+                return torch.ops.demo_jit702b.double(x) + 1
+            """,
+            entry="twice",
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            @torch.library.custom_op("demo_jit702v::rms_scale", mutates_args=())
+            def rms_scale(x: torch.Tensor, eps: float) -> torch.Tensor:
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+            @torch.library.register_fake("demo_jit702v::rms_scale")
+            def _(x, eps):
+                return torch.empty_like(x)
+
+            class RMSNorm(nn.Module):
+                def forward(self, x):
+                    return rms_scale(x, 1e-6)
+            """,
+            entry="RMSNorm",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Registry:
+                def impl_abstract(self, name):
+                    return lambda fn: fn
+
+            registry = Registry()
+
+            @registry.impl_abstract("not a torch op")
+            def shape_rule(x):
+                return x
+
+            class Head(nn.Module):
+                def forward(self, x):
+                    return shape_rule(x) * 2
+            """,
+            entry="Head",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            @torch.library.custom_op("demo_jit702v::softcap", mutates_args=())
+            def softcap(x: torch.Tensor, cap: float) -> torch.Tensor:
+                return torch.tanh(x / cap) * cap
+
+            @softcap.register_fake
+            def _(x, cap):
+                return torch.empty_like(x)
+
+            class Logits(nn.Module):
+                def forward(self, x):
+                    return softcap(x, 30.0)
+            """,
+            entry="Logits",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.context.qualname(node.func) != "torch.library.impl_abstract":
+            return
+        fix = None
+        if not any(arg.keyword is not None and arg.keyword.value == "qualname" for arg in node.args):
+            fix = self._rename(node.func)
+        self.report(node.func, fix=fix)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        # A bare `@impl_abstract` is not a call; the usual `@impl_abstract("ns::op")` is
+        # reported by visit_Call.
+        if isinstance(node.decorator, (cst.Name, cst.Attribute)):
+            if self.context.qualname(node.decorator) == "torch.library.impl_abstract":
+                self.report(node.decorator)
+
+    def _rename(self, func: cst.BaseExpression) -> Optional[FixPlan]:
+        if isinstance(func, cst.Attribute):
+            new: cst.BaseExpression = func.with_changes(attr=cst.Name("register_fake"))
+            imports: tuple[str, ...] = ()
+        else:
+            spelled, imports = spell(self.context, "torch.library.register_fake")
+            new = cst.parse_expression(spelled)
+        return FixPlan([(func, new)], "Use torch.library.register_fake", "safe", imports)
+
+
+# Calls that load native code whose functions Dynamo cannot trace.
+NATIVE_LOADERS = frozenset(
+    {
+        "ctypes.CDLL", "ctypes.PyDLL", "ctypes.WinDLL", "ctypes.OleDLL",
+        "ctypes.cdll.LoadLibrary", "ctypes.pydll.LoadLibrary", "ctypes.windll.LoadLibrary",
+        "numpy.ctypeslib.load_library",
+        "torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline",
+    }
+)
+
+
+class _NativeHandles(cst.CSTVisitor):
+    """Module-level names and `self.` attributes bound to a loaded native library."""
+
+    def __init__(self, imports: ImportMap) -> None:
+        self.imports = imports
+        self.names: set[str] = set()
+        self.attributes: set[str] = set()
+        self._depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._depth -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not (isinstance(node.value, cst.Call) and self.imports.qualname(node.value.func) in NATIVE_LOADERS):
+            return
+        for target in node.targets:
+            expr = target.target
+            if isinstance(expr, cst.Name) and self._depth == 0:
+                self.names.add(expr.value)
+            elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                self.attributes.add(expr.attr.value)
+
+
+class OpaqueExtensionCall(Rule):
+    """A call into a ctypes library or a C++ extension inside forward breaks the graph.
+
+    Why: Dynamo can only trace Python and torch operators. A function of a library
+    loaded with `ctypes.CDLL(...)` or `torch.utils.cpp_extension.load(...)` is native
+    code it cannot see into, so it stops the graph there ("Unsupported method call"
+    for ctypes, measured on torch 2.13); with `fullgraph=True` compilation fails.
+    Raw Triton launches (`kernel[grid](...)`) are NOT flagged: Dynamo traces
+    user-defined Triton kernels (measured on an H200 with torch 2.11 and Triton 3.6:
+    fullgraph compiles, outputs match).
+
+    Instead: wrap the native call in a `torch.library.custom_op` and give it a
+    `register_fake` that returns empty outputs of the right shape; Dynamo then puts
+    the op in the graph as one opaque node.
+    """
+
+    code = "JIT703"
+    name = "opaque-extension-call"
+    kind = "break"
+    gb_type = "Unsupported method call"
+    gb_id = "GB0156"
+    message = (
+        "call into native code (ctypes / C++ extension) inside a compiled region breaks the graph; "
+        "wrap it in torch.library.custom_op with a register_fake"
+    )
+    invalid = [
+        Invalid(
+            """
+            import ctypes
+            import ctypes.util
+
+            import torch
+            from torch import nn
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+
+
+            class NativeCopy(nn.Module):
+                def forward(self, x):
+                    out = torch.empty_like(x)
+                    libc.memcpy(ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(x.data_ptr()), x.numel() * x.element_size())
+                    return out * 2
+            """,
+            entry="NativeCopy",
+        ),
+        Invalid(
+            """
+            import ctypes
+            import ctypes.util
+
+            import torch
+            from torch import nn
+
+
+            class Packed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lib = ctypes.cdll.LoadLibrary(ctypes.util.find_library("c"))
+                    self.fc = nn.Linear(8, 8)
+
+                def _native_copy(self, src):
+                    dst = torch.empty_like(src)
+                    nbytes = src.numel() * src.element_size()
+                    self.lib.memcpy(ctypes.c_void_p(dst.data_ptr()), ctypes.c_void_p(src.data_ptr()), nbytes)
+                    return dst
+
+                def forward(self, x):
+                    return self._native_copy(self.fc(x).contiguous())
+            """,
+            entry="Packed",
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import ctypes
+            import ctypes.util
+
+            import torch
+            from torch import nn
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+
+
+            @torch.library.custom_op("demo_jit703v::native_copy", mutates_args=())
+            def native_copy(x: torch.Tensor) -> torch.Tensor:
+                out = torch.empty_like(x)
+                libc.memcpy(ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(x.data_ptr()), x.numel() * x.element_size())
+                return out
+
+
+            @native_copy.register_fake
+            def _(x):
+                return torch.empty_like(x)
+
+
+            class NativeCopy(nn.Module):
+                def forward(self, x):
+                    return native_copy(x.contiguous()) * 2
+            """,
+            entry="NativeCopy",
+        ),
+        Valid(
+            """
+            import ctypes
+            import ctypes.util
+
+            import torch
+            from torch import nn
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.pid = libc.getpid()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    return self.fc(x).relu()
+            """,
+        ),
+        Valid(
+            """
+            import ctypes
+            import ctypes.util
+
+            import torch
+            from torch import nn
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+
+
+            class Logged(nn.Module):
+                def forward(self, x):
+                    if not torch.compiler.is_compiling():
+                        libc.getpid()
+                    return x.sigmoid()
+            """,
+            entry="Logged",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+
+            class Checkpointed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    state = self.fc.state_dict()
+                    return self.fc(x) + state["bias"]
+            """,
+            entry="Checkpointed",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._handles: Optional[_NativeHandles] = None
+
+    def _native_handles(self) -> _NativeHandles:
+        if self._handles is None:
+            self._handles = _NativeHandles(self.context.imports)
+            self.context.module.visit(self._handles)
+        return self._handles
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        receiver = func.value
+        if isinstance(receiver, cst.Call) and self.context.qualname(receiver.func) in NATIVE_LOADERS:
+            self.report(node)
+            return
+        handles = self._native_handles()
+        if isinstance(receiver, cst.Name) and receiver.value in handles.names:
+            if receiver.value not in self._local_names():
+                self.report(node)
+        elif (
+            isinstance(receiver, cst.Attribute)
+            and isinstance(receiver.value, cst.Name)
+            and receiver.value.value == "self"
+            and receiver.attr.value in handles.attributes
+        ):
+            self.report(node)
+
+    def _local_names(self) -> set[str]:
+        function = self.context.function
+        if function is None:
+            return set()
+        params = function.params
+        return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
