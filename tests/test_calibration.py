@@ -32,11 +32,15 @@ def _select(rule) -> Config:
     return Config(select=(rule.code,))
 
 
+def _assert_flagged(rule, example) -> None:
+    codes = [d.code for d in lint_text(example.code, "example.py", _select(rule))]
+    assert rule.code in codes, f"{rule.code} did not flag its invalid example"
+
+
 @pytest.mark.parametrize("case", INVALID, ids=[_id(c) for c in INVALID])
 def test_invalid_example_is_flagged_and_really_breaks(case):
     rule, _, example = case
-    codes = [d.code for d in lint_text(example.code, "example.py", _select(rule))]
-    assert rule.code in codes, f"{rule.code} did not flag its invalid example"
+    _assert_flagged(rule, example)
     result = probe_example(example.code, example.entry, example.calls)
     assert result.eager_error is None, result.describe()
     assert result.breaks or result.recompiles, f"compiler copes with it: {result.describe()}"
@@ -45,8 +49,7 @@ def test_invalid_example_is_flagged_and_really_breaks(case):
 @pytest.mark.parametrize("case", INVALID_PERF, ids=[_id(c) for c in INVALID_PERF])
 def test_perf_hint_example_is_flagged_and_compiles_to_eager_outputs(case):
     rule, _, example = case
-    codes = [d.code for d in lint_text(example.code, "example.py", _select(rule))]
-    assert rule.code in codes, f"{rule.code} did not flag its invalid example"
+    _assert_flagged(rule, example)
     check = compare_compiled_outputs(example.code, example.entry, example.calls)
     assert check.equal, f"error={check.error!r} mismatch={check.mismatch!r}"
 
