@@ -193,7 +193,9 @@ class _ShapeRule:
         return isinstance(expr, cst.Name) and self.params.get(expr.value) == "scalar"
 
 
-def _fake_stub(rule: Rule, definition: CustomOpDefinition, parameter: str, leading_blank_lines: int) -> tuple[cst.FunctionDef, tuple[str, ...]]:
+def _fake_stub(
+    rule: Rule, definition: CustomOpDefinition, parameter: str, leading_blank_lines: int
+) -> tuple[cst.FunctionDef, tuple[str, ...]]:
     """`@op.register_fake` + `def _op_fake(<op's params>): return torch.empty_like(param)`."""
     function = definition.function
     empty_like, imports = spell(rule.context, "torch.empty_like")
@@ -871,7 +873,11 @@ def _is_pointwise(expr: cst.BaseExpression, imports: ImportMap) -> bool:
     if isinstance(expr, cst.Attribute):  # `self.gamma`, `torch.float16`
         return dotted_name(expr) is not None
     if isinstance(expr, cst.BinaryOperation):
-        return isinstance(expr.operator, _POINTWISE_OPERATORS) and _is_pointwise(expr.left, imports) and _is_pointwise(expr.right, imports)
+        return (
+            isinstance(expr.operator, _POINTWISE_OPERATORS)
+            and _is_pointwise(expr.left, imports)
+            and _is_pointwise(expr.right, imports)
+        )
     if isinstance(expr, cst.UnaryOperation):
         return isinstance(expr.operator, (cst.Minus, cst.Plus)) and _is_pointwise(expr.expression, imports)
     if isinstance(expr, cst.Call):

@@ -179,7 +179,10 @@ def compare_compiled_outputs(code: str, entry: str, calls_expr: str) -> OutputCh
     try:
         with torch.no_grad():
             for index, call in enumerate(calls):
-                args, kwargs = (tuple(call.get("args", ())), dict(call.get("kwargs", {}))) if isinstance(call, dict) else (tuple(call), {})
+                if isinstance(call, dict):
+                    args, kwargs = tuple(call.get("args", ())), dict(call.get("kwargs", {}))
+                else:
+                    args, kwargs = tuple(call), {}
                 expected = fn(*args, **kwargs)
                 actual = compiled(*args, **kwargs)
                 try:
