@@ -218,3 +218,20 @@ def test_disabled_pointwise_helper_is_off_by_default():
 
     example = DisabledPointwiseHelper.invalid[0]
     assert [d.code for d in lint_text(example.code, "m.py", Config())] == []
+
+
+def test_library_op_with_kernels_elsewhere_or_catch_all_is_not_flagged():
+    code = """
+    import torch
+
+    lib = torch.library.Library("t", "DEF")
+    lib.define("only_schema(Tensor x) -> Tensor")
+    lib.define("catch_all(Tensor x) -> Tensor")
+    lib.impl("catch_all", lambda x: x * 2)
+    lib.define("cuda_only(Tensor x) -> Tensor")
+    lib.impl("cuda_only", lambda x: x * 2, dispatch_key="CUDA")
+    lib.define("abstract(Tensor x) -> Tensor")
+    lib.impl("abstract", lambda x: x * 2, "CUDA")
+    torch.library.impl_abstract("t::abstract", lambda x: torch.empty_like(x))
+    """
+    assert _codes(code, "JIT704") == [("JIT704", 7)]

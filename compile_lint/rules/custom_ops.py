@@ -1151,3 +1151,211 @@ class DisabledPointwiseHelper(Rule):
 def _decorator_callee(decorator: cst.Decorator) -> cst.BaseExpression:
     expr = decorator.decorator
     return expr.func if isinstance(expr, cst.Call) else expr
+
+
+LIBRARY_CLASS = "torch.library.Library"
+KERNEL_REGISTRARS = frozenset({"torch.library.impl", "torch.library.register_kernel"})
+# Dispatch keys whose kernel also serves fake tensors: with one of them Dynamo can trace the op.
+FAKE_CAPABLE_KEYS = frozenset({"meta", "compositeexplicitautograd", "compositeimplicitautograd"})
+
+
+def _strings_in(expr: cst.BaseExpression) -> list[str]:
+    """String literals of an argument: a string, or the strings of a list/tuple."""
+    value = _string_value(expr)
+    if value is not None:
+        return [value]
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return [s for element in expr.elements for s in _strings_in(element.value)]
+    return []
+
+
+class _LibraryOps(cst.CSTVisitor):
+    """Ops a file defines with `Library.define` / `torch.library.define`, and their kernels' keys."""
+
+    def __init__(self, imports: ImportMap) -> None:
+        self.imports = imports
+        self.namespaces: dict[str, str] = {}  # library variable -> namespace
+        self.defined: dict[str, cst.Call] = {}  # "ns::name" -> the define call
+        self.keys: dict[str, set[str]] = {}  # "ns::name" -> lower-cased dispatch keys, "?" when unknown
+        self.fake: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if isinstance(value, cst.Call) and self.imports.qualname(value.func) == LIBRARY_CLASS and value.args:
+            namespace = _string_value(value.args[0].value)
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name and namespace:
+                    self.namespaces[name] = namespace
+
+    def _qualify(self, op: str, library: Optional[str]) -> Optional[str]:
+        op = op.split("(")[0].split(".")[0].strip()
+        if "::" in op:
+            return op
+        namespace = self.namespaces.get(library or "")
+        return f"{namespace}::{op}" if namespace else None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.imports.qualname(func)
+        strings = [s for arg in node.args for s in _strings_in(arg.value)]
+        if qualified in FAKE_REGISTRARS and node.args:
+            reference = _op_reference(node.args[0].value)
+            if reference:
+                self.fake.add(reference)
+            return
+        library = dotted_name(func.value) if isinstance(func, cst.Attribute) else None
+        if isinstance(func, cst.Attribute) and library in self.namespaces and strings:
+            method = func.attr.value
+            op = self._qualify(strings[0], library)
+            if op is None:
+                return
+            if method == "define" and "->" in strings[0]:
+                self.defined[op] = node
+            elif method == "impl":
+                self._add_keys(op, node, strings[1:])
+        elif qualified == "torch.library.define" and strings:
+            self.defined[self._qualify(strings[0], None) or strings[0]] = node
+        elif qualified in KERNEL_REGISTRARS and strings:
+            op_strings = [s for s in strings if "::" in s]
+            if op_strings:
+                self._add_keys(op_strings[0].split(".")[0], node, [s for s in strings if s is not op_strings[0]])
+
+    def _add_keys(self, op: str, node: cst.Call, keys: list[str]) -> None:
+        has_func_or_key = len(node.args) >= 2
+        found = self.keys.setdefault(op, set())
+        if keys:
+            found.update(key.lower() for key in keys)
+        elif has_func_or_key:
+            found.add("?")
+
+
+class LibraryOpWithoutFake(Rule):
+    """An op defined with `torch.library.Library.define` and only device kernels breaks the graph.
+
+    Why: Dynamo runs every op on fake tensors to learn output shapes. An op whose only
+    kernels are for real devices ("CPU", "CUDA") has none that accepts fake tensors,
+    so Dynamo stops the graph at each call ("Operator does not support running with
+    fake tensors"); with `fullgraph=True` compilation fails. A "Meta" kernel, a
+    `register_fake`, or a "CompositeExplicitAutograd"/"CompositeImplicitAutograd"
+    kernel (written in torch ops) all make it traceable (measured on torch 2.13).
+
+    Instead: add `torch.library.register_fake("ns::op")` (or `lib.impl("op", fn,
+    "Meta")`) returning empty outputs of the right shape; for new code prefer
+    `torch.library.custom_op`. Ops whose kernels are registered in another file are
+    not reported.
+    """
+
+    code = "JIT704"
+    name = "library-op-without-fake"
+    kind = "break"
+    gb_type = "Operator does not support running with fake tensors"
+    gb_id = "GB0090"
+    scope = "module"
+    message = (
+        "op `{op}` has only device kernels ({keys}): Dynamo cannot run it on fake tensors and breaks the graph "
+        "at every call; add torch.library.register_fake(\"{op}\") or a \"Meta\" kernel"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            lib = torch.library.Library("demo_jit704", "FRAGMENT")
+            lib.define("bias_gelu(Tensor x, Tensor bias) -> Tensor")
+            lib.impl("bias_gelu", lambda x, bias: torch.nn.functional.gelu(x + bias), "CPU")
+
+
+            class FusedMLP(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                    self.bias = nn.Parameter(torch.zeros(8))
+
+                def forward(self, x):
+                    return torch.ops.demo_jit704.bias_gelu(self.fc(x), self.bias)
+            """,
+            entry="FusedMLP",
+        ),
+        Invalid(
+            """
+            import torch
+
+            torch.library.define("demo_jit704b::clip_grad_norm", "(Tensor x, float limit) -> Tensor")
+
+            @torch.library.impl("demo_jit704b::clip_grad_norm", "cpu")
+            def _clip_cpu(x, limit):
+                return x.clamp(-limit, limit)
+
+            @torch.compile(backend="eager")
+            def step(x):
+                return torch.ops.demo_jit704b.clip_grad_norm(x, 1.0) * 2
+            """,
+            entry="step",
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            lib = torch.library.Library("demo_jit704v", "FRAGMENT")
+            lib.define("bias_gelu(Tensor x, Tensor bias) -> Tensor")
+            lib.impl("bias_gelu", lambda x, bias: torch.nn.functional.gelu(x + bias), "CPU")
+            lib.impl("bias_gelu", lambda x, bias: torch.empty_like(x), "Meta")
+
+
+            class FusedMLP(nn.Module):
+                def forward(self, x):
+                    return torch.ops.demo_jit704v.bias_gelu(x, x)
+            """,
+            entry="FusedMLP",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            lib = torch.library.Library("demo_jit704v2", "FRAGMENT")
+            lib.define("scale(Tensor x, float s) -> Tensor")
+            lib.impl("scale", lambda x, s: x * s, "CompositeExplicitAutograd")
+
+
+            class Scale(nn.Module):
+                def forward(self, x):
+                    return torch.ops.demo_jit704v2.scale(x, 2.0)
+            """,
+            entry="Scale",
+        ),
+        Valid(
+            """
+            import torch
+
+            torch.library.define("demo_jit704v3::clip", "(Tensor x, float limit) -> Tensor")
+
+            @torch.library.impl("demo_jit704v3::clip", "cpu")
+            def _clip_cpu(x, limit):
+                return x.clamp(-limit, limit)
+
+            @torch.library.register_fake("demo_jit704v3::clip")
+            def _clip_fake(x, limit):
+                return torch.empty_like(x)
+
+            @torch.compile(backend="eager")
+            def step(x):
+                return torch.ops.demo_jit704v3.clip(x, 1.0) * 2
+            """,
+            entry="step",
+        ),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        ops = _LibraryOps(self.context.imports)
+        node.visit(ops)
+        for op, define in ops.defined.items():
+            keys = ops.keys.get(op)
+            if not keys or "?" in keys or keys & FAKE_CAPABLE_KEYS or op in ops.fake:
+                continue
+            self.report(define, self.message.format(op=op, keys=", ".join(sorted(keys))))

@@ -139,15 +139,15 @@ def probe_example(code: str, entry: str, calls_expr: str) -> ProbeResult:
     fn = resolve_entry(module, entry)
     torch.manual_seed(0)
     calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
-    args_list, kwargs_list = [], []
-    for call in calls:
-        if isinstance(call, dict):
-            args_list.append(tuple(call.get("args", ())))
-            kwargs_list.append(dict(call.get("kwargs", {})))
-        else:
-            args_list.append(tuple(call))
-            kwargs_list.append({})
-    return probe(fn, args_list, kwargs_list)
+    split = [split_call(call) for call in calls]
+    return probe(fn, [args for args, _ in split], [kwargs for _, kwargs in split])
+
+
+def split_call(call: Any) -> tuple[tuple, dict]:
+    """An example call, an argument tuple or an {"args", "kwargs"} dict, as (args, kwargs)."""
+    if isinstance(call, dict):
+        return tuple(call.get("args", ())), dict(call.get("kwargs", {}))
+    return tuple(call), {}
 
 
 @dataclass
@@ -179,10 +179,7 @@ def compare_compiled_outputs(code: str, entry: str, calls_expr: str) -> OutputCh
     try:
         with torch.no_grad():
             for index, call in enumerate(calls):
-                if isinstance(call, dict):
-                    args, kwargs = tuple(call.get("args", ())), dict(call.get("kwargs", {}))
-                else:
-                    args, kwargs = tuple(call), {}
+                args, kwargs = split_call(call)
                 expected = fn(*args, **kwargs)
                 actual = compiled(*args, **kwargs)
                 try:
