@@ -129,3 +129,27 @@ def test_no_grad_hint_skips_models_also_called_with_grad_elsewhere():
     """
     assert _codes(code, "JIT801") == []
     assert _codes(code.replace("        model(x).sum().backward()", "        return x"), "JIT801") == [("JIT801", 6)]
+
+
+def test_no_grad_hint_skips_results_updated_in_place_after_the_block():
+    code = """
+    import torch
+
+    model = torch.compile(torch.nn.Linear(4, 4))
+
+    def predict(x):
+        with torch.no_grad():
+            out = model(x)
+        out += 1
+        return out
+
+    def predict_scaled(x):
+        with torch.no_grad():
+            out = model(x)
+        out.mul_(2)
+        return out
+    """
+    assert _codes(code, "JIT801") == []
+    assert _codes(code.replace("out += 1", "out = out + 1").replace("out.mul_(2)", "out = out * 2"), "JIT801") == [
+        ("JIT801", 6), ("JIT801", 12)
+    ]

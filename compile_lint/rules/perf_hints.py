@@ -840,7 +840,7 @@ def eager_embed(batches):
         item = self._no_grad_item(node)
         if item is None or not compiled or not _calls_compiled(node.body, compiled):
             return
-        if _keeps_or_differentiates(node.body, self.context.imports):
+        if _keeps_or_differentiates(node.body, self.context.imports) or self._updated_later(node):
             return
         if not self._all_calls_under_no_grad(compiled & self._called_names(node.body)):
             return
@@ -849,6 +849,41 @@ def eager_embed(batches):
         spelled, imports = spell(self.context, "torch.inference_mode")
         fix = FixPlan([(call.func, cst.parse_expression(spelled))], "Use torch.inference_mode()", "unsafe", imports)
         self.report(call, fix=fix)
+
+    def _updated_later(self, node: cst.With) -> bool:
+        """True when a name the block assigns is updated in place or used for autograd in its scope.
+
+        An inference tensor updated in place outside inference mode raises, so such a
+        block must stay under no_grad.
+        """
+        assigned: set[str] = set()
+
+        class _Targets(cst.CSTVisitor):
+            def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+                assigned.update(_target_names(target.target))
+
+        node.body.visit(_Targets())
+        if not assigned:
+            return False
+        scope: cst.CSTNode = self.context.function or self.context.module
+        updated = False
+
+        class _Updates(cst.CSTVisitor):
+            def visit_AugAssign(self, statement: cst.AugAssign) -> None:
+                nonlocal updated
+                if dotted_name(statement.target) in assigned:
+                    updated = True
+
+            def visit_Call(self, call: cst.Call) -> None:
+                nonlocal updated
+                func = call.func
+                if isinstance(func, cst.Attribute) and dotted_name(func.value) in assigned:
+                    method = func.attr.value
+                    if (method.endswith("_") and not method.endswith("__")) or method in _GRAD_USES:
+                        updated = True
+
+        scope.visit(_Updates())
+        return updated
 
     def _no_grad_item(self, node: cst.With) -> Optional[cst.WithItem]:
         for item in node.items:
