@@ -235,3 +235,21 @@ def test_library_op_with_kernels_elsewhere_or_catch_all_is_not_flagged():
     torch.library.impl_abstract("t::abstract", lambda x: torch.empty_like(x))
     """
     assert _codes(code, "JIT704") == [("JIT704", 7)]
+
+
+def test_fake_stub_inside_a_block_keeps_defaults_and_clean_blank_lines():
+    fixed = _fixed(
+        """
+        import torch
+
+        try:
+            @torch.library.custom_op("t::op", mutates_args=())
+            def op(x: torch.Tensor, *, alpha: float = 1.0) -> torch.Tensor:
+                return x.contiguous() * alpha
+        except RuntimeError:
+            op = None
+        """,
+        "JIT701",
+    )
+    assert "        return x.contiguous() * alpha\n\n    @op.register_fake\n" in fixed
+    assert "    def _op_fake(x, *, alpha=1.0):\n        return torch.empty_like(x)\n" in fixed

@@ -193,6 +193,14 @@ class _ShapeRule:
         return isinstance(expr, cst.Name) and self.params.get(expr.value) == "scalar"
 
 
+def _unannotated(param: cst.Param) -> cst.Param:
+    """`x: Tensor` -> `x`, `alpha: float = 1.0` -> `alpha=1.0` (PEP 8 spacing without annotation)."""
+    if param.default is None:
+        return param.with_changes(annotation=None)
+    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return param.with_changes(annotation=None, equal=tight)
+
+
 def _fake_stub(
     rule: Rule, definition: CustomOpDefinition, parameter: str, leading_blank_lines: int
 ) -> tuple[cst.FunctionDef, tuple[str, ...]]:
@@ -200,16 +208,16 @@ def _fake_stub(
     function = definition.function
     empty_like, imports = spell(rule.context, "torch.empty_like")
     params = function.params.with_changes(
-        params=[p.with_changes(annotation=None) for p in function.params.params],
-        posonly_params=[p.with_changes(annotation=None) for p in function.params.posonly_params],
-        kwonly_params=[p.with_changes(annotation=None) for p in function.params.kwonly_params],
+        params=[_unannotated(p) for p in function.params.params],
+        posonly_params=[_unannotated(p) for p in function.params.posonly_params],
+        kwonly_params=[_unannotated(p) for p in function.params.kwonly_params],
     )
     name = function.name.value
     stub = cst.parse_statement(f"@{name}.register_fake\ndef _{name}_fake():\n    return {empty_like}({parameter})\n")
     assert isinstance(stub, cst.FunctionDef)
     stub = stub.with_changes(
         params=params,
-        leading_lines=[cst.EmptyLine()] * leading_blank_lines,
+        leading_lines=[cst.EmptyLine(indent=False)] * leading_blank_lines,
     )
     return stub, imports
 
