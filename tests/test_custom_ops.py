@@ -253,3 +253,22 @@ def test_fake_stub_inside_a_block_keeps_defaults_and_clean_blank_lines():
     )
     assert "        return x.contiguous() * alpha\n\n    @op.register_fake\n" in fixed
     assert "    def _op_fake(x, *, alpha=1.0):\n        return torch.empty_like(x)\n" in fixed
+
+
+def test_custom_op_call_forms_are_checked():
+    code = """
+    import torch
+
+    def _scale(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    def _fill(x: torch.Tensor) -> None:
+        x.fill_(0)
+
+    scale = torch.library.custom_op("t::scale", _scale, mutates_args=())
+    scale2 = torch.library.custom_op("t::scale2", mutates_args=())(_scale)
+    fill = torch.library.custom_op("t::fill", _fill, mutates_args=("x",))
+    scale3 = torch.library.custom_op("t::scale3", _scale, mutates_args=())
+    scale3.register_fake(lambda x: torch.empty_like(x))
+    """
+    assert _codes(code, "JIT701") == [("JIT701", 9), ("JIT701", 10)]

@@ -414,8 +414,30 @@ class CustomOpWithoutFake(Rule):
         registrations = _FakeRegistrations(imports)
         node.visit(registrations)
         self._registered = registrations.registered
+        self._functions_returning_none: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`op = custom_op("ns::op", fn, mutates_args=())` or `custom_op("ns::op", ...)(fn)`: no fix."""
+        call = node.value
+        if not isinstance(call, cst.Call) or len(node.targets) != 1:
+            return
+        imports = self.context.imports
+        if imports.qualname(call.func) in CUSTOM_OP_DECORATORS and len(call.args) >= 2 and call.args[1].keyword is None:
+            qualname, function = _string_value(call.args[0].value), call.args[1].value
+        elif isinstance(call.func, cst.Call) and imports.qualname(call.func.func) in CUSTOM_OP_DECORATORS and call.args:
+            qualname, function = _string_value(call.func.args[0].value) if call.func.args else None, call.args[0].value
+        else:
+            return
+        name = dotted_name(node.targets[0].target)
+        if qualname is None or name is None or qualname in self._registered or name in self._registered:
+            return
+        if isinstance(function, cst.Name) and function.value in self._functions_returning_none:
+            return
+        self.report(call, self.message.format(op=qualname, name=name))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if _returns_none(node):
+            self._functions_returning_none.add(node.name.value)
         imports = self.context.imports
         definition = custom_op_definition(node, imports)
         if definition is None or _returns_none(node):
