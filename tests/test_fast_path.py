@@ -12,6 +12,7 @@ import json
 import os
 import random
 import textwrap
+from types import SimpleNamespace
 
 import libcst as cst
 import pytest
@@ -97,16 +98,23 @@ def test_findings_in_real_looking_code_survive_the_fast_path():
     ("import torch\ndef f(:\n", True),  # a syntax error: the full path reports JIT000
 ])
 def test_prefilter_decides_which_files_need_the_full_lint(code, expected):
-    assert needs_lint(code, ["region"], syntax_enabled=True) is expected
+    assert needs_lint(code, [REGION_RULE], syntax_enabled=True) is expected
 
 
-def test_module_scoped_rules_see_every_torch_file():
-    assert needs_lint("import torch\nx = torch.ones(3)\n", ["region", "module"], syntax_enabled=True)
+REGION_RULE = SimpleNamespace(scope="region", trigger_words=())
+
+
+def test_module_scoped_rules_see_every_torch_file_unless_they_name_trigger_words():
+    code = "import torch\nx = torch.ones(3)\n"
+    assert needs_lint(code, [REGION_RULE, SimpleNamespace(scope="module", trigger_words=())], syntax_enabled=True)
+    custom_ops = SimpleNamespace(scope="module", trigger_words=("custom_op",))
+    assert not needs_lint(code, [REGION_RULE, custom_ops], syntax_enabled=True)
+    assert needs_lint(code + "torch.library.custom_op\n", [custom_ops], syntax_enabled=True)
 
 
 def test_syntax_errors_are_found_even_in_files_without_torch():
-    assert needs_lint("def f(:\n", ["region"], syntax_enabled=True)
-    assert not needs_lint("def f(:\n", ["region"], syntax_enabled=False)
+    assert needs_lint("def f(:\n", [REGION_RULE], syntax_enabled=True)
+    assert not needs_lint("def f(:\n", [REGION_RULE], syntax_enabled=False)
     assert lint_text("def f(:\n", "m.py", ALL)[0].code == "JIT000"
 
 
@@ -191,3 +199,11 @@ def test_fast_visit_calls_hooks_exactly_as_libcst_does(visitor_type):
         module.visit(reference)
         visit(module, fast)
         assert fast.events == reference.events
+
+
+def test_trigger_words_appear_in_every_flagged_example():
+    for rule in ALL_RULES:
+        if rule.trigger_words:
+            assert rule.scope == "module", rule.code
+            for example in rule.invalid:
+                assert any(word in example.code for word in rule.trigger_words), rule.code

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import sys
+import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -13,7 +16,7 @@ from compile_lint.autofix.edits import build_fix
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.context import FileContext
 from compile_lint.linter.diagnostics import Diagnostic
-from compile_lint.linter.prefilter import needs_lint, relevant_words
+from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, decode_source, read_source
 from compile_lint.linter.suppressions import is_suppressed
 from compile_lint.linter.walk import WHITESPACE_TYPES, walk
@@ -31,6 +34,11 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: Optional[str] = None
     source: Optional[SourceFile] = None
+
+
+def may_hold_regions(text: str, module_bases: Iterable[str] = ()) -> bool:
+    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`)."""
+    return any(word in text for word in relevant_words(module_bases))
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
@@ -155,7 +163,9 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Diagnos
     message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
     line, column = error.raw_line, error.raw_column + 1
     try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not the user's question here
+            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as python_error:
         message = python_error.msg
         line = python_error.lineno or line
@@ -212,9 +222,44 @@ def lint_module(
     return diagnostics
 
 
-def lint_text(text: str, path: str, config: Config, fast: bool = True) -> list[Diagnostic]:
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 100_000
+
+
+def run_with_deep_stack(function):
+    """Run `function` in a thread with a large C stack and a high recursion limit.
+
+    libcst's visitors recurse once per nesting level, so generated code (a 5000-term sum,
+    500 nested calls) overflows Python's default limit. Only such files pay for this.
+    """
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    old_limit = sys.getrecursionlimit()
+    old_size = threading.stack_size()
+    threading.stack_size(DEEP_STACK_BYTES)
+    sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+    try:
+        thread = threading.Thread(target=target, name="compile-lint-deep")
+        thread.start()
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+        threading.stack_size(old_size)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: bool = True) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
+    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
     With `fast` (the default), files that provably cannot hold a finding are not parsed
     with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
     when no module-scoped rule runs. `fast=False` parses and walks everything; both give
@@ -222,8 +267,10 @@ def lint_text(text: str, path: str, config: Config, fast: bool = True) -> list[D
     """
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
-    if fast and not needs_lint(text, [rule.scope for rule in rule_classes], syntax_enabled, config.module_bases):
-        return []
+    if fast:
+        if not needs_lint(text, rule_classes, syntax_enabled, config.module_bases):
+            return []
+        rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -233,13 +280,19 @@ def lint_text(text: str, path: str, config: Config, fast: bool = True) -> list[D
             return []
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
-    if not any(word in text for word in relevant_words(config.module_bases)):
+    if not may_hold_regions(text, config.module_bases):
         return []
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text)
     except RecursionError:
-        return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
-                           "file is nested too deeply to analyse; compile-lint cannot check this file")]
+        try:
+            diagnostics = run_with_deep_stack(
+                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text))
+        except RecursionError:
+            return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                               "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if not noqa:
+        return sorted(diagnostics, key=Diagnostic.sort_key)
     lines = text.splitlines()
     kept = [
         d for d in diagnostics

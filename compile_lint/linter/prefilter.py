@@ -6,6 +6,7 @@ the engine first asks, with text search and `ast`, whether any rule could fire:
 
 - every finding involves torch: a compiled region needs an nn.Module base, `torch.compile`
   or a configured module base, so a file that mentions none of them has no finding;
+- a module-scoped rule with `trigger_words` fires only in files that contain one of them;
 - region-scoped rules only fire inside traced functions, whose roots are `forward` of a
   class with a base, or a function decorated with or passed to `torch.compile` /
   `torch._dynamo.optimize`; a file with none of these cannot have a traced function.
@@ -18,9 +19,12 @@ from __future__ import annotations
 
 import ast
 import warnings
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from compile_lint.linter.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
 
 _ROOT_WORDS = ("forward", "compile", "optimize")
 
@@ -122,18 +126,24 @@ def may_have_regions(tree: ast.Module, text: str) -> bool:
     return False
 
 
+def may_fire(rule: "type[Rule]", text: str) -> bool:
+    """False when a module-scoped rule's trigger words are all absent from `text`."""
+    words = rule.trigger_words
+    return rule.scope != "module" or not words or any(word in text for word in words)
+
+
 def needs_lint(
     text: str,
-    scopes: Sequence[str],
+    rules: "Sequence[type[Rule]]",
     syntax_enabled: bool,
     module_bases: Iterable[str] = (),
 ) -> bool:
     """Whether the full lint (libcst parse, analysis, rules) could report anything for `text`.
 
-    `scopes` are the `scope` values of the enabled rules. A file Python cannot parse always
-    needs it, so that the JIT000 finding comes out exactly as the full lint reports it.
+    `rules` are the enabled rule classes. A file Python cannot parse always needs it, so
+    that the JIT000 finding comes out exactly as the full lint reports it.
     """
-    relevant = bool(scopes) and any(word in text for word in relevant_words(module_bases))
+    relevant = bool(rules) and any(word in text for word in relevant_words(module_bases))
     if not relevant and not syntax_enabled:
         return False
     tree = parse_ast(text)
@@ -141,6 +151,6 @@ def needs_lint(
         return True
     if not relevant:
         return False
-    if any(scope == "module" for scope in scopes):
+    if any(rule.scope == "module" and may_fire(rule, text) for rule in rules):
         return True
-    return may_have_regions(tree, text)
+    return any(rule.scope != "module" for rule in rules) and may_have_regions(tree, text)
