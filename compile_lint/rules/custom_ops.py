@@ -11,6 +11,7 @@ from compile_lint.autofix.builders import spell
 from compile_lint.linter.imports import ImportMap, dotted_name
 from compile_lint.linter.regions import OPAQUE_OP_DECORATORS
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.linter.walk import visit
 
 CUSTOM_OP_DECORATORS = OPAQUE_OP_DECORATORS
 FAKE_REGISTRARS = frozenset({"torch.library.register_fake", "torch.library.impl_abstract"})
@@ -145,7 +146,7 @@ class _ShapeRule:
             def visit_Return(self, node: cst.Return) -> None:
                 owner.returns.append(node.value)
 
-        function.visit(_Collect())
+        visit(function, _Collect())
 
     def source_parameter(self) -> Optional[str]:
         """The tensor parameter every return keeps the shape of, or None."""
@@ -413,7 +414,7 @@ class CustomOpWithoutFake(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         imports = self.context.imports
         registrations = _FakeRegistrations(imports)
-        node.visit(registrations)
+        visit(node, registrations)
         self._registered = registrations.registered
         self._functions_returning_none: set[str] = set()
 
@@ -852,7 +853,7 @@ class OpaqueExtensionCall(Rule):
     def _native_handles(self) -> _NativeHandles:
         if self._handles is None:
             self._handles = _NativeHandles(self.context.imports)
-            self.context.module.visit(self._handles)
+            visit(self.context.module, self._handles)
         return self._handles
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1176,7 +1177,7 @@ class DisabledPointwiseHelper(Rule):
                         called.add(func.attr.value)
 
             for function in self.context.regions.functions:
-                function.visit(_Calls())
+                visit(function, _Calls())
             self._called = called
         return self._called
 
@@ -1387,7 +1388,7 @@ class LibraryOpWithoutFake(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         ops = _LibraryOps(self.context.imports)
-        node.visit(ops)
+        visit(node, ops)
         for op, define in ops.defined.items():
             keys = ops.keys.get(op)
             if not keys or "?" in keys or keys & FAKE_CAPABLE_KEYS or op in ops.fake:
