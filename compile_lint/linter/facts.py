@@ -209,12 +209,12 @@ class _Assignments(cst.CSTVisitor):
         if isinstance(target, cst.Name):
             self.values.setdefault(target.value, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
+            for index, element in enumerate(target.elements):
                 inner = element.value
                 if isinstance(element, cst.StarredElement):
                     self._add(inner, ("starred", value))
                 else:
-                    self._add(inner, ("element", value))
+                    self._add(inner, ("element", value, index))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.function
@@ -439,6 +439,9 @@ class Facts:
         if isinstance(value, tuple):
             tag = value[0]
             if tag == "element":
+                unpacked = self._unpacked_iteration_kind(value[1], value[2], function)
+                if unpacked is not None:
+                    return unpacked
                 inner = self._value_kind(value[1], function)
                 return Kind.TENSOR if inner is Kind.TENSOR else (
                     Kind.SHAPE if inner is Kind.SHAPE else Kind.UNKNOWN if inner is not Kind.MAYBE_TENSOR else inner)
@@ -466,8 +469,9 @@ class Facts:
         """The kind of the elements of the list, tuple or iterable `expr` (joined).
 
         `[x, x * 2]`, `torch.stack`-style accumulators (`out = []; out.append(x)`) and
-        `x.unbind(0)` hold tensors; `self.layers` (a ModuleList) holds modules. UNKNOWN
-        when any element is unknown, so rules built on it stay conservative.
+        `x.unbind(0)` hold tensors; `self.layers` (a ModuleList) holds modules. The
+        elements' kinds are joined: tensors mixed with unknown values give MAYBE_TENSOR,
+        unknown values alone give UNKNOWN.
         """
         return join(self._element_kinds(expr, function))
 
@@ -553,6 +557,25 @@ class Facts:
             return self.kind(expr, function)
         finally:
             self._name_cache = saved
+
+    def _unpacked_iteration_kind(self, value: object, index: int, function: cst.FunctionDef) -> Optional[Kind]:
+        """Kind of `b` in `for a, b in enumerate(xs)` / `zip(xs, ys)` / `d.items()`, or None."""
+        if not (isinstance(value, tuple) and value[0] == "iter" and isinstance(value[1], cst.Call)):
+            return None
+        call = value[1]
+        qualified = self.imports.qualname(call.func) or ""
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        element: Optional[Kind] = None
+        if qualified == "builtins.enumerate" and args:
+            element = Kind.SHAPE if index == 0 else self.element_kind(args[0], function) if index == 1 else None
+        elif qualified == "builtins.zip" and index < len(args) and len(args) == len(call.args):
+            element = self.element_kind(args[index], function)
+        elif (isinstance(call.func, cst.Attribute) and call.func.attr.value == "items" and not call.args
+                and index == 1):
+            element = self.dict_value_kind(call.func.value, function)
+        if element is None:
+            return None
+        return element if element in (Kind.TENSOR, Kind.MODULE, Kind.SHAPE, Kind.PY) else Kind.UNKNOWN
 
     def dict_value_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
         """The kind of the values of the dict `expr` (joined); UNKNOWN when unsure."""

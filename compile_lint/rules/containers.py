@@ -760,7 +760,8 @@ class DictInputKeySet(Rule):
                     return sum(v.sum(-1) for v in batch["inputs"].values()) + len(inputs)
             """,
             calls=(
-                "[({'inputs': {'a': torch.randn(4, 8)}},), ({'inputs': {'a': torch.randn(4, 8), 'b': torch.randn(4, 8)}},)]"
+                "[({'inputs': {'a': torch.randn(4, 8)}},),"
+                " ({'inputs': {'a': torch.randn(4, 8), 'b': torch.randn(4, 8)}},)]"
             ),
             entry="NestedBatch",
         ),
