@@ -540,16 +540,24 @@ class SortTensors(Rule):
 
     def _key_fix(self, node: cst.Call) -> FixPlan:
         first, *rest = node.args
+        space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        if isinstance(first.comma, cst.Comma):
+            # The new argument takes the separator that followed the first one, so a
+            # call written one argument per line stays that way.
+            key_comma: object = first.comma
+            first_comma = first.comma if rest else cst.Comma(whitespace_after=node.whitespace_before_args)
+            if not rest and isinstance(node.whitespace_before_args, cst.SimpleWhitespace):
+                first_comma = space
+        else:
+            key_comma, first_comma = cst.MaybeSentinel.DEFAULT, space
         key = cst.Arg(
             keyword=cst.Name("key"),
             value=cst.parse_expression("lambda kv: kv[0]"),
             equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                   whitespace_after=cst.SimpleWhitespace("")),
-            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if rest else cst.MaybeSentinel.DEFAULT,
+            comma=key_comma,
         )
-        comma = first.comma if isinstance(first.comma, cst.Comma) else cst.Comma(
-            whitespace_after=cst.SimpleWhitespace(" "))
-        new = node.with_changes(args=[first.with_changes(comma=comma), key, *rest])
+        new = node.with_changes(args=[first.with_changes(comma=first_comma), key, *rest])
         return FixPlan([(node, new)], "Sort by key only: key=lambda kv: kv[0]", "safe")
 
 
