@@ -347,3 +347,33 @@ def test_transformer_style_code_has_no_container_findings():
             return torch.cat(ordered + scaled, -1), all_hidden
     """
     assert findings(source) == []
+
+
+# ----- JIT307 tensor-list-constructor ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("call", [
+    "torch.as_tensor(x)", "torch.as_tensor(self.proj(x))", "torch.as_tensor(x.tolist())",
+    "torch.as_tensor([1.0, 2.0])", "torch.as_tensor([x.shape[0], x.shape[1]])", "torch.tensor([x.sum()])",
+    "torch.as_tensor(names)",
+])
+def test_constructors_on_tensors_python_values_or_shapes_are_not_flagged(call):
+    source = module(f"names = self.names()\ny = {call}\nreturn x", "self.proj = nn.Linear(8, 8)",
+                    "def names(self):\n    return [1, 2]")
+    assert findings(source, "JIT307") == []
+
+
+def test_constructor_fix_follows_the_file_spelling_and_adds_an_import_when_needed():
+    aliased = "import torch as T\n" + module("vals = [x.sum(), x.mean()]\nreturn T.as_tensor(vals)")
+    assert "return T.tensor(vals)" in fix_text(aliased, "m.py", Config(select=("JIT307",))).text
+    bare = module("vals = [x.sum(), x.mean()]\nreturn as_tensor(vals)").replace(
+        "import torch\n", "from torch import as_tensor\n")
+    fixed = fix_text(bare, "m.py", Config(select=("JIT307",))).text
+    assert "return torch.tensor(vals)" in fixed and "import torch\n" in fixed
+
+
+def test_constructor_with_extra_options_or_legacy_type_has_no_fix():
+    source = module("vals = [x.sum(), x.mean()]\na = torch.asarray(vals, copy=True)\nb = torch.LongTensor(vals)\n"
+                    "return a + b")
+    diagnostics = lint_text(source, "m.py", Config(select=("JIT307",)))
+    assert [(d.code, d.fix) for d in diagnostics] == [("JIT307", None), ("JIT307", None)]

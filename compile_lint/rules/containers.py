@@ -2,9 +2,10 @@
 
 Measured on torch 2.13: local accumulators (`out = []; out.append(t); torch.stack(out)`,
 `out += [t]`, `out.insert(0, t)`, `out.extend(...)`) and iteration over local dicts are
-traced into one graph. What costs a break or a recompile is narrower: a list on `self`
-that grows on every call, comprehensions filtered by tensor data, sorting or min/max over
-tensors, and forward code that reads the whole key set of a dict input.
+traced into one graph. What costs a break or a recompile is narrower: a list or dict on
+`self` whose Python contents change on every call, comprehensions filtered by tensor
+data, sorting or min/max over tensors, `torch.as_tensor` on a list of tensors, and
+forward code that reads the whole key set of a dict input.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from compile_lint.autofix.builders import spell
 from compile_lint.linter.facts import Kind
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 from compile_lint.rules.control_flow import data_dependent
@@ -200,10 +202,6 @@ class SelfListGrownInForward(Rule):
         ),
     ]
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._bounded: dict[tuple[cst.ClassDef, str], bool] = {}
-
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _GROW_METHODS:
@@ -216,31 +214,30 @@ class SelfListGrownInForward(Rule):
     def _check(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
         attr = _self_attribute(target)
         cls = self.context.owner_class
-        if attr is None or cls is None or not self._is_list(cls, attr):
+        if attr is None or cls is None or not _self_container(self, cls, attr, (cst.List, cst.ListComp), "list"):
             return
-        if not self._reset_or_bounded(cls, attr):
+        if not _reset_in_traced_method(self, cls, attr):
             self.report(node, self.message.format(attr=attr))
 
-    def _is_list(self, cls: cst.ClassDef, attr: str) -> bool:
-        """True when the class assigns `self.attr` a list (`[]`, `[...]`, `list(...)`)."""
-        values = self.context.facts.self_attributes(cls).values.get(attr, [])
-        return bool(values) and all(
-            isinstance(v, (cst.List, cst.ListComp))
-            or (isinstance(v, cst.Call) and self.context.qualname(v.func) == "builtins.list")
-            for v in values
-        )
 
-    def _reset_or_bounded(self, cls: cst.ClassDef, attr: str) -> bool:
-        """True when a traced method of `cls` rebinds, clears or shrinks `self.attr`."""
-        key = (cls, attr)
-        if key not in self._bounded:
-            regions = self.context.regions
-            methods = [f for f, owner in regions.owner_class.items() if owner is cls and f in regions.functions]
-            self._bounded[key] = any(_resets(method, attr) for method in methods)
-        return self._bounded[key]
+def _self_container(rule: Rule, cls: cst.ClassDef, attr: str, literals: tuple[type, ...], builtin: str) -> bool:
+    """True when every value `cls` assigns to `self.attr` is a `literals` node or a `builtin(...)` call."""
+    values = rule.context.facts.self_attributes(cls).values.get(attr, [])
+    return bool(values) and all(
+        isinstance(v, literals) or (isinstance(v, cst.Call) and rule.context.qualname(v.func) == f"builtins.{builtin}")
+        for v in values
+    )
+
+
+def _reset_in_traced_method(rule: Rule, cls: cst.ClassDef, attr: str) -> bool:
+    """True when a traced method of `cls` rebinds, clears or shrinks `self.attr`."""
+    regions = rule.context.regions
+    methods = [f for f, owner in regions.owner_class.items() if owner is cls and f in regions.functions]
+    return any(_resets(method, attr) for method in methods)
 
 
 def _resets(function: cst.FunctionDef, attr: str) -> bool:
+    """True when `function` rebinds `self.attr`, or clears, pops, removes or deletes from it."""
     for node in _walk(function.body):
         if isinstance(node, cst.Assign) and any(_self_attribute(t.target) == attr for t in node.targets):
             return True
@@ -1053,10 +1050,6 @@ class SelfDictStateInForward(Rule):
         ),
     ]
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._reset: dict[tuple[cst.ClassDef, str], bool] = {}
-
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Subscript):
             attr = _self_attribute(node.target.value)
@@ -1090,20 +1083,164 @@ class SelfDictStateInForward(Rule):
 
     def _check(self, node: cst.CSTNode, attr: str) -> None:
         cls = self.context.owner_class
-        if cls is None or not self._is_dict(cls, attr):
+        if cls is None or not _self_container(self, cls, attr, (cst.Dict, cst.DictComp), "dict"):
             return
-        key = (cls, attr)
-        if key not in self._reset:
-            regions = self.context.regions
-            methods = [f for f, owner in regions.owner_class.items() if owner is cls and f in regions.functions]
-            self._reset[key] = any(_resets(method, attr) for method in methods)
-        if not self._reset[key]:
+        if not _reset_in_traced_method(self, cls, attr):
             self.report(node, self.message.format(attr=attr))
 
-    def _is_dict(self, cls: cst.ClassDef, attr: str) -> bool:
-        values = self.context.facts.self_attributes(cls).values.get(attr, [])
-        return bool(values) and all(
-            isinstance(v, (cst.Dict, cst.DictComp))
-            or (isinstance(v, cst.Call) and self.context.qualname(v.func) == "builtins.dict")
-            for v in values
-        )
+
+# Constructors that read a list element by element: on tensors they fail under Dynamo.
+_COPYING_CONSTRUCTORS = frozenset({"torch.as_tensor", "torch.asarray"})
+_LEGACY_CONSTRUCTORS = frozenset(
+    {"torch.Tensor", "torch.LongTensor", "torch.IntTensor", "torch.DoubleTensor", "torch.BoolTensor",
+     "torch.HalfTensor"}
+)
+
+
+class TensorListConstructor(Rule):
+    """`torch.as_tensor(list_of_tensors)` (or `torch.Tensor(...)`) fails to compile at all.
+
+    Why: on torch 2.13 Dynamo runs these constructors on fake tensors, which have no
+    data to read, and raises "RuntimeError when making fake tensor call": the compile
+    fails even without `fullgraph=True`. `torch.tensor(list)` and `torch.stack(list)`
+    trace. The usual source is an accumulation loop (`vals.append(t.sum())`) followed
+    by a numpy-style conversion.
+
+    Instead: `torch.tensor(vals)`, which gives exactly what `torch.as_tensor(vals)`
+    and `torch.asarray(vals)` give on a list (same dtype, shape and device, detached);
+    the fix does this and is safe. Use `torch.stack(vals)` when gradients should flow.
+    The legacy typed constructors (`torch.Tensor`, `torch.LongTensor`, ...) are
+    flagged without a fix: write `torch.tensor(vals, dtype=...)`.
+    """
+
+    code = "JIT307"
+    name = "tensor-list-constructor"
+    kind = "break"
+    fix_applicability = "safe"
+    message = (
+        "{call}() on a list of tensors fails to compile (fake tensors have no data to read); "
+        "use torch.tensor(list), or torch.stack(list) to keep gradients"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PerHeadEntropy(nn.Module):
+                def forward(self, attn):
+                    entropies = []
+                    for head in attn.unbind(1):
+                        entropies.append(-(head * head.clamp_min(1e-9).log()).sum())
+                    return torch.as_tensor(entropies) / attn.shape[0]
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class PerHeadEntropy(nn.Module):
+                def forward(self, attn):
+                    entropies = []
+                    for head in attn.unbind(1):
+                        entropies.append(-(head * head.clamp_min(1e-9).log()).sum())
+                    return torch.tensor(entropies) / attn.shape[0]
+            """,
+            calls="[(torch.rand(2, 4, 8, 8).softmax(-1),)]",
+            entry="PerHeadEntropy",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class ClassCounts(nn.Module):
+                def forward(self, labels):
+                    counts = [(labels == c).sum() for c in range(3)]
+                    return torch.asarray(counts, dtype=torch.float32) / labels.numel()
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class ClassCounts(nn.Module):
+                def forward(self, labels):
+                    counts = [(labels == c).sum() for c in range(3)]
+                    return torch.tensor(counts, dtype=torch.float32) / labels.numel()
+            """,
+            calls="[(torch.randint(0, 3, (16,)),)]",
+            entry="ClassCounts",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LegacyNorms(nn.Module):
+                def forward(self, x):
+                    norms = [row.norm() for row in x]
+                    return x / torch.Tensor(norms)[:, None]
+            """,
+            entry="LegacyNorms",
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class StackedNorms(nn.Module):
+                def forward(self, x):
+                    norms = [row.norm() for row in x]
+                    return x / torch.stack(norms)[:, None]
+            """,
+            entry="StackedNorms",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Scales(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.scales = [0.5, 1.0, 2.0, 4.0]
+
+                def forward(self, x):
+                    sizes = [x.shape[0], x.shape[1]]
+                    scale = torch.as_tensor(self.scales, dtype=x.dtype)
+                    return x * torch.as_tensor(sizes).sum() * scale.repeat(2)
+            """,
+            entry="Scales",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class CopyIn(nn.Module):
+                def forward(self, x):
+                    y = torch.as_tensor(x, dtype=torch.float32)
+                    return torch.tensor([row.sum() for row in y]) + torch.FloatTensor([1.0, 2.0, 3.0, 4.0])
+            """,
+            entry="CopyIn",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.context.qualname(node.func) or ""
+        if qualified not in _COPYING_CONSTRUCTORS and qualified not in _LEGACY_CONSTRUCTORS:
+            return
+        positional = _positional(node)
+        function = self.context.function
+        if len(positional) != 1 or function is None or self.context.kind(positional[0]) is not Kind.LIST:
+            return  # a tensor argument is copied, not read element by element
+        if self.context.facts.element_kind(positional[0], function) is not Kind.TENSOR:
+            return
+        fix = None
+        keywords = {arg.keyword.value for arg in node.args if arg.keyword is not None}
+        if qualified in _COPYING_CONSTRUCTORS and keywords <= {"dtype", "device"}:
+            name, imports = spell(self.context, "torch.tensor")
+            fix = FixPlan([(node.func, cst.parse_expression(name))],
+                          "Use torch.tensor(list): the same result, and it compiles", "safe", imports)
+        self.report(node, self.message.format(call=spell(self.context, qualified)[0]), fix=fix)

@@ -23,6 +23,9 @@ class ProbeResult:
 
     eager_error: Optional[str] = None
     fullgraph_error: Optional[str] = None
+    # Some code fails to compile at all, not only under fullgraph=True (e.g.
+    # `torch.as_tensor([t1, t2])` on torch 2.13): the default compile raises too.
+    compile_error: Optional[str] = None
     graph_breaks: list[str] = field(default_factory=list)
     frames_first_call: int = 0
     frames_total: int = 0
@@ -35,7 +38,7 @@ class ProbeResult:
     @property
     def breaks(self) -> bool:
         """True when the code does not compile to one graph."""
-        return self.fullgraph_error is not None or bool(self.graph_breaks)
+        return self.fullgraph_error is not None or self.compile_error is not None or bool(self.graph_breaks)
 
     @property
     def clean(self) -> bool:
@@ -46,6 +49,7 @@ class ProbeResult:
         """A one-line account for assertion messages."""
         return (
             f"eager_error={self.eager_error!r} fullgraph_error={self.fullgraph_error!r} "
+            f"compile_error={self.compile_error!r} "
             f"graph_breaks={[b.splitlines()[0] for b in self.graph_breaks]} recompiles={self.recompiles}"
         )
 
@@ -114,11 +118,14 @@ def probe(fn: Callable, calls: Sequence[tuple], kwargs_list: Optional[Sequence[d
     counters.clear()
     counter = CompileCounter()
     compiled = torch.compile(fn, backend=counter)
-    with torch.no_grad():
-        for index, (args, kwargs) in enumerate(zip(calls, kwargs_list)):
-            compiled(*args, **kwargs)
-            if index == 0:
-                result.frames_first_call = counter.frame_count
+    try:
+        with torch.no_grad():
+            for index, (args, kwargs) in enumerate(zip(calls, kwargs_list)):
+                compiled(*args, **kwargs)
+                if index == 0:
+                    result.frames_first_call = counter.frame_count
+    except Exception as error:  # noqa: BLE001
+        result.compile_error = _first_line(error)
     result.frames_total = counter.frame_count
     result.graph_breaks = [reason for reason, count in counters["graph_break"].items() for _ in range(count)]
     torch._dynamo.reset()
