@@ -248,6 +248,22 @@ def test_reading_keys_by_name_or_passing_kwargs_through_is_not_flagged(use):
     assert findings(source, "JIT305") == []
 
 
+def test_a_module_dict_iterating_itself_is_not_a_dict_input():
+    source = """
+    import torch
+    from torch import nn
+
+    class Features(nn.ModuleDict):
+        def forward(self, x):
+            out = {}
+            for name, module in self.items():
+                x = module(x)
+                out[name] = x
+            return out
+    """
+    assert findings(source, "JIT305") == []
+
+
 def test_one_finding_per_dict_input_and_none_in_helpers():
     source = module("for k, v in batch.items():\n    x = x + v\nreturn x * len(batch) + self.helper(batch)",
                     extra="def helper(self, d):\n    return sum(d.values())").replace(

@@ -847,8 +847,9 @@ def _dict_params(rule: Rule, function: cst.FunctionDef) -> set[str]:
     found: set[str] = set()
     if isinstance(params.star_kwarg, cst.Param):
         found.add(params.star_kwarg.name.value)
-    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     facts = rule.context.facts
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+             if facts.param_kind(function, p.name.value) is not Kind.SELF}  # a ModuleDict's own items()
     for name in names:
         if facts.param_kind(function, name) is Kind.DICT:
             found.add(name)
