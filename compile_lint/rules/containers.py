@@ -120,6 +120,25 @@ class SelfListGrownInForward(Rule):
             calls="[(torch.randn(4, 8),)] * 4",
             entry="StreamingEncoder",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Policy(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.affine = nn.Linear(8, 4)
+                    self.saved_log_probs = []
+
+                def forward(self, state):
+                    probs = self.affine(state).softmax(-1)
+                    self.saved_log_probs.append(probs.log())
+                    return probs
+            """,
+            calls="[(torch.randn(1, 8),)] * 4",
+            entry="Policy",
+        ),
     ]
     valid = [
         Valid(
@@ -316,6 +335,19 @@ class TensorFilteredComprehension(Rule):
             """,
             calls="[(torch.randn(4, 8),)]",
             entry="pool_active_chunks",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class BoxPostprocess(nn.Module):
+                def forward(self, boxes, scores):
+                    kept = [b for b, s in zip(boxes.unbind(0), scores.unbind(0)) if s > 0.5]
+                    return torch.stack(kept) if kept else boxes[:0]
+            """,
+            calls="[(torch.rand(6, 4), torch.rand(6))]",
+            entry="BoxPostprocess",
         ),
     ]
     valid = [
