@@ -10,7 +10,7 @@ remove those breaks. Float `.tolist()`, `str(t)`, `repr(t)`, `%`-formatting, `an
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -21,6 +21,23 @@ from compile_lint.rules.control_flow import data_dependent
 # Receivers that are certainly not a tensor or an array: `.item()` on them is not ours.
 _NOT_ARRAYS = frozenset({Kind.PY, Kind.SHAPE, Kind.LIST, Kind.DICT, Kind.MODULE, Kind.SELF})
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+def _assigned_values(rule: Rule, name: str) -> list[object]:
+    """What the visited function assigns to local `name` (flow-insensitive)."""
+    function = rule.context.function
+    return rule.context.facts._assigned(function).get(name, []) if function is not None else []
+
+
+def _bound_only_to(
+    rule: Rule, expr: cst.BaseExpression, test: Callable[[Rule, cst.BaseExpression, int], bool], depth: int
+) -> bool:
+    """True when `expr` is a local name and every value assigned to it passes `test`."""
+    if not isinstance(expr, cst.Name) or depth > 6:
+        return False
+    values = _assigned_values(rule, expr.value)
+    return bool(values) and all(isinstance(v, cst.BaseExpression) and test(rule, v, depth + 1) for v in values)
+
 
 SCALAR_CONFIG_NOTE = (
     "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "
@@ -37,7 +54,51 @@ def holds_tensor_data(rule: Rule, expr: cst.BaseExpression) -> bool:
     """
     if rule.context.kind(expr) is Kind.NDARRAY:
         return _derived_from_tensor(rule, expr, depth=0)
-    return data_dependent(rule, expr) is expr and not isinstance(expr, (cst.BooleanOperation, cst.UnaryOperation))
+    if data_dependent(rule, expr) is not expr or isinstance(expr, (cst.BooleanOperation, cst.UnaryOperation)):
+        return False
+    return not _unpacked_from_untyped_param(rule, expr, depth=0)
+
+
+def _untyped_param(rule: Rule, name: str) -> bool:
+    function = rule.context.function
+    if function is None:
+        return False
+    params = function.params
+    return any(
+        param.name.value == name and param.annotation is None
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
+
+
+def _unpacked_from_untyped_param(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
+    """`h, w = size` or `n = size[0]` where `size` is an untyped parameter.
+
+    Facts call every untyped forward parameter a tensor; when code unpacks or indexes
+    one to get sizes, it is far more often a tuple of ints (`output_size`, `image_size`).
+    """
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Subscript):
+        inner = expr.value
+        return (isinstance(inner, cst.Name) and _untyped_param(rule, inner.value)
+                and not _assigned_values(rule, inner.value)) or _unpacked_from_untyped_param(rule, inner, depth + 1)
+    if not isinstance(expr, cst.Name) or _untyped_param(rule, expr.value):
+        return False
+    values = _assigned_values(rule, expr.value)
+    if not values:
+        return False
+    for value in values:
+        if isinstance(value, tuple) and value[0] == "element" and isinstance(value[1], cst.Name):
+            source = value[1]
+            if _untyped_param(rule, source.value) and not _assigned_values(rule, source.value):
+                continue
+            if _unpacked_from_untyped_param(rule, source, depth + 1):
+                continue
+            return False
+        if isinstance(value, cst.BaseExpression) and _unpacked_from_untyped_param(rule, value, depth + 1):
+            continue
+        return False
+    return True
 
 
 def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
@@ -49,7 +110,6 @@ def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bo
     if depth > 8:
         return False
     context = rule.context
-    function = context.function
     found = False
 
     class _Scan(cst.CSTVisitor):
@@ -58,8 +118,8 @@ def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bo
             kind = context.kind(node)
             if kind is Kind.TENSOR:
                 found = True
-            elif kind is Kind.NDARRAY and function is not None:
-                for value in context.facts._assigned(function).get(node.value, []):
+            elif kind is Kind.NDARRAY:
+                for value in _assigned_values(rule, node.value):
                     if isinstance(value, cst.BaseExpression) and _derived_from_tensor(rule, value, depth + 1):
                         found = True
 
@@ -145,7 +205,7 @@ def _only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
     target = statement.targets[0].target
     if not isinstance(target, cst.Name):
         return False
-    if len(rule.context.facts._assigned(function).get(target.value, [])) != 1:
+    if len(_assigned_values(rule, target.value)) != 1:
         return False
     if rule.context.facts.param_kind(function, target.value) is not None:
         return False
@@ -699,13 +759,7 @@ def _is_scalar_index(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bo
         if qualified.startswith("torch.") and qualified[6:] in _SCALAR_INDEX_REDUCTIONS:
             return len(expr.args) == 1 and expr.args[0].keyword is None
         return False
-    function = rule.context.function
-    if isinstance(expr, cst.Name) and function is not None and depth < 4:
-        values = rule.context.facts._assigned(function).get(expr.value, [])
-        return bool(values) and all(
-            isinstance(v, cst.BaseExpression) and _is_scalar_index(rule, v, depth + 1) for v in values
-        )
-    return False
+    return _bound_only_to(rule, expr, _is_scalar_index, depth)
 
 
 class TensorAsSize(Rule):
@@ -1173,13 +1227,7 @@ def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
         func = expr.func
         return (isinstance(func, cst.Attribute) and func.attr.value in _MASK_METHODS
                 and context.kind(func.value).tensorish)
-    function = context.function
-    if isinstance(expr, cst.Name) and function is not None:
-        values = context.facts._assigned(function).get(expr.value, [])
-        return bool(values) and all(
-            isinstance(v, cst.BaseExpression) and _is_mask(rule, v, depth + 1) for v in values
-        )
-    return False
+    return _bound_only_to(rule, expr, _is_mask, depth)
 
 
 def _is_store_target(rule: Rule, node: cst.Subscript) -> bool:
