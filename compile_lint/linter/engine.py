@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -93,9 +94,18 @@ class _Dispatcher(cst.CSTVisitor):
                 self.traced_depth -= 1
 
 
-def _syntax_error(path: str, error: cst.ParserSyntaxError) -> Diagnostic:
+def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """A JIT000 finding, placed where Python's own parser puts the error when it rejects the file."""
     message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
     line, column = error.raw_line, error.raw_column + 1
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        message = python_error.msg
+        line = python_error.lineno or line
+        column = python_error.offset or column
+    except (ValueError, RecursionError, MemoryError):
+        pass
     return Diagnostic(
         path=path, line=line, column=column, end_line=line, end_column=column,
         code=SYNTAX_ERROR_CODE, name="syntax-error", kind="error",
@@ -147,7 +157,7 @@ def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(path, error)] if syntax_enabled else []
+        return [_syntax_error(path, text, error)] if syntax_enabled else []
     except RecursionError:
         if not syntax_enabled:
             return []
