@@ -340,6 +340,30 @@ class TensorItem(Rule):
             """,
             entry="GreedyPolicy",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MeanPooler(nn.Module):
+                def forward(self, hidden_states, attention_mask):
+                    mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
+                    num_tokens = attention_mask.sum().item()
+                    return (hidden_states * mask).sum(dim=(0, 1)) / num_tokens
+            """,
+            calls="[(torch.randn(2, 4, 8), torch.ones(2, 4, dtype=torch.long))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class MeanPooler(nn.Module):
+                def forward(self, hidden_states, attention_mask):
+                    mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
+                    num_tokens = attention_mask.sum().detach()
+                    return (hidden_states * mask).sum(dim=(0, 1)) / num_tokens
+            """,
+            entry="MeanPooler",
+        ),
     ]
     valid = [
         Valid(
@@ -379,6 +403,25 @@ class TensorItem(Rule):
                     return x / (n * d) ** 0.5
             """,
             entry="Normalize",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Classifier(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(8, 4)
+                    self.last_confidence = 0.0
+
+                def forward(self, x):
+                    probs = self.head(x).softmax(-1)
+                    if not torch.compiler.is_compiling():
+                        self.last_confidence = probs.max().item()
+                    return probs
+            """,
+            entry="Classifier",
         ),
     ]
 
@@ -637,6 +680,21 @@ class TensorToList(Rule):
             calls="[(torch.randn(6, 8), torch.tensor([2, 3, 1]))]",
             entry="SplitByLength",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class BoxAreas(nn.Module):
+                def forward(self, boxes):
+                    areas = []
+                    for x1, y1, x2, y2 in boxes.tolist():
+                        areas.append((x2 - x1) * (y2 - y1))
+                    return boxes.new_tensor(areas)
+            """,
+            calls="[(torch.rand(5, 4),)]",
+            entry="BoxAreas",
+        ),
     ]
     valid = [
         Valid(
@@ -843,6 +901,20 @@ class TensorAsSize(Rule):
             calls="[(torch.randn(4, 8), torch.tensor(2))]",
             entry="Refine",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LengthMask(nn.Module):
+                def forward(self, features, lengths):
+                    max_len = lengths.max()
+                    mask = torch.arange(max_len)[None, :] < lengths[:, None]
+                    return features[:, :4] * mask[:, :4]
+            """,
+            calls="[(torch.randn(3, 8), torch.tensor([4, 6, 5]))]",
+            entry="LengthMask",
+        ),
     ]
     valid = [
         Valid(
@@ -889,6 +961,20 @@ class TensorAsSize(Rule):
                     return x.topk(2, dim=-1).values
             """,
             entry="Heads",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class LengthMask(nn.Module):
+                def forward(self, features, lengths):
+                    positions = torch.arange(features.shape[1], device=features.device)
+                    mask = positions[None, :] < lengths[:, None]
+                    return features * mask
+            """,
+            calls="[(torch.randn(3, 8), torch.tensor([4, 6, 5]))]",
+            entry="LengthMask",
         ),
     ]
 
@@ -937,7 +1023,6 @@ class TensorToString(Rule):
     kind = "break"
     gb_type = "Failed to trace builtin operator"
     gb_id = "GB0059"
-    torch_versions = ">=2.13"  # f-strings on tensors were measured traceable on 2.13 only
     message = (
         "turning a tensor into text with str()/repr()/format()/% fails to compile; "
         "use an f-string, or format shapes instead of values"
@@ -1215,7 +1300,7 @@ def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
     if depth > 6:
         return False
     if isinstance(expr, cst.Comparison):
-        return all(isinstance(t.operator, _ORDERING) for t in expr.comparisons) and context.kind(expr) is Kind.TENSOR
+        return all(isinstance(t.operator, _ORDERING) for t in expr.comparisons) and context.kind(expr).tensorish
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
         return _is_mask(rule, expr.expression, depth + 1)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
@@ -1317,6 +1402,24 @@ class DataDependentShape(Rule):
             """,
             calls="[(torch.randint(0, 5, (16,)),)]",
             entry="Classes",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class ScoreFilter(nn.Module):
+                def __init__(self, score_thresh=0.05):
+                    super().__init__()
+                    self.score_thresh = score_thresh
+
+                def forward(self, boxes, scores):
+                    keep = scores > self.score_thresh
+                    boxes, scores = boxes[keep], scores[keep]
+                    return boxes * scores[:, None]
+            """,
+            calls="[(torch.rand(10, 4), torch.rand(10))]",
+            entry="ScoreFilter",
         ),
         Invalid(
             """
