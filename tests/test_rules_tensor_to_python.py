@@ -267,3 +267,24 @@ def test_fix_keeps_gradients_cut_like_item():
 def test_json_fix_is_marked_unsafe():
     diagnostics = lint_text(_module("return x * float(x.mean())"), "model.py", Config(select=("JIT2",)))
     assert [d.fix.applicability for d in diagnostics] == ["unsafe"]
+
+
+def test_sizes_unpacked_from_tuple_annotated_parameters_are_not_tensors():
+    """timm's `forward(self, x, size: Tuple[int, int])` then `H, W = size` (coat, twins, csatv2)."""
+    source = """
+        from typing import Tuple
+        import torch
+        from torch import nn
+        import torch.nn.functional as F
+
+        Size_ = Tuple[int, int]
+
+        class PosConv(nn.Module):
+            def forward(self, x: torch.Tensor, size: Tuple[int, int], other: Size_):
+                B, N, C = x.shape
+                H, W = size
+                h2, w2 = other
+                x = F.pad(x.view(B, H, W, C), (0, 0, 0, w2, 0, h2))
+                return torch.split(x, [H, W], dim=1)
+        """
+    assert findings(textwrap.dedent(source)) == []

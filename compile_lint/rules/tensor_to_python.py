@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from compile_lint.linter.facts import Kind
+from compile_lint.linter.facts import Kind, annotation_kind
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 from compile_lint.rules.control_flow import data_dependent
 
@@ -60,21 +60,24 @@ def holds_tensor_data(rule: Rule, expr: cst.BaseExpression) -> bool:
 
 
 def _untyped_param(rule: Rule, name: str) -> bool:
+    """True for a parameter not declared a Tensor: no annotation, or `Tuple[int, int]`, `Size_`..."""
     function = rule.context.function
     if function is None:
         return False
     params = function.params
     return any(
-        param.name.value == name and param.annotation is None
+        param.name.value == name and annotation_kind(param.annotation, rule.context.imports) not in (
+            Kind.TENSOR, Kind.MAYBE_TENSOR)
         for param in (*params.posonly_params, *params.params, *params.kwonly_params)
     )
 
 
 def _unpacked_from_untyped_param(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
-    """`h, w = size` or `n = size[0]` where `size` is an untyped parameter.
+    """`h, w = size` or `n = size[0]` where `size` is a parameter not declared a Tensor.
 
-    Facts call every untyped forward parameter a tensor; when code unpacks or indexes
-    one to get sizes, it is far more often a tuple of ints (`output_size`, `image_size`).
+    Facts call every untyped forward parameter (and one annotated `Tuple[int, int]` or
+    with a type alias) a tensor; when code unpacks or indexes one to get sizes, it is far
+    more often a tuple of ints (`output_size`, `image_size`).
     """
     if depth > 6:
         return False
@@ -82,6 +85,12 @@ def _unpacked_from_untyped_param(rule: Rule, expr: cst.BaseExpression, depth: in
         inner = expr.value
         return (isinstance(inner, cst.Name) and _untyped_param(rule, inner.value)
                 and not _assigned_values(rule, inner.value)) or _unpacked_from_untyped_param(rule, inner, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        # `(self.ws - W % self.ws) % self.ws` is as much a size as W itself.
+        sides = [side for side in (expr.left, expr.right) if rule.context.kind(side).tensorish]
+        return bool(sides) and all(_unpacked_from_untyped_param(rule, side, depth + 1) for side in sides)
+    if isinstance(expr, cst.UnaryOperation):
+        return _unpacked_from_untyped_param(rule, expr.expression, depth + 1)
     if not isinstance(expr, cst.Name) or _untyped_param(rule, expr.value):
         return False
     values = _assigned_values(rule, expr.value)
@@ -1120,19 +1129,19 @@ class TensorToString(Rule):
             self.report(node)
 
 
-def _in_branch_condition(rule: Rule, node: cst.CSTNode) -> bool:
-    """True when `node` is (part of the and/or/not of) an if/while/ternary/comprehension test.
-
-    Those are the tensor-valued control-flow rules' (JIT1xx) to report.
-    """
-    child, parent = node, rule.context.parent(node)
-    while isinstance(parent, cst.BooleanOperation) or (
-        isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)
-    ):
-        child, parent = parent, rule.context.parent(parent)
-    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
-        return parent.test is child
-    return isinstance(parent, cst.CompIf)
+def _condition_chain(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`test` and the and/or/not operations inside it, down to their operands."""
+    chain: list[cst.BaseExpression] = []
+    pending = [test]
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, cst.BooleanOperation):
+            chain.append(expr)
+            pending += [expr.left, expr.right]
+        elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            chain.append(expr)
+            pending.append(expr.expression)
+    return chain
 
 
 def _truth_tested(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -1263,18 +1272,40 @@ class TensorTruthValue(Rule):
         ),
     ]
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # if/while/ternary/comprehension tests are JIT101-JIT103's to report.
+        self._in_conditions: set[cst.BaseExpression] = set()
+        # Inner links of an `a and b and c` chain: the outermost one reports.
+        self._inner: set[cst.BooleanOperation] = set()
+
+    def _condition(self, test: cst.BaseExpression) -> None:
+        self._in_conditions.update(_condition_chain(test))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._condition(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._condition(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._condition(node.test)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        self._condition(node.test)
+
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
-        parent = self.context.parent(node)
-        if isinstance(parent, cst.BooleanOperation) and not node.lpar:
-            return  # the outermost operation of the chain reports
-        if _in_branch_condition(self, node):
+        for side in (node.left, node.right):
+            if isinstance(side, cst.BooleanOperation) and not side.lpar:
+                self._inner.add(side)
+        if node in self._inner or node in self._in_conditions:
             return
         for operand in _truth_tested(node):
             if holds_tensor_data(self, operand):
                 self.report(operand)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        if not isinstance(node.operator, cst.Not) or _in_branch_condition(self, node):
+        if not isinstance(node.operator, cst.Not) or node in self._in_conditions:
             return
         if holds_tensor_data(self, node.expression):
             self.report(node)
@@ -1313,14 +1344,6 @@ def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
         return (isinstance(func, cst.Attribute) and func.attr.value in _MASK_METHODS
                 and context.kind(func.value).tensorish)
     return _bound_only_to(rule, expr, _is_mask, depth)
-
-
-def _is_store_target(rule: Rule, node: cst.Subscript) -> bool:
-    """`x[mask] = v` writes in place (index_put) and keeps shapes static.
-
-    `x[mask] += v` is not one: it reads `x[mask]` first, and that breaks (measured).
-    """
-    return isinstance(rule.context.parent(node), cst.AssignTarget)
 
 
 class DataDependentShape(Rule):
@@ -1494,8 +1517,17 @@ class DataDependentShape(Rule):
         ),
     ]
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._store_targets: set[cst.BaseExpression] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        # `x[mask] = v` writes in place (index_put) and keeps shapes static. `x[mask] += v`
+        # is no such target: it reads `x[mask]` first, and that breaks (measured).
+        self._store_targets.add(node.target)
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if _is_store_target(self, node) or not self.context.kind(node.value).tensorish:
+        if node in self._store_targets or not self.context.kind(node.value).tensorish:
             return
         for element in node.slice:
             index = element.slice
