@@ -15,7 +15,10 @@ from compile_lint.autofix.apply import fix_text
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
 
-HEADER = "import numpy as np\nimport torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+HEADER = (
+    "import numpy as np\nimport torch\nfrom torch import nn\n\n\n"
+    "class Model(nn.Module):\n    def forward(self, x):\n"
+)
 
 
 def _module(body: str, header: str = HEADER) -> str:
