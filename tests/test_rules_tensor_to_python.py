@@ -291,3 +291,34 @@ def test_sizes_unpacked_from_tuple_annotated_parameters_are_not_tensors():
                 return torch.split(x, [H, W], dim=1)
         """
     assert findings(textwrap.dedent(source)) == []
+
+
+# ----- what the config notes claim ----------------------------------------------------
+
+SCALARS = {"capture_scalar_outputs": True}
+SHAPES = {"capture_dynamic_output_shape_ops": True}
+CONFIG_CLAIMS = [
+    # (rule, invalid example index, config, compiles cleanly under that config)
+    ("JIT201", 0, SCALARS, True),  # .item() feeding arithmetic
+    ("JIT202", 1, SCALARS, True),  # float(t) feeding arithmetic
+    ("JIT202", 2, SCALARS, False),  # bool(t) deciding a ternary: still a data-dependent guard
+    ("JIT203", 1, SCALARS, True),  # integer .tolist() as split sizes
+    ("JIT203", 0, SCALARS, False),  # float .tolist(): never traceable
+    ("JIT204", 0, SCALARS, True),  # torch.arange(lengths.max())
+    ("JIT204", 2, SCALARS, False),  # x[t.argmax()]: 0-d tensor index
+    ("JIT204", 3, SCALARS, False),  # range(t)
+    ("JIT207", 0, SHAPES, True),  # loss[mask]
+]
+
+
+@pytest.mark.parametrize("code, index, config, clean", CONFIG_CLAIMS,
+                         ids=[f"{c}-{i}-{'clean' if ok else 'fails'}" for c, i, _, ok in CONFIG_CLAIMS])
+def test_config_notes_hold(code, index, config, clean):
+    """Each rule's config_note is measured: the config removes the break exactly where it says."""
+    from compile_lint.rules import RULES_BY_CODE
+    from compile_lint.verifier.probe import probe_example
+
+    example = RULES_BY_CODE[code].invalid[index]
+    with torch._dynamo.config.patch(**config):
+        result = probe_example(example.code, example.entry, example.calls)
+    assert result.clean is clean, result.describe()

@@ -25,7 +25,8 @@ from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 SCALAR_CONFIG_NOTE = (
     "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "
     "unbacked symbol and the default compile no longer breaks (fullgraph=True passes "
-    "either way); Python control flow on the value still fails."
+    "either way). Python control flow on the value still fails, and on torch 2.13 so does "
+    "indexing with it (`x[:, t.item()]` raises IndexError once captured)."
 )
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 
@@ -129,8 +130,8 @@ class TensorItem(Rule):
     the graph at `.item()` ("Unsupported Tensor.item() call with capture_scalar_outputs=
     False"), runs it eagerly and starts a new graph; the GPU also has to sync.
     `fullgraph=True` passes (the value becomes an unbacked symbol) until Python branches
-    on it. With `torch._dynamo.config.capture_scalar_outputs = True` the default compile
-    captures it too.
+    on it or indexes with it. With `torch._dynamo.config.capture_scalar_outputs = True`
+    the default compile captures it too.
 
     Instead: keep the value as a 0-d tensor (`t.detach()` where `.item()` cut the
     gradient) and do the arithmetic with tensors; branch with `torch.where`. The fix
