@@ -322,3 +322,16 @@ def test_config_notes_hold(code, index, config, clean):
     with torch._dynamo.config.patch(**config):
         result = probe_example(example.code, example.entry, example.calls)
     assert result.clean is clean, result.describe()
+
+
+def test_fix_through_augmented_assignment_on_a_tensor():
+    body = """
+        y = x.clone()
+        scale = x.abs().max().item()
+        y /= scale
+        return y
+        """
+    assert fixed(body) == "y = x.clone()\nscale = x.abs().max().detach()\ny /= scale\nreturn y"
+    # `n += s` on a Python number is not tensor arithmetic.
+    untouched = "n = 0\ns = x.sum().item()\nn += s\nreturn x * n"
+    assert fixed(untouched) == untouched

@@ -29,14 +29,21 @@ SCALAR_CONFIG_NOTE = (
     "indexing with it (`x[:, t.item()]` raises IndexError once captured)."
 )
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+_AUGMENTED_ARITHMETIC = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
 
 
 # ----- the keep-the-tensor fix ------------------------------------------------------
 
 
 def _tensor_arithmetic_operand(rule: Rule, node: cst.CSTNode) -> bool:
-    """True when `node` is an operand of `+ - * / // % **` whose other operand is a tensor."""
+    """True when `node` is an operand of `+ - * / // % **` whose other operand is a tensor.
+
+    `t += node` (and `-= *= /=`) on a tensor `t` counts too: in-place ops keep `t`'s dtype.
+    """
     parent = rule.context.parent(node)
+    if isinstance(parent, cst.AugAssign):
+        return (parent.value is node and isinstance(parent.operator, _AUGMENTED_ARITHMETIC)
+                and rule.context.kind(parent.target).tensorish)
     if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, _ARITHMETIC):
         return False
     other = parent.right if parent.left is node else parent.left
