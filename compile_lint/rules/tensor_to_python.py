@@ -117,9 +117,12 @@ KEEP_TENSOR_MESSAGE = "Keep the 0-d tensor (detached) instead of a Python number
 def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpression) -> Optional[FixPlan]:
     """Replace a tensor-to-number conversion by `replacement` when only tensor arithmetic uses it.
 
-    Unsafe: a 0-d tensor promotes like a Python number against a tensor with dimensions,
-    but not against another 0-d tensor, and a float16 0-d tensor times an integer tensor
-    gives float16 where a Python float gives float32.
+    Unsafe, as measured by benchmarks/keep_tensor_fix_dtypes.py (CPU, eager and Inductor):
+    `x OP t.detach()` equals `x OP t.item()` in dtype and value whenever `x` is a floating
+    tensor or `t` is float32/int64, but an integer or bool `x` with a float16, bfloat16 or
+    float64 `t` gives `t`'s dtype instead of float32; `t.detach().float()` equals
+    `float(t)` except that a float64 `t` is rounded to float32. Against another 0-d
+    tensor, a 0-d tensor promotes where a Python number would not.
     """
     if not _only_feeds_tensor_arithmetic(rule, conversion):
         return None
