@@ -145,8 +145,9 @@ class TensorItem(Rule):
 
     Instead: keep the value as a 0-d tensor (`t.detach()` where `.item()` cut the
     gradient) and do the arithmetic with tensors; branch with `torch.where`. The fix
-    (unsafe: 0-d tensors promote dtypes slightly differently from Python numbers)
     replaces `.item()` with `.detach()` when the number only feeds tensor arithmetic.
+    It is unsafe: measured identical for floating-point operands, but an integer tensor
+    combined with a float16/bfloat16/float64 `t` then takes `t`'s dtype, not float32.
     """
 
     code = "JIT201"
@@ -335,8 +336,9 @@ class TensorToPythonScalar(Rule):
 
     Instead: keep tensors (`t.detach()`, `t.float()`, `t.long()`), branch with
     `torch.where`. `capture_scalar_outputs = True` removes the break for arithmetic
-    uses. The fix (unsafe: 0-d tensors promote dtypes slightly differently from Python
-    floats) turns `float(t)` into `t.detach().float()` when only tensor arithmetic uses it.
+    uses. The fix turns `float(t)` into `t.detach().float()` when only tensor arithmetic
+    uses it; unsafe because a float64 `t` is rounded to float32 (otherwise measured
+    identical in dtype and value).
     """
 
     code = "JIT202"
