@@ -12,13 +12,14 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from compile_lint.autofix.edits import build_fix
+from compile_lint.autofix.edits import FixBuilder
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.context import FileContext
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, decode_source, read_source
 from compile_lint.linter.suppressions import is_suppressed
+from compile_lint.linter.versions import holds_for, target_torch_version
 from compile_lint.linter.walk import WHITESPACE_TYPES, walk
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
@@ -42,8 +43,12 @@ def may_hold_regions(text: str, module_bases: Iterable[str] = ()) -> bool:
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
-    """The rule classes enabled for `path` under `config`."""
-    return [rule for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, config, path)]
+    """The rule classes enabled for `path` under `config` that hold for the target torch."""
+    version = target_torch_version(config.target_torch_version)
+    return [
+        rule for rule in ALL_RULES
+        if rule_enabled(rule.code, rule.default_enabled, config, path) and holds_for(rule.torch_versions, version)
+    ]
 
 
 # Nodes that can contain a function definition; outside compiled regions nothing else
@@ -199,12 +204,13 @@ def lint_module(
         return []
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     diagnostics = []
+    builder = FixBuilder(module, context.parents) if any(f.fix for f in context.findings) else None
     for finding in context.findings:
         code_range = positions[finding.node]
         fix = None
-        if finding.fix is not None:
-            fix = build_fix(
-                module, finding.fix.replacements, finding.fix.message,
+        if finding.fix is not None and builder is not None:
+            fix = builder.build(
+                finding.fix.replacements, finding.fix.message,
                 finding.fix.applicability, finding.fix.imports,
             )
         rule = finding.rule
