@@ -202,7 +202,13 @@ def lint_module(
     _Dispatcher(context, rules, prune).run(module)
     if not context.findings:
         return []
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    try:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    except KeyError as error:
+        # libcst's position codegen recurses per nesting level; on very deep code its
+        # RecursionError surfaces as a KeyError in its context managers. The walks above
+        # are iterative, so this is where deep files now fail: retry on a deep stack.
+        raise RecursionError("too deeply nested to resolve positions") from error
     diagnostics = []
     builder = FixBuilder(module, context.parents) if any(f.fix for f in context.findings) else None
     for finding in context.findings:
