@@ -454,3 +454,219 @@ class MutatedModuleState(Rule):
             if isinstance(grand, cst.Assign) and any(_self_attribute(t.target) == read.attr.value for t in grand.targets):
                 return _int_literal(other) is not None and isinstance(parent.operator, (cst.Add, cst.Subtract))
         return False
+
+
+# ----- JIT502 --------------------------------------------------------------------
+
+# Arguments Dynamo bakes into the graph as constants: every new value recompiles.
+_SPECIALIZED_KEYWORDS = {
+    "torch.nn.functional.interpolate": ("scale_factor", 3),
+    "torch.nn.functional.upsample": ("scale_factor", 3),
+    "torch.nn.functional.dropout": ("p", 1),
+    "torch.nn.functional.dropout1d": ("p", 1),
+    "torch.nn.functional.dropout2d": ("p", 1),
+    "torch.nn.functional.dropout3d": ("p", 1),
+    "torch.nn.functional.alpha_dropout": ("p", 1),
+    "torch.nn.functional.feature_alpha_dropout": ("p", 1),
+    "torch.nn.functional.layer_norm": ("eps", 4),
+    "builtins.range": (None, 0),
+}
+
+
+def _specialized_arguments(rule: Rule, call: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """(argument, description) pairs of `call` that Dynamo specializes on."""
+    qualified = rule.context.qualname(call.func) or ""
+    if qualified in _SPECIALIZED_KEYWORDS:
+        keyword, position = _SPECIALIZED_KEYWORDS[qualified]
+        short = qualified.rsplit(".", 1)[-1]
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if keyword is None:  # range(): every argument
+            for arg in positional:
+                yield arg.value, "range()"
+            return
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                yield arg.value, f"{short}({keyword}=)"
+        if len(positional) > position:
+            yield positional[position].value, f"{short}({keyword}=)"
+        return
+    func = call.func
+    if (isinstance(func, cst.Attribute) and func.attr.value == "to"
+            and rule.context.kind(func.value).tensorish):
+        for arg in call.args:
+            if arg.keyword is None or arg.keyword.value in ("dtype", "device"):
+                yield arg.value, ".to()"
+
+
+class SpecializedScalarArgument(Rule):
+    """A per-call Python value reaching an argument Dynamo specializes recompiles for every value.
+
+    Why: most Python float/int inputs cost one recompile and then become dynamic, but
+    some arguments are burned into the graph as constants: `range(n)` (the loop is
+    unrolled), `F.interpolate(scale_factor=)`, `F.dropout(p=)`, `F.layer_norm(eps=)`, and
+    the dtype or device of `.to()`. A forward parameter passed there recompiles for
+    every new value, and after 8 values runs eagerly.
+
+    Instead: fix the value at construction (`self.p = p` in `__init__`, an `nn.Dropout`
+    or `nn.Upsample` module), pass an output `size=` instead of a varying
+    `scale_factor`, and keep a small set of dtypes per compiled function.
+    """
+
+    code = "JIT502"
+    name = "specialized-scalar-argument"
+    kind = "recompile"
+    message = "this argument is compiled in as a constant: every new value recompiles (eager after 8)"
+    invalid = [
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Upsampler(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(2, 2, 3, padding=1)
+
+                def forward(self, x, scale: float = 2.0):
+                    return self.conv(F.interpolate(x, scale_factor=scale, mode="nearest"))
+            """,
+            calls='[{"args": (torch.randn(1, 2, 8, 8),), "kwargs": {"scale": s}} for s in (1.5, 2.0, 2.5, 3.0)]',
+            entry="Upsampler",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch.nn import functional as F
+
+            @torch.compile(backend="eager")
+            def mc_dropout(x, rate):
+                return F.dropout(x, rate, training=True).mean(0)
+            """,
+            calls="[(torch.randn(4, 8), p) for p in (0.1, 0.2, 0.3)]",
+            entry="mc_dropout",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Refiner(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x, num_steps: int = 2):
+                    for _ in range(num_steps):
+                        x = x + self.fc(x).tanh()
+                    return x
+            """,
+            calls='[{"args": (torch.randn(4, 8),), "kwargs": {"num_steps": n}} for n in (1, 2, 3, 4)]',
+            entry="Refiner",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Caster(nn.Module):
+                def forward(self, x, dtype=torch.float32):
+                    return x.to(dtype) * 2
+            """,
+            calls="[(torch.randn(4, 8), d) for d in (torch.float32, torch.float64, torch.bfloat16)]",
+            entry="Caster",
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Decoder(nn.Module):
+                def __init__(self, scale=2.0, p=0.1, eps=1e-5):
+                    super().__init__()
+                    self.scale, self.p, self.eps = scale, p, eps
+                    self.num_layers = 2
+
+                def forward(self, x):
+                    x = F.interpolate(x, scale_factor=self.scale, mode="nearest")
+                    x = F.dropout(x, p=self.p, training=self.training)
+                    for _ in range(self.num_layers):
+                        x = F.layer_norm(x, x.shape[-1:], eps=self.eps)
+                    return x
+            """,
+            calls="[(torch.randn(1, 2, 8, 8),)] * 3",
+            entry="Decoder",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Temperature(nn.Module):
+                def forward(self, logits, temperature: float = 1.0):
+                    return (logits / temperature).softmax(-1)
+            """,
+            calls='[{"args": (torch.randn(4, 8),), "kwargs": {"temperature": 0.7}}] * 3',
+            entry="Temperature",
+            note="a float used in arithmetic is not specialized (one recompile when it varies, then dynamic)",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Mixed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x, ref):
+                    h = self.fc(x.to(ref.dtype))
+                    for i in range(x.shape[-1] // 4):
+                        h = h + i
+                    return h.to(x)
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))] * 3",
+            entry="Mixed",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for value, where in _specialized_arguments(self, node):
+            param = _root_python_param(self, value)
+            if param is None:
+                continue
+            if where == ".to()" and not self._python_dtype_or_device(param):
+                continue
+            self.report(
+                value,
+                message=(
+                    f"`{param.name.value}` is an input compiled in as a constant by {where}: every new "
+                    "value recompiles (eager after 8); fix it at construction or keep it constant"
+                ),
+            )
+
+    def _python_dtype_or_device(self, param: cst.Param) -> bool:
+        """True for a parameter that holds a dtype, device or device string."""
+        if _annotation_name(param) in ("str", "dtype", "device"):
+            return True
+        if param.annotation is not None:
+            qualified = self.context.qualname(param.annotation.annotation) or ""
+            if qualified in ("torch.dtype", "torch.device"):
+                return True
+        default = param.default
+        if isinstance(default, cst.SimpleString):
+            return True
+        if default is not None:
+            qualified = self.context.qualname(default) or ""
+            return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _DTYPE_NAMES
+        return False
+
+
+_DTYPE_NAMES = frozenset({
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "uint8",
+    "int16", "short", "int32", "int", "int64", "long", "bool", "complex64", "complex128",
+})
