@@ -670,3 +670,327 @@ _DTYPE_NAMES = frozenset({
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "uint8",
     "int16", "short", "int32", "int", "int64", "long", "bool", "complex64", "complex128",
 })
+
+
+# ----- JIT503 --------------------------------------------------------------------
+
+# Leading dims (batch, sequence) are the ones that vary between calls; trailing dims are
+# features or channels, fixed by the model's weights.
+_VARYING_DIMS = (0, 1)
+
+
+class ShapeDependentLoop(Rule):
+    """A Python loop over a tensor's batch or sequence size recompiles for every new size.
+
+    Why: Dynamo unrolls Python loops, so `for t in range(x.size(1))`, `for row in x` or
+    `x.unbind(0)` bake the number of iterations into the graph. Each new batch or
+    sequence length recompiles (after 8 sizes the function runs eagerly), even with the
+    dim marked dynamic. Branches on a shape (`if x.shape[0] > 4`) only recompile when they
+    flip and are not flagged; neither are loops over trailing (feature/channel) dims.
+
+    Instead: use batched tensor ops over the dim (`x * w`, `torch.cumsum`, `bmm`,
+    `torch.vmap`), pad to a fixed length, or loop over a constant (`self.max_len`).
+    """
+
+    code = "JIT503"
+    name = "shape-dependent-loop"
+    kind = "recompile"
+    message = (
+        "a Python loop over a batch/sequence size is unrolled: every new size recompiles "
+        "(eager after 8); use batched ops, torch.vmap, or pad to a fixed length"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class RNNDecoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.cell = nn.GRUCell(8, 8)
+
+                def forward(self, x):
+                    B, T, _ = x.shape
+                    h = x.new_zeros(B, 8)
+                    outputs = []
+                    for t in range(T):
+                        h = self.cell(x[:, t], h)
+                        outputs.append(h)
+                    return torch.stack(outputs, 1)
+            """,
+            calls="[(torch.randn(2, t, 8),) for t in (3, 4, 5, 6)]",
+            entry="RNNDecoder",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PerSampleNorm(nn.Module):
+                def forward(self, x):
+                    y = x.float()
+                    return torch.stack([row / row.norm() for row in y])
+            """,
+            calls="[(torch.randn(b, 8),) for b in (2, 3, 4, 5)]",
+            entry="PerSampleNorm",
+        ),
+        Invalid(
+            """
+            import torch
+
+            @torch.compile(backend="eager")
+            def pairwise(boxes: torch.Tensor):
+                scores = []
+                for i in range(boxes.size(0)):
+                    scores.append((boxes[i] - boxes).abs().sum(-1))
+                return torch.stack(scores)
+            """,
+            calls="[(torch.randn(n, 4),) for n in (3, 4, 5, 6)]",
+            entry="pairwise",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Unbinder(nn.Module):
+                def forward(self, x):
+                    return torch.stack([t.softmax(-1) for t in x.unbind(0)])
+            """,
+            calls="[(torch.randn(b, 8),) for b in (2, 3, 4, 5)]",
+            entry="Unbinder",
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Encoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.num_heads = 2
+
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = layer(x)
+                    heads = x.chunk(self.num_heads, -1)
+                    for i in range(self.num_heads):
+                        x = x + heads[i].sum(-1, keepdim=True)
+                    return x
+            """,
+            calls="[(torch.randn(4, 8),)] * 3",
+            entry="Encoder",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class FPN(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lateral = nn.ModuleList([nn.Conv2d(4, 4, 1) for _ in range(2)])
+
+                def forward(self, features):
+                    out = []
+                    for feature, conv in zip(features, self.lateral):
+                        out.append(conv(feature))
+                    for i in range(len(out)):
+                        out[i] = out[i] * 2
+                    return out
+            """,
+            calls="[([torch.randn(1, 4, 8, 8), torch.randn(1, 4, 4, 4)],)] * 3",
+            entry="FPN",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class ChannelMix(nn.Module):
+                def forward(self, x):
+                    if x.shape[0] > 64:
+                        x = x[:64]
+                    for d in range(x.dim()):
+                        x = x.flip(d)
+                    C = x.shape[-1]
+                    for c in range(C // 4):
+                        x = x + c
+                    return torch.cumsum(x, dim=0)
+            """,
+            calls="[(torch.randn(4, 8),)] * 3",
+            entry="ChannelMix",
+        ),
+    ]
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._varying_iterable(node.iter):
+            self.report(node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        if self._varying_iterable(node.iter):
+            self.report(node.iter)
+
+    def visit_While(self, node: cst.While) -> None:
+        if isinstance(node.test, cst.Comparison) and self._varying_size(node.test):
+            self.report(node.test)
+
+    def _varying_iterable(self, iterable: cst.BaseExpression) -> bool:
+        """True when the loop's trip count is a leading dim of a tensor."""
+        if isinstance(iterable, cst.Call):
+            qualified = self.context.qualname(iterable.func) or ""
+            if qualified == "builtins.range":
+                return any(self._varying_size(arg.value) for arg in iterable.args)
+            if qualified in ("builtins.enumerate", "builtins.zip", "builtins.reversed"):
+                return any(self._varying_iterable(arg.value) for arg in iterable.args)
+            if qualified == "torch.unbind" and iterable.args:
+                return self._dim_argument(iterable, 1) in _VARYING_DIMS
+            func = iterable.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("unbind", "split") \
+                    and self._certain_tensor(func.value):
+                if func.attr.value == "unbind":
+                    return self._dim_argument(iterable, 0) in _VARYING_DIMS
+                # split(k) yields size/k pieces along dim 0 by default
+                return self._dim_argument(iterable, 1) in _VARYING_DIMS
+        return self._certain_tensor(iterable)
+
+    @staticmethod
+    def _dim_argument(call: cst.Call, position: int) -> Optional[int]:
+        """The `dim` argument of unbind/split (0 when absent), None when not a literal."""
+        positional = [a for a in call.args if a.keyword is None]
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "dim":
+                return _int_literal(arg.value)
+        if len(positional) > position:
+            return _int_literal(positional[position].value)
+        return 0
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._in_progress: set[str] = set()
+
+    def _certain_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor for sure: not a bare forward parameter (often a list of feature maps)."""
+        if isinstance(expr, cst.Name):
+            key = "tensor:" + expr.value
+            if key in self._in_progress:
+                return False  # `x = x.flip(0)`: judged by its other assignments
+            self._in_progress.add(key)
+            try:
+                return self._certain_tensor_name_or_value(expr)
+            finally:
+                self._in_progress.discard(key)
+        return self._certain_tensor_name_or_value(expr)
+
+    def _certain_tensor_name_or_value(self, expr: cst.BaseExpression) -> bool:
+        context = self.context
+        function = context.function
+        if function is None or context.kind(expr) is not Kind.TENSOR:
+            return False
+        if isinstance(expr, cst.Name):
+            param = _find_param(function, expr.value)
+            if param is not None:
+                return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
+            values = context.facts._assigned(function).get(expr.value, [])
+            return bool(values) and any(isinstance(v, cst.BaseExpression) and self._certain_tensor_value(v) for v in values)
+        return self._certain_tensor_value(expr)
+
+    def _certain_tensor_value(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return self._certain_tensor(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._certain_tensor_value(expr.left) or self._certain_tensor_value(expr.right)
+        if isinstance(expr, cst.Subscript):
+            return self._certain_tensor(expr.value)
+        if isinstance(expr, cst.Call):
+            return self.context.kind(expr) is Kind.TENSOR
+        return False
+
+    def _varying_size(self, expr: cst.BaseExpression) -> bool:
+        """True when `expr` contains a leading dim of a tensor (`x.shape[0]`, `x.size(1)`, `len(x)`)."""
+        found = False
+        rule = self
+
+        class _Find(cst.CSTVisitor):
+            def visit_Subscript(self, node: cst.Subscript) -> None:
+                nonlocal found
+                value = node.value
+                if (isinstance(value, cst.Attribute) and value.attr.value == "shape"
+                        and rule.context.kind(value.value).tensorish and len(node.slice) == 1):
+                    index = node.slice[0].slice
+                    if isinstance(index, cst.Index) and _int_literal(index.value) in _VARYING_DIMS:
+                        found = True
+
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal found
+                func = node.func
+                if (isinstance(func, cst.Attribute) and func.attr.value == "size" and len(node.args) == 1
+                        and rule.context.kind(func.value).tensorish
+                        and _int_literal(node.args[0].value) in _VARYING_DIMS):
+                    found = True
+                if (rule.context.qualname(func) == "builtins.len" and len(node.args) == 1
+                        and rule._certain_tensor(node.args[0].value)):
+                    found = True
+
+            def visit_Name(self, node: cst.Name) -> None:
+                nonlocal found
+                if rule._leading_dim_name(node.value):
+                    found = True
+
+        expr.visit(_Find())
+        return found
+
+    def _leading_dim_name(self, name: str) -> bool:
+        """True for `B` in `B, T, C = x.shape` (positions 0 and 1) or `n = x.size(0)`."""
+        function = self.context.function
+        key = "dim:" + name
+        if function is None or key in self._in_progress:
+            return False
+        self._in_progress.add(key)
+        try:
+            return self._leading_dim_assignment(function, name)
+        finally:
+            self._in_progress.discard(key)
+
+    def _leading_dim_assignment(self, function: cst.FunctionDef, name: str) -> bool:
+        for value in self.context.facts._assigned(function).get(name, []):
+            if isinstance(value, cst.BaseExpression):
+                if not isinstance(value, cst.Name) and self._varying_size(value):
+                    return True
+            elif value[0] == "element":
+                source = value[1]
+                if self._shape_tuple(source) and self._unpacked_position(function, name, source) in _VARYING_DIMS:
+                    return True
+        return False
+
+    def _shape_tuple(self, expr: object) -> bool:
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "shape":
+            return self.context.kind(expr.value).tensorish
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size":
+            return not expr.args and self.context.kind(expr.func.value).tensorish
+        return False
+
+    @staticmethod
+    def _unpacked_position(function: cst.FunctionDef, name: str, source: cst.BaseExpression) -> Optional[int]:
+        """Where `name` sits in the tuple target assigned `source`; None after a starred target."""
+        position: Optional[int] = None
+
+        class _Find(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                nonlocal position
+                if node.value is not source:
+                    return
+                for target in node.targets:
+                    if isinstance(target.target, (cst.Tuple, cst.List)):
+                        for index, element in enumerate(target.target.elements):
+                            if isinstance(element, cst.StarredElement):
+                                return
+                            if isinstance(element.value, cst.Name) and element.value.value == name:
+                                position = index
+
+        function.visit(_Find())
+        return position
