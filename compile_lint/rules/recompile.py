@@ -451,7 +451,8 @@ class MutatedModuleState(Rule):
             if self.context.facts.kind(other, function) is Kind.TENSOR:
                 return True
             grand = stack[-2] if len(stack) > 1 else None
-            if isinstance(grand, cst.Assign) and any(_self_attribute(t.target) == read.attr.value for t in grand.targets):
+            name = read.attr.value
+            if isinstance(grand, cst.Assign) and any(_self_attribute(t.target) == name for t in grand.targets):
                 return _int_literal(other) is not None and isinstance(parent.operator, (cst.Add, cst.Subtract))
         return False
 
@@ -460,8 +461,8 @@ class MutatedModuleState(Rule):
 
 # Arguments Dynamo bakes into the graph as constants: every new value recompiles.
 _SPECIALIZED_KEYWORDS = {
-    "torch.nn.functional.interpolate": ("scale_factor", 3),
-    "torch.nn.functional.upsample": ("scale_factor", 3),
+    "torch.nn.functional.interpolate": ("scale_factor", 2),
+    "torch.nn.functional.upsample": ("scale_factor", 2),
     "torch.nn.functional.dropout": ("p", 1),
     "torch.nn.functional.dropout1d": ("p", 1),
     "torch.nn.functional.dropout2d": ("p", 1),
@@ -850,8 +851,9 @@ class ShapeDependentLoop(Rule):
             if qualified == "torch.unbind" and iterable.args:
                 return self._dim_argument(iterable, 1) in _VARYING_DIMS
             func = iterable.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("unbind", "split") \
-                    and self._certain_tensor(func.value):
+            if isinstance(func, cst.Attribute) and func.attr.value in ("chunk", "tensor_split"):
+                return False  # a fixed number of pieces
+            if isinstance(func, cst.Attribute) and func.attr.value in ("unbind", "split"):
                 if func.attr.value == "unbind":
                     return self._dim_argument(iterable, 0) in _VARYING_DIMS
                 # split(k) yields ceil(size / k) pieces; split([2, 3]) a fixed number
@@ -890,17 +892,19 @@ class ShapeDependentLoop(Rule):
     def _certain_tensor_name_or_value(self, expr: cst.BaseExpression) -> bool:
         context = self.context
         function = context.function
-        if function is None or context.kind(expr) is not Kind.TENSOR:
+        if function is None:
             return False
         if isinstance(expr, cst.Name):
             param = _find_param(function, expr.value)
             if param is not None:
                 return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
             values = context.facts._assigned(function).get(expr.value, [])
-            return bool(values) and any(isinstance(v, cst.BaseExpression) and self._certain_tensor_value(v) for v in values)
+            return any(isinstance(v, cst.BaseExpression) and self._certain_tensor_value(v) for v in values)
         return self._certain_tensor_value(expr)
 
     def _certain_tensor_value(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data"):
+            return self._certain_tensor_value(expr.value)
         if isinstance(expr, cst.Name):
             return self._certain_tensor(expr)
         if isinstance(expr, cst.BinaryOperation):
@@ -1222,4 +1226,3 @@ class PythonScalarArgument(Rule):
 
         self.context.module.visit(_Calls())
         return found
-
