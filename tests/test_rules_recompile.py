@@ -514,3 +514,21 @@ def test_scalar_reaching_a_specialized_argument_is_left_to_jit502():
     """
     assert _lint(code, "JIT504") == []
     assert [d.code for d in _lint(code, "JIT502")] == ["JIT502"]
+
+
+def test_a_dim_name_inside_an_unrelated_call_does_not_taint_other_sizes():
+    # timm's Hiera: `x.view(B, ...)` mentions the batch size, but `len(x.shape)` is the rank.
+    code = """
+    import torch
+    from torch import nn
+
+    class Unroll(nn.Module):
+        def forward(self, x: torch.Tensor, block_idx: int):
+            B, N, C = x.shape
+            for strides in self.schedule:
+                x = x.view(B, *strides, -1, C)
+                L = len(x.shape)
+                permute = [p for p in zip(range(1, 3), range(3, L - 1))]
+            return x.permute(permute)
+    """
+    assert _lint(code, "JIT503") == []

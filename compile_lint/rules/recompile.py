@@ -916,38 +916,38 @@ class ShapeDependentLoop(Rule):
         return False
 
     def _varying_size(self, expr: cst.BaseExpression) -> bool:
-        """True when `expr` contains a leading dim of a tensor (`x.shape[0]`, `x.size(1)`, `len(x)`)."""
-        found = False
-        rule = self
+        """True when the number `expr` computes depends on a leading dim of a tensor.
 
-        class _Find(cst.CSTVisitor):
-            def visit_Subscript(self, node: cst.Subscript) -> None:
-                nonlocal found
-                value = node.value
-                if (isinstance(value, cst.Attribute) and value.attr.value == "shape"
-                        and rule.context.kind(value.value).tensorish and len(node.slice) == 1):
-                    index = node.slice[0].slice
-                    if isinstance(index, cst.Index) and _int_literal(index.value) in _VARYING_DIMS:
-                        found = True
-
-            def visit_Call(self, node: cst.Call) -> None:
-                nonlocal found
-                func = node.func
-                if (isinstance(func, cst.Attribute) and func.attr.value == "size" and len(node.args) == 1
-                        and rule.context.kind(func.value).tensorish
-                        and _int_literal(node.args[0].value) in _VARYING_DIMS):
-                    found = True
-                if (rule.context.qualname(func) == "builtins.len" and len(node.args) == 1
-                        and rule._certain_tensor(node.args[0].value)):
-                    found = True
-
-            def visit_Name(self, node: cst.Name) -> None:
-                nonlocal found
-                if rule._leading_dim_name(node.value):
-                    found = True
-
-        expr.visit(_Find())
-        return found
+        Walks arithmetic only (`x.shape[0] - 1`, `min(T, 4)`, `T // 2`), so a name used
+        inside an unrelated call (`x.view(B, -1)`) does not count.
+        """
+        if isinstance(expr, cst.BinaryOperation):
+            return self._varying_size(expr.left) or self._varying_size(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._varying_size(expr.expression)
+        if isinstance(expr, cst.Comparison):
+            return self._varying_size(expr.left) or any(self._varying_size(t.comparator) for t in expr.comparisons)
+        if isinstance(expr, cst.Name):
+            return self._leading_dim_name(expr.value)
+        if isinstance(expr, cst.Subscript):
+            value = expr.value
+            if (isinstance(value, cst.Attribute) and value.attr.value == "shape"
+                    and self.context.kind(value.value).tensorish and len(expr.slice) == 1):
+                index = expr.slice[0].slice
+                return isinstance(index, cst.Index) and _int_literal(index.value) in _VARYING_DIMS
+            return False
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "size" and len(expr.args) == 1:
+                return (self.context.kind(func.value).tensorish
+                        and _int_literal(expr.args[0].value) in _VARYING_DIMS)
+            qualified = self.context.qualname(func)
+            if qualified == "builtins.len" and len(expr.args) == 1:
+                return self._certain_tensor(expr.args[0].value)
+            if qualified in ("builtins.min", "builtins.max", "builtins.int", "builtins.abs", "math.ceil",
+                             "math.floor"):
+                return any(self._varying_size(arg.value) for arg in expr.args)
+        return False
 
     def _leading_dim_name(self, name: str) -> bool:
         """True for `B` in `B, T, C = x.shape` (positions 0 and 1) or `n = x.size(0)`."""
@@ -964,7 +964,7 @@ class ShapeDependentLoop(Rule):
     def _leading_dim_assignment(self, function: cst.FunctionDef, name: str) -> bool:
         for value in self.context.facts._assigned(function).get(name, []):
             if isinstance(value, cst.BaseExpression):
-                if not isinstance(value, cst.Name) and self._varying_size(value):
+                if self._varying_size(value):
                     return True
             elif value[0] == "element":
                 source = value[1]
