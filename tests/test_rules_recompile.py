@@ -348,6 +348,8 @@ def test_helper_parameters_are_not_inputs():
         ("for part in x.split([2, 2]):", False),
         ("for part in x.split(2, dim=-1):", False),
         ("for part in x.unbind(-1):", False),
+        ("for part in x.unbind(dim=1):", False),  # stacked layers / memories (x-transformers)
+        ("for part in x.unbind():", True),
         ("for part in torch.unbind(x, 0):", True),
         ("for i, row in enumerate(x.float()):", True),
         ("for part in x.chunk(2):", False),
@@ -532,3 +534,40 @@ def test_a_dim_name_inside_an_unrelated_call_does_not_taint_other_sizes():
             return x.permute(permute)
     """
     assert _lint(code, "JIT503") == []
+
+
+def test_dicts_and_tuples_from_submodules_are_not_tensors_to_iterate():
+    # DETR: a criterion returns a dict of losses; a backbone a dict of feature maps.
+    code = """
+    import torch
+    from torch import nn
+
+    class Detr(nn.Module):
+        def forward(self, images, targets):
+            loss_dict = self.criterion(self.body(images), targets)
+            features = self.backbone(images)
+            out = {name: f for name, f in features.items()}
+            values, indices = torch.ones(3, 4).max(-1)
+            for pair in images.float().max(-1):
+                out["pair"] = pair
+            return sum(loss_dict[k] for k in loss_dict.keys()), out, values
+    """
+    assert _lint(code, "JIT503") == []
+
+
+def test_scalar_uses_skip_nested_functions():
+    code = """
+    import torch
+
+    @torch.compile
+    def scale(x, alpha: float):
+        def inner(alpha):
+            return alpha
+        y = [lambda v: v for _ in range(2)]
+        return x * alpha
+
+    def run(x):
+        return scale(x, 0.5)
+    """
+    (finding,) = _lint(code, "JIT504")
+    assert finding.fix is not None

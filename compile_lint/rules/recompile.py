@@ -678,6 +678,14 @@ _DTYPE_NAMES = frozenset({
 # Leading dims (batch, sequence) are the ones that vary between calls; trailing dims are
 # features or channels, fixed by the model's weights.
 _VARYING_DIMS = (0, 1)
+# Ops that return a tuple of a fixed length (values, indices), not a tensor to iterate.
+_TUPLE_RESULTS = frozenset({
+    "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "aminmax", "std_mean",
+    "var_mean", "frexp", "unique", "unique_consecutive", "split", "chunk", "unbind", "tensor_split",
+    "nonzero", "where", "meshgrid", "broadcast_tensors", "histogram", "slogdet", "svd", "qr", "eig",
+    "eigh", "lu", "cummax", "cummin", "hsplit", "vsplit", "dsplit", "split_with_sizes",
+})
+_CONTAINER_METHODS = frozenset({"keys", "values", "items", "get", "pop", "copy", "tolist", "numpy"})
 
 
 class ShapeDependentLoop(Rule):
@@ -849,16 +857,18 @@ class ShapeDependentLoop(Rule):
             if qualified in ("builtins.enumerate", "builtins.zip", "builtins.reversed"):
                 return any(self._varying_iterable(arg.value) for arg in iterable.args)
             if qualified == "torch.unbind" and iterable.args:
-                return self._dim_argument(iterable, 1) in _VARYING_DIMS
+                return self._dim_argument(iterable, 1) == 0
             func = iterable.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("chunk", "tensor_split"):
                 return False  # a fixed number of pieces
             if isinstance(func, cst.Attribute) and func.attr.value in ("unbind", "split"):
+                # Only dim 0 (the batch, or time in sequence-first code): `unbind(1)` over
+                # stacked layers or memories is as common as over time.
                 if func.attr.value == "unbind":
-                    return self._dim_argument(iterable, 0) in _VARYING_DIMS
+                    return self._dim_argument(iterable, 0) == 0
                 # split(k) yields ceil(size / k) pieces; split([2, 3]) a fixed number
                 sizes = iterable.args[0].value if iterable.args else None
-                return _int_literal(sizes) is not None and self._dim_argument(iterable, 1) in _VARYING_DIMS
+                return _int_literal(sizes) is not None and self._dim_argument(iterable, 1) == 0
         return self._certain_tensor(iterable)
 
     @staticmethod
@@ -912,7 +922,16 @@ class ShapeDependentLoop(Rule):
         if isinstance(expr, cst.Subscript):
             return self._certain_tensor(expr.value)
         if isinstance(expr, cst.Call):
-            return self.context.kind(expr) is Kind.TENSOR
+            func = expr.func
+            qualified = self.context.qualname(func) or ""
+            if qualified.startswith("torch."):
+                short = qualified.rsplit(".", 1)[-1]
+                return short not in _TUPLE_RESULTS and self.context.kind(expr) is Kind.TENSOR
+            # A tensor method (`x.float()`) on a tensor; a submodule's call alone may return a
+            # dict or a tuple, so its result is not taken as certain.
+            return (isinstance(func, cst.Attribute) and func.attr.value not in _TUPLE_RESULTS
+                    and func.attr.value not in _CONTAINER_METHODS and _self_attribute(func) is None
+                    and self.context.kind(func.value) is Kind.TENSOR)
         return False
 
     def _varying_size(self, expr: cst.BaseExpression) -> bool:
@@ -1012,6 +1031,7 @@ def _name_uses(function: cst.FunctionDef, name: str) -> list[tuple[cst.Name, lis
     class _Find(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not function:
+                stack.append(node)  # libcst still calls on_leave for a node whose children it skips
                 return False
             if isinstance(node, cst.Name) and node.value == name and stack:
                 parent = stack[-1]
