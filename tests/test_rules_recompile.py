@@ -571,3 +571,26 @@ def test_scalar_uses_skip_nested_functions():
     """
     (finding,) = _lint(code, "JIT504")
     assert finding.fix is not None
+
+
+def test_class_level_and_global_counters_are_flagged_without_a_fix():
+    code = """
+    import torch
+    from torch import nn
+
+    STEP = 0
+    NAME = "model"
+
+    class Block(nn.Module):
+        calls = 0
+
+        def forward(self, x):
+            global STEP, NAME
+            self.calls += 1
+            STEP += 1
+            NAME += "!"
+            return x
+    """
+    findings = _lint(code, "JIT501")
+    assert [(d.line, d.fix) for d in findings] == [(12, None), (13, None)]
+    assert "global `STEP`" in findings[1].message

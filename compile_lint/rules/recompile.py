@@ -270,6 +270,21 @@ class MutatedModuleState(Rule):
             entry="LoggedBlock",
             note="read as a Python number outside forward: the buffer fix is unsafe",
         ),
+        Invalid(
+            """
+            import torch
+
+            STEP = 0
+
+            @torch.compile(backend="eager")
+            def train_step(x):
+                global STEP
+                STEP += 1
+                return x.relu()
+            """,
+            calls="[(torch.randn(4, 8),)] * 3",
+            entry="train_step",
+        ),
     ]
     valid = [
         Valid(
@@ -339,6 +354,38 @@ class MutatedModuleState(Rule):
         name = _self_attribute(node.target)
         if name is not None and self._is_int_state(name):
             self.report(node, fix=self._buffer_fix(name))
+        elif isinstance(node.target, cst.Name) and self._is_global_int(node.target.value):
+            self.report(
+                node,
+                message=(
+                    f"updating the global `{node.target.value}` in forward recompiles on every call "
+                    "(eager after 8); keep the count in a registered buffer updated in place"
+                ),
+            )
+
+    def _is_global_int(self, name: str) -> bool:
+        """True for a `global NAME` of the visited function that the module sets to an int."""
+        function = self.context.function
+        if function is None:
+            return False
+        declared = False
+
+        class _Globals(cst.CSTVisitor):
+            def visit_Global(self, node: cst.Global) -> None:
+                nonlocal declared
+                declared = declared or any(item.name.value == name for item in node.names)
+
+        function.body.visit(_Globals())
+        if not declared:
+            return False
+        values = [
+            small.value
+            for statement in self.context.module.body if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body
+            if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+        ]
+        return bool(values) and all(_int_literal(v) is not None for v in values)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -383,10 +430,21 @@ class MutatedModuleState(Rule):
         attrs = self.context.facts.self_attributes(cls)
         if name in attrs.buffers:
             return False
-        values = attrs.values.get(name, [])
+        values = attrs.values.get(name, []) + self._class_level_values(cls, name)
         literals = [v for v in values if _int_literal(v) is not None]
         others = [v for v in values if _int_literal(v) is None and not _mentions_self_attribute(v, name)]
         return bool(literals) and not others
+
+    @staticmethod
+    def _class_level_values(cls: cst.ClassDef, name: str) -> list[cst.BaseExpression]:
+        """Values of a class attribute `NAME = ...` (instances shadow it on first `+=`)."""
+        return [
+            small.value
+            for statement in cls.body.body if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body
+            if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+        ]
 
     def _buffer_fix(self, name: str) -> Optional[FixPlan]:
         cls = self.context.owner_class
