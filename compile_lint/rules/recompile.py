@@ -158,6 +158,10 @@ class MutatedModuleState(Rule):
     name = "mutated-module-state"
     kind = "recompile"
     fix_applicability = "safe"
+    config_note = (
+        "torch._dynamo.config.allow_unspec_int_on_nn_module = True makes int attributes dynamic "
+        "after one recompile (measured on 2.13); globals and growing lists still recompile every call"
+    )
     message = (
         "updating Python state on `self` in forward recompiles on every call (eager after 8); "
         "keep counters in a registered buffer updated in place"
