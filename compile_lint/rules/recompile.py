@@ -142,8 +142,9 @@ class MutatedModuleState(Rule):
     Why: Dynamo treats an int attribute of an nn.Module as a constant and guards on its
     value, so a forward that changes it invalidates its own graph: every call recompiles,
     and after `recompile_limit` (8) recompiles the forward runs eagerly for good. A list
-    attribute that grows (`self.cache.append(x)`) is guarded on its length: the same.
-    (A float attribute, or a flag set once, costs a single recompile and is not flagged.)
+    attribute that grows (`self.cache.append(x)`), an int class attribute and a `global`
+    int counter behave the same. (A float attribute, a flag set once, or a dict entry
+    replaced under the same key costs a single recompile and is not flagged.)
 
     Instead: keep counters in a buffer,
     `self.register_buffer("step", torch.tensor(0), persistent=False)`, and update it in
@@ -151,7 +152,8 @@ class MutatedModuleState(Rule):
     the attribute is an int set once in `__init__` and only incremented; it is safe when
     every other read is tensor arithmetic, unsafe when code outside the compiled region
     reads it as a Python number (it becomes a 0-d tensor), and not offered when traced
-    code branches on it. Move growing lists out of the compiled region.
+    code branches on it. Code in other files that reads the attribute also sees a 0-d
+    tensor. Move growing lists out of the compiled region.
     """
 
     code = "JIT501"
