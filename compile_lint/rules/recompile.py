@@ -9,6 +9,9 @@ Measured with torch 2.13 (backend="eager", default recompile_limit of 8):
   `F.layer_norm(eps=)`) or a `.to()` dtype: then every new value recompiles;
 - `for i in range(x.shape[0])` unrolls the loop for one size: every new size recompiles,
   even after the dim was made dynamic (a branch on a shape only recompiles when it flips).
+
+Not a rule, because 2.13 copes: `torch.compile(fn)` called again per step (same backend
+string, mode or options, even on a new module instance) reuses the cached graph.
 """
 
 from __future__ import annotations
