@@ -594,3 +594,22 @@ def test_class_level_and_global_counters_are_flagged_without_a_fix():
     findings = _lint(code, "JIT501")
     assert [(d.line, d.fix) for d in findings] == [(12, None), (13, None)]
     assert "global `STEP`" in findings[1].message
+
+
+def test_forward_input_passed_through_helpers_to_a_specialized_argument_is_flagged():
+    # diffusers-style: forward hands its scale to an upsampling helper.
+    code = """
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Up(nn.Module):
+        def _resize(self, x, factor):
+            return F.interpolate(x, scale_factor=factor)
+
+        def _block(self, x, s):
+            return self._resize(x, factor=s)
+
+        def forward(self, x, scale=2.0):
+            return self._block(x, scale) + self._resize(x, 2.0)
+    """
+    assert _codes_and_lines(code, "JIT502") == [("JIT502", 6)]

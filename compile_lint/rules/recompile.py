@@ -73,21 +73,57 @@ def _root_python_param(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.Par
     """The parameter `expr` names when it is a non-tensor input of a compiled entry point.
 
     Only parameters of roots (forward, @torch.compile functions) are inputs Dynamo guards
-    on; a helper's parameters are whatever its traced caller passes. A parameter
-    annotated as a Tensor, or `self`, is not a Python value.
+    on. A same-file helper's parameter counts when a traced caller passes such an input
+    straight through (`self._upsample(x, scale)`). A parameter annotated as a Tensor, or
+    `self`, is not a Python value.
     """
-    context = rule.context
-    function = context.function
-    if not isinstance(expr, cst.Name) or function is None or function not in context.regions.roots:
+    function = rule.context.function
+    if not isinstance(expr, cst.Name) or function is None:
         return None
-    param = _find_param(function, expr.value)
-    if param is None or context.facts.param_kind(function, expr.value) is Kind.SELF:
+    return _input_param(rule, function, expr.value, depth=0)
+
+
+_MAX_HELPER_DEPTH = 4
+
+
+def _input_param(rule: Rule, function: cst.FunctionDef, name: str, depth: int) -> Optional[cst.Param]:
+    context = rule.context
+    param = _find_param(function, name)
+    if param is None or context.facts.param_kind(function, name) is Kind.SELF:
         return None
     if annotation_kind(param.annotation, context.imports) in (Kind.TENSOR, Kind.MAYBE_TENSOR):
         return None
-    if rule.context.facts._assigned(function).get(expr.value):
+    if context.facts._assigned(function).get(name):
         return None  # reassigned in the body: no longer the raw input
-    return param
+    if function in context.regions.roots:
+        return param
+    if depth >= _MAX_HELPER_DEPTH or function not in context.regions.functions:
+        return None
+    for caller, call in context.facts.call_sites().get(function, []):
+        passed = _argument_for(function, param, call)
+        if passed is not None and isinstance(passed.value, cst.Name):
+            found = _input_param(rule, caller, passed.value.value, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _argument_for(function: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.Arg]:
+    """The argument `call` passes for `param` of `function`, or None (absent, or behind `*args`)."""
+    positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if positional[:1] == ["self"] and isinstance(call.func, cst.Attribute):
+        positional = positional[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param.name.value:
+            return arg
+    plain = [arg for arg in call.args if arg.keyword is None]
+    if any(arg.star for arg in call.args):
+        return None
+    if param.name.value in positional:
+        index = positional.index(param.name.value)
+        if index < len(plain):
+            return plain[index]
+    return None
 
 
 def _is_numeric_literal(expr: Optional[cst.BaseExpression]) -> bool:
@@ -1294,22 +1330,13 @@ class PythonScalarArgument(Rule):
     def _call_site_arguments(self, function: cst.FunctionDef, param: cst.Param) -> list[cst.Arg]:
         """The argument given for `param` at each `function(...)` call in this file."""
         name = function.name.value
-        positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-        index = positional.index(param.name.value) if param.name.value in positional else None
-        found: list[cst.Arg] = []
+        calls: list[cst.Call] = []
 
         class _Calls(cst.CSTVisitor):
             def visit_Call(self, node: cst.Call) -> None:
-                if not (isinstance(node.func, cst.Name) and node.func.value == name):
-                    return
-                if any(arg.star for arg in node.args):
-                    return
-                plain = [arg for arg in node.args if arg.keyword is None]
-                for arg in node.args:
-                    if arg.keyword is not None and arg.keyword.value == param.name.value:
-                        found.append(arg)
-                if index is not None and len(plain) > index:
-                    found.append(plain[index])
+                if isinstance(node.func, cst.Name) and node.func.value == name:
+                    calls.append(node)
 
         self.context.module.visit(_Calls())
-        return found
+        found = [_argument_for(function, param, call) for call in calls]
+        return [arg for arg in found if arg is not None]
