@@ -613,3 +613,19 @@ def test_forward_input_passed_through_helpers_to_a_specialized_argument_is_flagg
             return self._block(x, scale) + self._resize(x, 2.0)
     """
     assert _codes_and_lines(code, "JIT502") == [("JIT502", 6)]
+
+
+def _example(rule, entry):
+    return next(example for example in rule.invalid if example.entry == entry)
+
+
+def test_documented_fix_levels_of_the_counter_examples():
+    from compile_lint.rules.recompile import MutatedModuleState
+
+    def fix_levels(entry):
+        return [d.fix.applicability if d.fix else None for d in _lint(_example(MutatedModuleState, entry).code, "JIT501")]
+
+    assert fix_levels("WarmupScale") == ["safe"]
+    assert fix_levels("LoggedBlock") == ["unsafe"]
+    assert fix_levels("EpsilonGreedy") == [None]
+    assert fix_levels("KVCache") == [None]

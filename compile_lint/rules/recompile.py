@@ -317,6 +317,29 @@ class MutatedModuleState(Rule):
         ),
         Invalid(
             """
+            import math
+            import torch
+            from torch import nn
+
+            class EpsilonGreedy(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.q = nn.Linear(8, 4)
+                    self.steps_done = 0
+
+                def forward(self, obs):
+                    eps = 0.05 + 0.85 * math.exp(-self.steps_done / 200)
+                    self.steps_done += 1
+                    q = self.q(obs)
+                    explore = torch.rand(q.shape[0]) < eps
+                    return torch.where(explore, torch.randint(0, 4, (q.shape[0],)), q.argmax(-1))
+            """,
+            calls="[(torch.randn(4, 8),)] * 3",
+            entry="EpsilonGreedy",
+            note="read as a Python number in forward: no fix (a tensor would change the math)",
+        ),
+        Invalid(
+            """
             import torch
 
             STEP = 0
@@ -641,6 +664,27 @@ class SpecializedScalarArgument(Rule):
         Invalid(
             """
             import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Upsample2D(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(2, 2, 3, padding=1)
+
+                def _resize(self, hidden_states, factor):
+                    return F.interpolate(hidden_states, None, factor, "nearest")
+
+                def forward(self, hidden_states, scale_factor=2.0):
+                    return self.conv(self._resize(hidden_states, scale_factor))
+            """,
+            calls='[(torch.randn(1, 2, 8, 8), s) for s in (1.5, 2.0, 2.5)]',
+            entry="Upsample2D",
+            note="the input reaches interpolate through a helper",
+        ),
+        Invalid(
+            """
+            import torch
             from torch.nn import functional as F
 
             @torch.compile(backend="eager")
@@ -860,6 +904,26 @@ class ShapeDependentLoop(Rule):
             """,
             calls="[(torch.randn(n, 4),) for n in (3, 4, 5, 6)]",
             entry="pairwise",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class CausalConvCache(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv1d(8, 8, 1)
+
+                def forward(self, input_ids: torch.Tensor, hidden: torch.Tensor):
+                    seq_len = input_ids.shape[1]
+                    states = []
+                    for position in range(seq_len - 1):
+                        states.append(self.conv(hidden[..., position : position + 2]))
+                    return torch.cat(states, -1)
+            """,
+            calls="[(torch.ones(1, n, dtype=torch.long), torch.randn(1, 8, 8)) for n in (3, 4, 5, 6)]",
+            entry="CausalConvCache",
         ),
         Invalid(
             """
