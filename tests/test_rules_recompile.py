@@ -9,7 +9,7 @@ import pytest
 from compile_lint.autofix.apply import fix_text
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
-from compile_lint.rules.recompile import PythonScalarArgument
+from compile_lint.rules.recompile import MutatedModuleState, PythonScalarArgument
 
 
 def _lint(code: str, rule: str):
@@ -620,8 +620,6 @@ def _example(rule, entry):
 
 
 def test_documented_fix_levels_of_the_counter_examples():
-    from compile_lint.rules.recompile import MutatedModuleState
-
     def fix_levels(entry):
         return [d.fix.applicability if d.fix else None for d in _lint(_example(MutatedModuleState, entry).code, "JIT501")]
 
