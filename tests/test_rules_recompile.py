@@ -627,3 +627,18 @@ def test_documented_fix_levels_of_the_counter_examples():
     assert fix_levels("LoggedBlock") == ["unsafe"]
     assert fix_levels("EpsilonGreedy") == [None]
     assert fix_levels("KVCache") == [None]
+
+
+def test_norm_eps_and_pad_value_inputs_are_flagged_but_pad_widths_are_not():
+    code = """
+    import torch
+    import torch.nn.functional as F
+
+    @torch.compile
+    def norm(x, eps: float, fill: float, width: int):
+        x = F.group_norm(x, 2, None, None, eps)
+        x = F.rms_norm(x, (8,), eps=eps)
+        x = F.pad(x, (width, width), "constant", fill)
+        return F.pad(x, (width, width))
+    """
+    assert _codes_and_lines(code, "JIT502") == [("JIT502", 6), ("JIT502", 7), ("JIT502", 8)]

@@ -6,7 +6,7 @@ Measured with torch 2.13 (backend="eager", default recompile_limit of 8):
   is dynamic; a list attribute that grows recompiles on every call;
 - a Python float/int argument recompiles once, then is dynamic, unless it reaches an
   argument Dynamo specializes (`range(n)`, `F.interpolate(scale_factor=)`, `F.dropout(p=)`,
-  `F.layer_norm(eps=)`) or a `.to()` dtype: then every new value recompiles;
+  norm `eps`, `F.pad(value=)`) or a `.to()` dtype: then every new value recompiles;
 - `for i in range(x.shape[0])` unrolls the loop for one size: every new size recompiles,
   even after the dim was made dynamic (a branch on a shape only recompiles when it flips).
 
@@ -596,6 +596,10 @@ _SPECIALIZED_KEYWORDS = {
     "torch.nn.functional.alpha_dropout": ("p", 1),
     "torch.nn.functional.feature_alpha_dropout": ("p", 1),
     "torch.nn.functional.layer_norm": ("eps", 4),
+    "torch.nn.functional.group_norm": ("eps", 4),
+    "torch.nn.functional.rms_norm": ("eps", 3),
+    "torch.nn.functional.batch_norm": ("eps", 7),
+    "torch.nn.functional.pad": ("value", 3),
     "builtins.range": (None, 0),
 }
 
@@ -630,8 +634,9 @@ class SpecializedScalarArgument(Rule):
 
     Why: most Python float/int inputs cost one recompile and then become dynamic, but
     some arguments are burned into the graph as constants: `range(n)` (the loop is
-    unrolled), `F.interpolate(scale_factor=)`, `F.dropout(p=)`, `F.layer_norm(eps=)`, and
-    the dtype or device of `.to()`. A forward parameter passed there recompiles for
+    unrolled), `F.interpolate(scale_factor=)`, `F.dropout(p=)`, the `eps` of
+    `F.layer_norm`/`group_norm`/`rms_norm`/`batch_norm`, `F.pad(value=)`, and the dtype
+    or device of `.to()` (measured on torch 2.13). A forward parameter passed there recompiles for
     every new value, and after 8 values runs eagerly.
 
     Instead: fix the value at construction (`self.p = p` in `__init__`, an `nn.Dropout`
@@ -711,6 +716,19 @@ class SpecializedScalarArgument(Rule):
             """,
             calls='[{"args": (torch.randn(4, 8),), "kwargs": {"num_steps": n}} for n in (1, 2, 3, 4)]',
             entry="Refiner",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            @torch.compile(backend="eager")
+            def pad_and_norm(waveform, pad_value: float, eps: float = 1e-5):
+                padded = F.pad(waveform, (0, 4), value=pad_value)
+                return F.group_norm(padded, 2, eps=eps)
+            """,
+            calls="[(torch.randn(2, 4, 16), v, e) for v, e in ((0.0, 1e-5), (0.5, 1e-6), (1.0, 1e-4))]",
+            entry="pad_and_norm",
         ),
         Invalid(
             """
