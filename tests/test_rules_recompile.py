@@ -621,7 +621,8 @@ def _example(rule, entry):
 
 def test_documented_fix_levels_of_the_counter_examples():
     def fix_levels(entry):
-        return [d.fix.applicability if d.fix else None for d in _lint(_example(MutatedModuleState, entry).code, "JIT501")]
+        findings = _lint(_example(MutatedModuleState, entry).code, "JIT501")
+        return [d.fix.applicability if d.fix else None for d in findings]
 
     assert fix_levels("WarmupScale") == ["safe"]
     assert fix_levels("LoggedBlock") == ["unsafe"]
@@ -642,3 +643,25 @@ def test_norm_eps_and_pad_value_inputs_are_flagged_but_pad_widths_are_not():
         return F.pad(x, (width, width))
     """
     assert _codes_and_lines(code, "JIT502") == [("JIT502", 6), ("JIT502", 7), ("JIT502", 8)]
+
+
+def test_outputs_of_builtin_layers_are_tensors_but_custom_and_recurrent_ones_are_not():
+    code = """
+    import torch
+    from torch import nn
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(8, 8)
+            self.rnn = nn.GRU(8, 8)
+            self.head = DetectionHead()
+
+        def forward(self, x):
+            q = self.q_proj(x)
+            scores = [row.sum() for row in q]
+            states = [s for s in self.rnn(x)]
+            boxes = [b for b in self.head(x)]
+            return scores, states, boxes
+    """
+    assert _codes_and_lines(code, "JIT503") == [("JIT503", 13)]

@@ -850,6 +850,14 @@ _TUPLE_RESULTS = frozenset({
     "nonzero", "where", "meshgrid", "broadcast_tensors", "histogram", "slogdet", "svd", "qr", "eig",
     "eigh", "lu", "cummax", "cummin", "hsplit", "vsplit", "dsplit", "split_with_sizes",
 })
+# torch.nn layers whose call is not one tensor.
+_MULTI_OUTPUT_MODULES = frozenset({
+    "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU",
+    "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
+    "TransformerEncoderLayer", "TransformerDecoderLayer", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "FractionalMaxPool2d",
+    "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss",
+})
 _CONTAINER_METHODS = frozenset({"keys", "values", "items", "get", "pop", "copy", "tolist", "numpy"})
 
 
@@ -1112,12 +1120,32 @@ class ShapeDependentLoop(Rule):
             if qualified.startswith("torch."):
                 short = qualified.rsplit(".", 1)[-1]
                 return short not in _TUPLE_RESULTS and self.context.kind(expr) is Kind.TENSOR
-            # A tensor method (`x.float()`) on a tensor; a submodule's call alone may return a
-            # dict or a tuple, so its result is not taken as certain.
+            if _self_attribute(func) is not None:
+                return self._tensor_submodule(_self_attribute(func) or "")
+            # A tensor method (`x.float()`) on a tensor.
             return (isinstance(func, cst.Attribute) and func.attr.value not in _TUPLE_RESULTS
                     and func.attr.value not in _CONTAINER_METHODS and _self_attribute(func) is None
                     and self.context.kind(func.value) is Kind.TENSOR)
         return False
+
+    def _tensor_submodule(self, name: str) -> bool:
+        """True when `self.NAME` is a built-in torch.nn layer that returns one tensor.
+
+        The model's own submodules may return dicts or tuples (detection heads, HF outputs),
+        and so may recurrent and attention layers; those are not taken as tensors.
+        """
+        cls = self.context.owner_class
+        if cls is None:
+            return False
+        values = self.context.facts.self_attributes(cls).values.get(name, [])
+        for value in values:
+            qualified = self.context.qualname(value.func) if isinstance(value, cst.Call) else None
+            if not qualified or not qualified.startswith("torch.nn."):
+                return False
+            short = qualified.rsplit(".", 1)[-1]
+            if short in _MULTI_OUTPUT_MODULES or not short[:1].isupper():
+                return False
+        return bool(values)
 
     def _varying_size(self, expr: cst.BaseExpression) -> bool:
         """True when the number `expr` computes depends on a leading dim of a tensor.
