@@ -75,6 +75,8 @@ class Rule:
     scope: ClassVar[str] = "region"
     torch_versions: ClassVar[str] = ""  # e.g. ">=2.4"; empty means every version we know
     config_note: ClassVar[str] = ""  # a config that changes the verdict, if any
+    # True when a fix also edits other top-level statements (e.g. call sites of a function).
+    fix_edits_call_sites: ClassVar[bool] = False
     invalid: ClassVar[Sequence[Example]] = ()
     valid: ClassVar[Sequence[Example]] = ()
 

@@ -1287,6 +1287,7 @@ class PythonScalarArgument(Rule):
     kind = "recompile"
     default_enabled = False
     fix_applicability = "unsafe"
+    fix_edits_call_sites = True
     message = (
         "a Python number input is compiled as a constant, then recompiled once as dynamic "
         "when it first changes; pass a 0-d tensor (torch.tensor(value)) instead"
