@@ -239,8 +239,8 @@ class PythonRandomCall(Rule):
 
             class RandomAugment(nn.Module):
                 def forward(self, x):
-                    op = random.choice([torch.flip, torch.rot90])
-                    return op(x, [0, 1]) if op is torch.rot90 else op(x, [1])
+                    op = random.choice(["flip", "rot90"])
+                    return x.flip(-1) if op == "flip" else x.rot90(1, [0, 1])
             """,
             calls="[(torch.randn(8, 8),)]",
             entry="RandomAugment",

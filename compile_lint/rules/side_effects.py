@@ -14,8 +14,6 @@ import libcst as cst
 
 from compile_lint.autofix.guards import eager_only_guard
 from compile_lint.linter.facts import Kind
-from compile_lint.linter.imports import dotted_name
-from compile_lint.linter.regions import DISABLE_DECORATORS
 from compile_lint.rules._bindings import call_name, made_by
 from compile_lint.rules.base import Invalid, Rule, Valid
 
@@ -1481,18 +1479,6 @@ class CtypesCall(Rule):
                 self.report(node)
 
 
-_COMPILER_DISABLE = frozenset(DISABLE_DECORATORS - {"torch.jit.ignore", "torch.jit.unused"})
-
-
-def _is_compiler_disabled(rule: Rule, function: cst.FunctionDef) -> bool:
-    for decorator in function.decorators:
-        expr = decorator.decorator
-        target = expr.func if isinstance(expr, cst.Call) else expr
-        if (rule.context.qualname(target) or dotted_name(target)) in _COMPILER_DISABLE:
-            return True
-    return False
-
-
 class CompilerDisabledCall(Rule):
     """A call to a `@torch.compiler.disable` function from a compiled region (an intended break).
 
@@ -1608,5 +1594,5 @@ class CompilerDisabledCall(Rule):
             target = regions.disabled.get(func.attr.value)
             if target is not None and target not in regions.owner_class:
                 target = None
-        if target is not None and _is_compiler_disabled(self, target):
+        if target is not None:
             self.report(node)
