@@ -1033,10 +1033,16 @@ class ThreadingCall(Rule):
         ),
     ]
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._with_items: set[cst.BaseExpression] = set()
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._with_items.add(node.item)  # JIT606 reports `with threading.Lock():`
+
     def visit_Call(self, node: cst.Call) -> None:
-        parent = self.context.parent(node)
-        if isinstance(parent, cst.WithItem):
-            return  # JIT606 reports `with threading.Lock():`
+        if node in self._with_items:
+            return
         name = call_name(self.context, node) or ""
         if name.startswith("threading."):
             self.report(node)
