@@ -14,7 +14,8 @@ from compile_lint.linter.engine import lint_text
 
 def _forward(body: str, header: str = "import numpy as np\nimport random\nimport math\nimport copy") -> str:
     lines = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8)
-    return f"{header}\nimport torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n{lines}\n        return x\n"
+    module = "class M(nn.Module):\n    def forward(self, x):\n"
+    return f"{header}\nimport torch\nfrom torch import nn\n\n{module}{lines}\n        return x\n"
 
 
 def _codes(source: str, select: str = "JIT4") -> list[str]:
@@ -189,3 +190,19 @@ class M(nn.Module):
 """
     diagnostics = lint_text(source, "m.py", Config(select=("JIT403",)))
     assert [d.line for d in diagnostics] == [7]
+
+
+@pytest.mark.parametrize(
+    "body, flagged",
+    [
+        ("a = x.numpy()\nb = a * 2\ny = float(b.sum())", True),
+        ("y = x.detach().cpu().numpy().mean().item()", True),
+        ("y = int(np.prod(x.shape))", True),
+        ("y = float(np.sqrt(x.shape[-1]))", False),
+        ("y = np.array([2.0]).item()", False),
+        ("y = x.sum().item()", False),  # a tensor read: the tensor-to-Python rules' business
+        ("y = np.prod([2, 3])", False),
+    ],
+)
+def test_ndarray_scalar_reads(body, flagged):
+    assert _codes(_forward(body), "JIT408") == (["JIT408"] if flagged else [])

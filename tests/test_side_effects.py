@@ -40,7 +40,8 @@ def _fix(code: str, select: str) -> str:
     ],
 )
 def test_loggers_are_recognised_by_what_made_them(setup, call):
-    code = f"{setup}\nimport torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        {call}\n        return x\n"
+    module = f"class M(nn.Module):\n    def forward(self, x):\n        {call}\n        return x\n"
+    code = f"{setup}\nimport torch\nfrom torch import nn\n\n{module}"
     assert [c for c, _ in _codes(code, "JIT602")] == ["JIT602"]
 
 

@@ -1019,3 +1019,173 @@ class UntraceableLibraryCall(Rule):
         name = self.context.qualname(node.func) or ""
         if name.startswith(_UNTRACEABLE_LIBRARIES):
             self.report(node)
+
+
+_SCALAR_BUILTINS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"})
+_SHAPE_REDUCTIONS = frozenset({"numpy.prod", "numpy.product"})
+
+
+def _from_tensor_data(rule: Rule, expr: cst.BaseExpression, seen: Optional[set[str]] = None) -> bool:
+    """True when `expr` holds numpy data read out of a tensor (`t.numpy()`, directly or via locals)."""
+    context = rule.context
+    seen = set() if seen is None else seen
+    found = False
+
+    class _Search(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and context.kind(func.value).tensorish:
+                found = True
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            function = context.function
+            if found or function is None or node.value in seen:
+                return
+            seen.add(node.value)
+            for value in context.facts._assigned(function).get(node.value, []):
+                if isinstance(value, cst.BaseExpression) and _from_tensor_data(rule, value, seen):
+                    found = True
+
+    expr.visit(_Search())
+    return found
+
+
+class NdarrayScalarRead(Rule):
+    """Reading a Python number out of numpy data that came from a tensor breaks the graph.
+
+    Why: Dynamo traces numpy on tensors as tensor code, so `int(a.argmax())`,
+    `float(a.sum())`, `a.item()` and `a.tolist()` on such arrays are tensor-to-Python
+    reads: they break under the default compile ("Data dependent operator", "Tensor.tolist()
+    with non-integer tensor"). `np.prod(x.shape)` returns an array, not an int ("torch.*
+    op returned non-Tensor"), even with `fullgraph=True`.
+
+    Instead: keep values as tensors (`t.argmax()` used as an index tensor), and use
+    `math.prod(x.shape)` for sizes (the unsafe fix: the result is a Python int instead
+    of a numpy integer). With `capture_scalar_outputs=True` some reads become unbacked
+    values and compile.
+    """
+
+    code = "JIT408"
+    name = "ndarray-scalar-read"
+    kind = "break"
+    gb_type = "Data dependent operator"
+    gb_id = "GB0033"
+    fix_applicability = "unsafe"
+    config_note = "torch._dynamo.config.capture_scalar_outputs = True captures float()/item() of traced arrays"
+    message = (
+        "reading a Python number from numpy data of a tensor breaks the graph; keep it a "
+        "tensor, and use math.prod(x.shape) for sizes"
+    )
+    invalid = [
+        Invalid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class ArgmaxPool(nn.Module):
+                def forward(self, x):
+                    scores = x.detach().cpu().numpy()
+                    best = int(scores.sum(-1).argmax())
+                    return x[best]
+            """,
+            entry="ArgmaxPool",
+        ),
+        Invalid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Flatten(nn.Module):
+                def forward(self, x):
+                    n = int(np.prod(x.shape[1:]))
+                    return x.reshape(x.shape[0], n)
+            """,
+            fixed="""
+            import numpy as np
+            import torch
+            from torch import nn
+            import math
+
+            class Flatten(nn.Module):
+                def forward(self, x):
+                    n = int(math.prod(x.shape[1:]))
+                    return x.reshape(x.shape[0], n)
+            """,
+            entry="Flatten",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    values = x.numpy().round(2).tolist()
+                    return x * len(values)
+            """,
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class PositionalScale(nn.Module):
+                def forward(self, x):
+                    scale = float(np.log(10000.0)) / x.shape[-1]
+                    half = int(np.ceil(x.shape[0] / 2))
+                    return x[:half] * scale
+            """,
+            entry="PositionalScale",
+        ),
+        Valid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class NumpyGate(nn.Module):
+                def forward(self, x):
+                    gate = np.tanh(x.numpy())
+                    return torch.from_numpy(gate) * x
+            """,
+            entry="NumpyGate",
+        ),
+        Valid(
+            """
+            import math
+
+            import torch
+            from torch import nn
+
+            class Flatten(nn.Module):
+                def forward(self, x):
+                    n = math.prod(x.shape[1:])
+                    weights = x.sum(-1).softmax(0)
+                    return x.reshape(x.shape[0], n) * weights[:, None]
+            """,
+            entry="Flatten",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.context
+        name = context.qualname(node.func) or ""
+        if name in _SHAPE_REDUCTIONS and len(node.args) == 1 and context.kind(node.args[0].value) is Kind.SHAPE:
+            prod, imports = spell(context, "math.prod")
+            call = node.with_changes(func=cst.parse_expression(prod))
+            self.report(node, fix=FixPlan([(node, call)], f"Use {prod}(...)", "unsafe", imports))
+            return
+        target: Optional[cst.BaseExpression] = None
+        if name in _SCALAR_BUILTINS and len(node.args) == 1:
+            target = node.args[0].value
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("item", "tolist") and not node.args:
+            target = node.func.value
+        if target is not None and context.kind(target) is Kind.NDARRAY and _from_tensor_data(self, target):
+            self.report(node)
