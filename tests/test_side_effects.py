@@ -290,4 +290,4 @@ def test_compiler_disabled_call_is_off_by_default_and_matches_methods_and_functi
                 return host(self.side(self.host(x)))
     """
     assert _codes(code, "JIT") == []  # perf rules need a selector beyond the bare prefix
-    assert sorted(_codes(code, "JIT612")) == [("JIT612", 17), ("JIT612", 17)]
+    assert sorted(_codes(code, "JIT611")) == [("JIT611", 17), ("JIT611", 17)]

@@ -1021,78 +1021,31 @@ class UntraceableLibraryCall(Rule):
             self.report(node)
 
 
-_SCALAR_BUILTINS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.complex"})
+
 _SHAPE_REDUCTIONS = frozenset({"numpy.prod", "numpy.product"})
 
 
-def _from_tensor_data(rule: Rule, expr: cst.BaseExpression, seen: Optional[set[str]] = None) -> bool:
-    """True when `expr` holds numpy data read out of a tensor (`t.numpy()`, directly or via locals)."""
-    context = rule.context
-    seen = set() if seen is None else seen
-    found = False
+class NumpyProdOfShape(Rule):
+    """`np.prod(x.shape)` in a compiled region breaks the graph; `math.prod` does not.
 
-    class _Search(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            nonlocal found
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and context.kind(func.value).tensorish:
-                found = True
+    Why: Dynamo traces numpy through torch, so `np.prod` of a size tuple becomes a
+    tensor computation whose result is needed as a Python int ("torch.* op returned
+    non-Tensor"); it fails even with `fullgraph=True`. (Reading numbers out of arrays
+    that come from tensor data, `float(x.numpy().sum())`, is the tensor-to-Python
+    rules' business.)
 
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            function = context.function
-            if found or function is None or node.value in seen:
-                return
-            seen.add(node.value)
-            for value in context.facts._assigned(function).get(node.value, []):
-                if isinstance(value, cst.BaseExpression) and _from_tensor_data(rule, value, seen):
-                    found = True
-
-    expr.visit(_Search())
-    return found
-
-
-class NdarrayScalarRead(Rule):
-    """Reading a Python number out of numpy data that came from a tensor breaks the graph.
-
-    Why: Dynamo traces numpy on tensors as tensor code, so `int(a.argmax())`,
-    `float(a.sum())`, `a.item()` and `a.tolist()` on such arrays are tensor-to-Python
-    reads: they break under the default compile ("Data dependent operator", "Tensor.tolist()
-    with non-integer tensor"). `np.prod(x.shape)` returns an array, not an int ("torch.*
-    op returned non-Tensor"), even with `fullgraph=True`.
-
-    Instead: keep values as tensors (`t.argmax()` used as an index tensor), and use
-    `math.prod(x.shape)` for sizes (the unsafe fix: the result is a Python int instead
-    of a numpy integer). With `capture_scalar_outputs=True` some reads become unbacked
-    values and compile.
+    Instead: `math.prod(x.shape)` works on sizes directly and keeps them symbolic. The
+    fix is unsafe only in type: the result is a Python int instead of a numpy integer.
     """
 
     code = "JIT408"
-    name = "ndarray-scalar-read"
+    name = "numpy-prod-of-shape"
     kind = "break"
-    gb_type = "Data dependent operator"
-    gb_id = "GB0033"
+    gb_type = "torch.* op returned non-Tensor"
+    gb_id = "GB0208"
     fix_applicability = "unsafe"
-    config_note = "torch._dynamo.config.capture_scalar_outputs = True captures float()/item() of traced arrays"
-    message = (
-        "reading a Python number from numpy data of a tensor breaks the graph; keep it a "
-        "tensor, and use math.prod(x.shape) for sizes"
-    )
+    message = "np.prod of a shape breaks the graph; use math.prod(x.shape)"
     invalid = [
-        Invalid(
-            """
-            import numpy as np
-            import torch
-            from torch import nn
-
-            class ArgmaxPool(nn.Module):
-                def forward(self, x):
-                    scores = x.detach().cpu().numpy()
-                    best = int(scores.sum(-1).argmax())
-                    return x[best]
-            """,
-            entry="ArgmaxPool",
-        ),
         Invalid(
             """
             import numpy as np
@@ -1119,14 +1072,29 @@ class NdarrayScalarRead(Rule):
         ),
         Invalid(
             """
-            import torch
+            import math
+
+            import numpy as np
             from torch import nn
 
-            class Model(nn.Module):
+            class SpatialTokens(nn.Module):
                 def forward(self, x):
-                    values = x.numpy().round(2).tolist()
-                    return x * len(values)
+                    tokens = np.prod(x.shape[2:])
+                    return x.reshape(x.shape[0], x.shape[1], tokens).transpose(1, 2)
             """,
+            fixed="""
+            import math
+
+            import numpy as np
+            from torch import nn
+
+            class SpatialTokens(nn.Module):
+                def forward(self, x):
+                    tokens = math.prod(x.shape[2:])
+                    return x.reshape(x.shape[0], x.shape[1], tokens).transpose(1, 2)
+            """,
+            calls="[(torch.randn(2, 3, 4, 4),)]",
+            entry="SpatialTokens",
         ),
     ]
     valid = [
@@ -1176,16 +1144,9 @@ class NdarrayScalarRead(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
-        name = context.qualname(node.func) or ""
-        if name in _SHAPE_REDUCTIONS and len(node.args) == 1 and context.kind(node.args[0].value) is Kind.SHAPE:
+        if context.qualname(node.func) not in _SHAPE_REDUCTIONS or len(node.args) != 1:
+            return
+        if node.args[0].keyword is None and context.kind(node.args[0].value) is Kind.SHAPE:
             prod, imports = spell(context, "math.prod")
             call = node.with_changes(func=cst.parse_expression(prod))
             self.report(node, fix=FixPlan([(node, call)], f"Use {prod}(...)", "unsafe", imports))
-            return
-        target: Optional[cst.BaseExpression] = None
-        if name in _SCALAR_BUILTINS and len(node.args) == 1:
-            target = node.args[0].value
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("item", "tolist") and not node.args:
-            target = node.func.value
-        if target is not None and context.kind(target) is Kind.NDARRAY and _from_tensor_data(self, target):
-            self.report(node)

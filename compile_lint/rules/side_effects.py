@@ -1376,115 +1376,6 @@ class ModuleHookInForward(Rule):
                 self.report(node)
 
 
-class CtypesCall(Rule):
-    """Calling a C function through `ctypes` in a compiled region breaks the graph.
-
-    Why: a foreign function is opaque to Dynamo ("Unsupported method call"); it cannot
-    know what the function reads or writes.
-
-    Instead: register the C/C++ code as a custom op (`torch.library.custom_op` with a
-    `register_fake`), or call it outside the compiled region.
-    """
-
-    code = "JIT611"
-    name = "ctypes-call"
-    kind = "break"
-    gb_type = "Unsupported method call"
-    gb_id = "GB0156"
-    message = (
-        "ctypes calls break the graph; wrap the C function as a torch.library.custom_op "
-        "or call it outside the compiled region"
-    )
-    invalid = [
-        Invalid(
-            """
-            import ctypes
-            import ctypes.util
-
-            from torch import nn
-
-            _libc = ctypes.CDLL(ctypes.util.find_library("c"))
-
-            class Model(nn.Module):
-                def forward(self, x):
-                    seed = _libc.abs(-3)
-                    return x * seed
-            """,
-        ),
-        Invalid(
-            """
-            import ctypes
-
-            from torch import nn
-
-            class Scaled(nn.Module):
-                def forward(self, x):
-                    factor = ctypes.c_float(0.5).value
-                    return x * factor
-            """,
-            entry="Scaled",
-        ),
-    ]
-    valid = [
-        Valid(
-            """
-            import ctypes
-            import ctypes.util
-
-            import torch
-            from torch import nn
-
-            _libc = ctypes.CDLL(ctypes.util.find_library("c"))
-            _PAGE = _libc.getpagesize()
-
-            class Model(nn.Module):
-                def forward(self, x):
-                    return x * (_PAGE > 0)
-            """,
-        ),
-        Valid(
-            """
-            import torch
-            from torch import nn
-
-            class Model(nn.Module):
-                def forward(self, x):
-                    c = torch.special.expit(x)
-                    return c.abs()
-            """,
-        ),
-        Valid(
-            """
-            import torch
-            from torch import nn
-
-            @torch.library.custom_op("compile_lint_demo::scale", mutates_args=())
-            def scale(x: torch.Tensor) -> torch.Tensor:
-                return x * 2
-
-            @scale.register_fake
-            def _(x):
-                return torch.empty_like(x)
-
-            class Model(nn.Module):
-                def forward(self, x):
-                    return scale(x)
-            """,
-        ),
-    ]
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = call_name(self.context, node) or ""
-        if name.startswith("ctypes.") and self.context.qualname(node.func):
-            self.report(node)
-            return
-        func = node.func
-        if isinstance(func, cst.Attribute):
-            makers = list(made_by(self.context, func.value))
-            if any(maker.startswith("ctypes.") for maker in makers):
-                self.report(node)
-
-
 class CompilerDisabledCall(Rule):
     """A call to a `@torch.compiler.disable` function from a compiled region (an intended break).
 
@@ -1497,7 +1388,7 @@ class CompilerDisabledCall(Rule):
     custom op) and drop the decorator.
     """
 
-    code = "JIT612"
+    code = "JIT611"
     name = "compiler-disabled-call"
     kind = "perf"
     default_enabled = False
