@@ -15,28 +15,32 @@ if TYPE_CHECKING:
 GUARD_PREDICATE = "torch.compiler.is_compiling"
 
 
-def statement_of_call(context: "FileContext", call: cst.Call) -> Optional[cst.SimpleStatementLine]:
-    """The line `call` makes up on its own (`print(x)` as a statement), else None.
+class StatementCalls:
+    """Rule mixin: remembers the calls that make up a whole line (`print(x)` as a statement).
 
+    Lines are seen before the calls inside them, so a rule's `visit_Call` can ask
+    `self.statement_of(call)` without building a parent map of the whole module.
     Calls inside expressions, lines with several `;`-separated statements and one-line
-    suites (`if a: print(x)`) are left alone: guarding them would change more than the call.
+    suites (`if a: print(x)`) have no statement: guarding them would change more than the call.
     """
-    expr = context.parent(call)
-    if not isinstance(expr, cst.Expr) or expr.value is not call:
-        return None
-    line = context.parent(expr)
-    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-        return None
-    return line
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, cst.Call):
+            self.__dict__.setdefault("_statement_calls", {})[node.body[0].value] = node
+
+    def statement_of(self, call: cst.Call) -> Optional[cst.SimpleStatementLine]:
+        """The line `call` forms on its own, or None."""
+        return self.__dict__.get("_statement_calls", {}).get(call)
 
 
-def eager_only_guard(context: "FileContext", call: cst.Call, what: str) -> Optional[FixPlan]:
-    """Wrap the statement `call` forms in `if not torch.compiler.is_compiling():`.
+def eager_only_guard(
+    context: "FileContext", line: Optional[cst.SimpleStatementLine], what: str
+) -> Optional[FixPlan]:
+    """Wrap `line` in `if not torch.compiler.is_compiling():`; None when there is no line.
 
     Unsafe: under torch.compile the statement no longer runs (no message is printed or
-    logged); eager runs are unchanged. Returns None when the call is not a statement.
+    logged); eager runs are unchanged.
     """
-    line = statement_of_call(context, call)
     if line is None:
         return None
     predicate, imports = spell(context, GUARD_PREDICATE)

@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.autofix.guards import eager_only_guard
+from compile_lint.autofix.guards import StatementCalls, eager_only_guard
 from compile_lint.linter.facts import Kind
 from compile_lint.rules._bindings import call_name, made_by
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -20,7 +20,7 @@ from compile_lint.rules.base import Invalid, Rule, Valid
 _PRINT_FUNCTIONS = frozenset({"builtins.print", "sys.stdout.write", "sys.stderr.write", "pprint.pprint", "pprint.pp"})
 
 
-class PrintInForward(Rule):
+class PrintInForward(StatementCalls, Rule):
     """`print(...)` (or `sys.stdout.write`, `pprint`) in a compiled region breaks the graph.
 
     Why: printing is a side effect Dynamo cannot record in a graph ("Failed to trace
@@ -174,7 +174,7 @@ class PrintInForward(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func)
         if name in _PRINT_FUNCTIONS:
-            self.report(node, fix=eager_only_guard(self.context, node, "print"))
+            self.report(node, fix=eager_only_guard(self.context, self.statement_of(node), "print"))
 
 
 # Calls that make a logger: logging.getLogger, transformers/diffusers/accelerate get_logger.
@@ -204,7 +204,7 @@ def is_logger(rule: Rule, expr: cst.BaseExpression) -> bool:
     return False
 
 
-class LoggingInForward(Rule):
+class LoggingInForward(StatementCalls, Rule):
     """A logger call (`logger.info`, `logger.warning_once`, `logging.debug`) breaks the graph.
 
     Why: Dynamo does not trace `logging.Logger` methods ("logging.Logger method not
@@ -418,14 +418,14 @@ class LoggingInForward(Rule):
             method = func.attr.value
         if method is None:
             return
-        fix = eager_only_guard(self.context, node, "log call") if method in _EMITTING_METHODS else None
+        fix = eager_only_guard(self.context, self.statement_of(node), "log call") if method in _EMITTING_METHODS else None
         self.report(node, fix=fix)
 
 
 _WARNING_FUNCTIONS = frozenset({"warnings.warn", "warnings.warn_explicit"})
 
 
-class WarningsInForward(Rule):
+class WarningsInForward(StatementCalls, Rule):
     """`warnings.warn(...)` in a compiled region breaks the graph.
 
     Why: the warnings machinery inspects the caller's frame and global registry, which
@@ -549,7 +549,7 @@ class WarningsInForward(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.qualname(node.func) in _WARNING_FUNCTIONS:
-            self.report(node, fix=eager_only_guard(self.context, node, "warning"))
+            self.report(node, fix=eager_only_guard(self.context, self.statement_of(node), "warning"))
 
 
 _ORDERING_OPERATORS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.GreaterThan, cst.LessThanEqual,
