@@ -1,0 +1,241 @@
+"""Benchmarks: eager vs compiled (default, reduce-overhead) vs compiled with the reuse patch.
+
+Timing on CUDA uses CUDA events around each call, the median of many runs after warm-up;
+`reduce-overhead` replays CUDA graphs after its warm-up calls. On CPU it uses
+perf_counter. Each example call is timed on its own (e.g. one row per token count), and
+each is compiled for its own shapes (dynamic=False), as a serving stack would.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from compile_lint.verifier.analysis import compare, run_calls, snapshot, tolerance
+from compile_lint.verifier.targets import Call, cast_floating
+
+VARIANTS = ("eager", "default", "default+patch", "reduce-overhead", "reduce-overhead+patch")
+# The patched build must be at least this much faster to be recommended (noise margin).
+MIN_GAIN = 0.01
+
+
+@dataclass
+class Timing:
+    """One variant on one example call."""
+
+    variant: str
+    call: int
+    median_ms: float
+    compile_s: float = 0.0
+
+
+@dataclass
+class CodeStats:
+    """Counted from Inductor's generated source."""
+
+    kernels: int
+    buffers: int
+    loads: int
+
+
+@dataclass
+class PatchNumerics:
+    """Max abs difference to eager of the stock and patched builds, per dtype."""
+
+    dtype: str
+    stock_max_abs_diff: float
+    patched_max_abs_diff: float
+    atol: float
+    patched_within_tolerance: bool
+
+
+@dataclass
+class BenchResult:
+    """All timings of one target, plus the patch comparison when asked for."""
+
+    device: str
+    timings: list[Timing] = field(default_factory=list)
+    stock_code: Optional[CodeStats] = None
+    patched_code: Optional[CodeStats] = None
+    numerics: list[PatchNumerics] = field(default_factory=list)
+    recommendation: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """A plain dict."""
+        return asdict(self)
+
+
+def code_stats(sources: Sequence[str]) -> CodeStats:
+    """Kernels, allocated buffers and loads in Inductor's generated code (Triton or C++)."""
+    text = "\n".join(sources)
+    kernels = len(re.findall(r"= async_compile\.(?:triton|cpp_pybinding|cpp)\(", text))
+    buffers = len(re.findall(r"\bempty_strided(?:_\w+)?\(", text))
+    loads = len(re.findall(r"\btl\.load\(|\bin_ptr\d+\[|\bloadu\(", text))
+    return CodeStats(kernels, buffers, loads)
+
+
+def _synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def time_call(fn: Callable, call: Call, device: str, warmup: int, iters: int) -> float:
+    """Median milliseconds of one call after `warmup` calls."""
+    import torch
+
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn(*call.args, **call.kwargs)
+        _synchronize(device)
+        samples = []
+        if device.startswith("cuda"):
+            for _ in range(iters):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn(*call.args, **call.kwargs)
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end))
+        else:
+            for _ in range(iters):
+                start_s = time.perf_counter()
+                fn(*call.args, **call.kwargs)
+                samples.append((time.perf_counter() - start_s) * 1000.0)
+    return statistics.median(samples)
+
+
+def _build(model: Callable, variant: str) -> Callable:
+    import torch
+
+    if variant == "eager":
+        return model
+    mode = variant.replace("+patch", "")
+    return torch.compile(model, mode=None if mode == "default" else mode, dynamic=False)
+
+
+def _first_call_seconds(fn: Callable, call: Call, device: str) -> float:
+    import torch
+
+    _synchronize(device)
+    start = time.perf_counter()
+    with torch.no_grad():
+        fn(*call.args, **call.kwargs)
+    _synchronize(device)
+    return time.perf_counter() - start
+
+
+def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants: Sequence[str],
+                   warmup: int, iters: int, result: BenchResult) -> None:
+    """Time every variant on every call; compile time is the first call's wall time."""
+    import torch._dynamo
+
+    from compile_lint.verifier import inductor_patch
+
+    for variant in variants:
+        torch._dynamo.reset()
+        try:
+            with inductor_patch.reuse_cost_model(variant.endswith("+patch")):
+                fn = _build(model, variant)
+                for index, call in enumerate(calls):
+                    compile_s = _first_call_seconds(fn, call, device) if variant != "eager" else 0.0
+                    median = time_call(fn, call, device, warmup, iters)
+                    result.timings.append(Timing(variant, index, median, compile_s))
+        except Exception as error:  # noqa: BLE001 - one failing variant must not hide the others
+            result.errors.append(f"{variant}: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+        torch._dynamo.reset()
+
+
+def _compiled_outputs_and_code(model: Callable, calls: Sequence[Call], patched: bool) -> tuple[list, list[str]]:
+    import torch
+    import torch._dynamo
+    from torch._inductor.utils import run_and_get_code
+
+    from compile_lint.verifier import inductor_patch
+
+    torch._dynamo.reset()
+    sources: list[str] = []
+    outputs = []
+    with inductor_patch.reuse_cost_model(patched), torch.no_grad():
+        fn = torch.compile(model, dynamic=False)
+        for call in calls:
+            out, code = run_and_get_code(fn, *call.args, **call.kwargs)
+            outputs.append(snapshot(out))
+            sources.extend(code)
+    torch._dynamo.reset()
+    return outputs, sources
+
+
+def compare_patch(model: Callable, calls: Sequence[Call], result: BenchResult, dtypes: Sequence[Any]) -> None:
+    """Generated-code counts and numerical difference to eager, stock vs patched, per dtype."""
+    import copy
+
+    import torch
+
+    for dtype in dtypes:
+        try:
+            if dtype == torch.float32:
+                typed_model, typed_calls = model, calls
+            else:
+                typed_model = copy.deepcopy(model).to(dtype) if isinstance(model, torch.nn.Module) else model
+                typed_calls = [Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype)) for c in calls]
+            eager = run_calls(typed_model, typed_calls)
+            stock_out, stock_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=False)
+            patched_out, patched_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=True)
+        except Exception as error:  # noqa: BLE001
+            result.errors.append(f"patch compare ({dtype}): {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+            continue
+        if dtype == torch.float32 or result.stock_code is None:
+            result.stock_code, result.patched_code = code_stats(stock_src), code_stats(patched_src)
+        stock_cmp, patched_cmp = compare(eager, stock_out), compare(eager, patched_out)
+        result.numerics.append(PatchNumerics(
+            str(dtype).replace("torch.", ""), stock_cmp.max_abs_diff, patched_cmp.max_abs_diff,
+            tolerance(dtype)[0], patched_cmp.equal))
+
+
+def recommend(result: BenchResult) -> str:
+    """Recommend the patch only where it is faster on every call and within tolerance."""
+    by_key = {(t.variant, t.call): t.median_ms for t in result.timings}
+    gains = []
+    for (variant, call), patched in by_key.items():
+        if variant.endswith("+patch") and (variant[:-6], call) in by_key:
+            stock = by_key[(variant[:-6], call)]
+            gains.append((variant[:-6], call, stock / patched - 1.0))
+    if not gains:
+        return "no patched timings: nothing to recommend"
+    if any(not n.patched_within_tolerance for n in result.numerics):
+        bad = ", ".join(n.dtype for n in result.numerics if not n.patched_within_tolerance)
+        return f"keep stock: the patched build is outside tolerance in {bad}"
+    faster = [g for g in gains if g[2] >= MIN_GAIN]
+    slower = [g for g in gains if g[2] <= -MIN_GAIN]
+    text = ", ".join(f"{mode} call {call}: {gain:+.1%}" for mode, call, gain in gains)
+    if faster and not slower:
+        return f"use the patch: faster everywhere ({text})"
+    if faster:
+        return f"use the patch only for the faster calls ({text})"
+    return f"keep stock: not faster ({text})"
+
+
+def run_bench(model: Callable, calls: Sequence[Call], device: str, patch_mode: str,
+              warmup: int = 10, iters: int = 50) -> BenchResult:
+    """The whole benchmark of one target."""
+    import torch
+
+    result = BenchResult(device=device)
+    variants = [v for v in VARIANTS if patch_mode != "off" or not v.endswith("+patch")]
+    if patch_mode == "on":
+        variants = ["eager", "default+patch", "reduce-overhead+patch"]
+    if not device.startswith("cuda"):
+        # reduce-overhead's gain is CUDA graph replay; on CPU it only adds compile time.
+        variants = [v for v in variants if not v.startswith("reduce-overhead")]
+    bench_variants(model, calls, device, variants, warmup, iters, result)
+    if patch_mode == "compare":
+        dtypes = [torch.float32, torch.bfloat16]
+        compare_patch(model, calls, result, dtypes)
+        result.recommendation = recommend(result)
+    return result
