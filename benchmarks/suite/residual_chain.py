@@ -46,6 +46,11 @@ def make(tokens=(16, 256, 4096), hidden=1024, device="cpu", dtype=torch.float32)
     return model, calls
 
 
+def make_bf16(device="cpu"):
+    """The serving setting: bf16, token counts from decode-sized to prefill-sized."""
+    return make(tokens=(16, 256, 4096), hidden=4096, device=device, dtype=torch.bfloat16)
+
+
 def make_small(device="cpu", dtype=torch.float32):
     """A CPU-test-sized version."""
     return make(tokens=(8,), hidden=64, device=device, dtype=dtype)

@@ -43,7 +43,10 @@ class CodeStats:
 
 @dataclass
 class PatchNumerics:
-    """Max abs difference to eager of the stock and patched builds, per dtype."""
+    """Max abs difference to eager of the stock and patched builds, per dtype.
+
+    `patched_within_tolerance`: allclose to eager at the dtype's tolerance, or no further
+    from eager than the stock build."""
 
     dtype: str
     stock_max_abs_diff: float
@@ -130,6 +133,14 @@ def _first_call_seconds(fn: Callable, call: Call, device: str) -> float:
     return time.perf_counter() - start
 
 
+def fresh_calls(calls: Sequence[Call]) -> list[Call]:
+    """Copies of the calls' tensors: a tensor once marked dynamic stays marked, and a
+    benchmark must compile each shape on its own, as a serving stack with static shapes does."""
+    from compile_lint.verifier.analysis import snapshot
+
+    return [Call(snapshot(c.args), snapshot(c.kwargs)) for c in calls]
+
+
 def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants: Sequence[str],
                    warmup: int, iters: int, result: BenchResult) -> None:
     """Time every variant on every call; compile time is the first call's wall time."""
@@ -139,6 +150,7 @@ def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants
 
     for variant in variants:
         torch._dynamo.reset()
+        calls = fresh_calls(calls)
         try:
             with inductor_patch.reuse_cost_model(variant.endswith("+patch")):
                 fn = _build(model, variant)
@@ -179,11 +191,8 @@ def compare_patch(model: Callable, calls: Sequence[Call], result: BenchResult, d
 
     for dtype in dtypes:
         try:
-            if dtype == torch.float32:
-                typed_model, typed_calls = model, calls
-            else:
-                typed_model = copy.deepcopy(model).to(dtype) if isinstance(model, torch.nn.Module) else model
-                typed_calls = [Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype)) for c in calls]
+            typed_model = copy.deepcopy(model).to(dtype) if isinstance(model, torch.nn.Module) else model
+            typed_calls = fresh_calls([Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype)) for c in calls])
             eager = run_calls(typed_model, typed_calls)
             stock_out, stock_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=False)
             patched_out, patched_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=True)
@@ -193,9 +202,13 @@ def compare_patch(model: Callable, calls: Sequence[Call], result: BenchResult, d
         if dtype == torch.float32 or result.stock_code is None:
             result.stock_code, result.patched_code = code_stats(stock_src), code_stats(patched_src)
         stock_cmp, patched_cmp = compare(eager, stock_out), compare(eager, patched_out)
+        # Within tolerance: close to eager at the dtype's tolerance, or no further from
+        # eager than stock Inductor already is (in bf16 stock keeps float32 intermediates
+        # that eager rounds, so stock itself can sit outside a plain allclose).
+        acceptable = patched_cmp.equal or patched_cmp.max_abs_diff <= stock_cmp.max_abs_diff
         result.numerics.append(PatchNumerics(
             str(dtype).replace("torch.", ""), stock_cmp.max_abs_diff, patched_cmp.max_abs_diff,
-            tolerance(dtype)[0], patched_cmp.equal))
+            tolerance(dtype)[0], acceptable))
 
 
 def recommend(result: BenchResult) -> str:

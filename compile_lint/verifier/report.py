@@ -87,13 +87,15 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
 
 
 def _why_slow(found: dict) -> str:
-    parts = []
+    parts: list[str] = []
     if found["graph_breaks"]:
         parts.append(f"{len(found['graph_breaks'])} graph break(s) split it into eager-glued pieces")
     if found["recompiles"]:
         parts.append(f"{len(found['recompiles'])} recompile(s)")
-    if not parts:
+    if not parts and str(found.get("device", "")).startswith("cuda"):
         return "no breaks or recompiles: likely launch-overhead bound; try mode='reduce-overhead' (CUDA graphs)"
+    if not parts:
+        return "no breaks or recompiles: the work per call is too small to repay the compiled wrapper's overhead"
     return "; ".join(parts)
 
 
@@ -161,7 +163,7 @@ def bench_table(bench: dict) -> list[str]:
                   f"| stock | {stock['kernels']} | {stock['buffers']} | {stock['loads']} |",
                   f"| patched | {patched['kernels']} | {patched['buffers']} | {patched['loads']} |"]
     if bench.get("numerics"):
-        lines += ["", "| dtype | stock max abs diff | patched max abs diff | atol | patched OK |", "| --- | --- | --- | --- | --- |"]
+        lines += ["", "| dtype | stock max abs diff | patched max abs diff | atol | patched within tolerance |", "| --- | --- | --- | --- | --- |"]
         lines += [f"| {n['dtype']} | {n['stock_max_abs_diff']:.3g} | {n['patched_max_abs_diff']:.3g} | {n['atol']:g} | "
                   f"{'yes' if n['patched_within_tolerance'] else 'NO'} |" for n in bench["numerics"]]
     if bench.get("recommendation"):
