@@ -1,6 +1,5 @@
 """The Inductor reuse cost model: version gate, apply/remove, cache key, and real codegen on CPU."""
 
-import inspect
 import os
 import re
 import sys

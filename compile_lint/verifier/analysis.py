@@ -116,7 +116,8 @@ def parse_break_message(message: str) -> Optional[GraphBreak]:
     if not gb_type:
         gb_type = lines[0].strip() if lines else ""
     gb_id = _GB_ID.search(message)
-    return GraphBreak(found["path"], int(found["line"]), gb_type, gb_id.group(1).upper() if gb_id else None, explanation)
+    return GraphBreak(found["path"], int(found["line"]), gb_type,
+                      gb_id.group(1).upper() if gb_id else None, explanation)
 
 
 def parse_recompile_message(message: str) -> Optional[Recompile]:
@@ -190,7 +191,10 @@ def mark_dynamic(call: Call, dims: dict[tuple, set[int]]) -> None:
     import torch._dynamo
 
     for (kind, key), varying in dims.items():
-        value = call.args[key] if kind == "arg" and key < len(call.args) else call.kwargs.get(key) if kind == "kwarg" else None
+        if kind == "arg":
+            value = call.args[key] if key < len(call.args) else None
+        else:
+            value = call.kwargs.get(key)
         if value is not None:
             for dim in varying:
                 torch._dynamo.maybe_mark_dynamic(value, dim)
@@ -215,8 +219,10 @@ def snapshot(value: Any) -> Any:
 
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+        return type(value)(*[snapshot(item) for item in value])
     if isinstance(value, (list, tuple)):
-        return type(value)(snapshot(item) for item in value) if not hasattr(value, "_fields") else type(value)(*[snapshot(item) for item in value])
+        return type(value)(snapshot(item) for item in value)
     if isinstance(value, dict):
         return {key: snapshot(item) for key, item in value.items()}
     return value

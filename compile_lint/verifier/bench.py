@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from compile_lint.verifier.analysis import compare, run_calls, snapshot, tolerance
+from compile_lint.verifier.analysis import compare, first_line, run_calls, snapshot, tolerance
 from compile_lint.verifier.targets import Call, cast_floating
 
 VARIANTS = ("eager", "default", "default+patch", "reduce-overhead", "reduce-overhead+patch")
@@ -159,7 +159,7 @@ def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants
                     median = time_call(fn, call, device, warmup, iters)
                     result.timings.append(Timing(variant, index, median, compile_s))
         except Exception as error:  # noqa: BLE001 - one failing variant must not hide the others
-            result.errors.append(f"{variant}: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+            result.errors.append(f"{variant}: {first_line(error)}")
         torch._dynamo.reset()
 
 
@@ -192,12 +192,13 @@ def compare_patch(model: Callable, calls: Sequence[Call], result: BenchResult, d
     for dtype in dtypes:
         try:
             typed_model = copy.deepcopy(model).to(dtype) if isinstance(model, torch.nn.Module) else model
-            typed_calls = fresh_calls([Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype)) for c in calls])
+            typed_calls = fresh_calls([Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype))
+                                       for c in calls])
             eager = run_calls(typed_model, typed_calls)
             stock_out, stock_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=False)
             patched_out, patched_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=True)
         except Exception as error:  # noqa: BLE001
-            result.errors.append(f"patch compare ({dtype}): {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
+            result.errors.append(f"patch compare ({dtype}): {first_line(error)}")
             continue
         if dtype == torch.float32 or result.stock_code is None:
             result.stock_code, result.patched_code = code_stats(stock_src), code_stats(patched_src)

@@ -107,18 +107,23 @@ def import_location(spec: TargetSpec) -> Any:
         raise TargetError(f"{spec.text}: cannot import module '{spec.location}': {error}") from None
 
 
-def _to_device(value: Any, device: str) -> Any:
+def map_tensors(value: Any, function: Callable[[Any], Any]) -> Any:
+    """The same nested tuples/lists/dicts with `function` applied to every tensor."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.to(device)
+        return function(value)
     if isinstance(value, tuple):
-        return tuple(_to_device(item, device) for item in value)
+        return tuple(map_tensors(item, function) for item in value)
     if isinstance(value, list):
-        return [_to_device(item, device) for item in value]
+        return [map_tensors(item, function) for item in value]
     if isinstance(value, dict):
-        return {key: _to_device(item, device) for key, item in value.items()}
+        return {key: map_tensors(item, function) for key, item in value.items()}
     return value
+
+
+def _to_device(value: Any, device: str) -> Any:
+    return map_tensors(value, lambda tensor: tensor.to(device))
 
 
 def normalize_calls(raw: Any) -> list[Call]:
@@ -178,17 +183,7 @@ def load_target(text: str, device: str) -> LoadedTarget:
 
 def cast_floating(value: Any, dtype: Any) -> Any:
     """The same structure with every floating tensor cast to `dtype` (for bf16 runs)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype) if value.is_floating_point() else value
-    if isinstance(value, tuple):
-        return tuple(cast_floating(item, dtype) for item in value)
-    if isinstance(value, list):
-        return [cast_floating(item, dtype) for item in value]
-    if isinstance(value, dict):
-        return {key: cast_floating(item, dtype) for key, item in value.items()}
-    return value
+    return map_tensors(value, lambda tensor: tensor.to(dtype) if tensor.is_floating_point() else tensor)
 
 
 def entry_location(model: Callable) -> tuple[Optional[str], int]:
