@@ -154,3 +154,37 @@ def test_patch_changes_cpu_codegen_even_with_a_warm_cache_and_keeps_outputs():
         for expected, actual in zip(eager, out):
             torch.testing.assert_close(actual, expected, atol=1e-4, rtol=1e-4)
     assert re.search(r"empty_strided", stock_code)
+
+
+def test_compile_options_make_the_patched_build_a_distinct_backend():
+    with pytest.raises(RuntimeError):
+        inductor_patch.compile_options()
+    with inductor_patch.reuse_cost_model():
+        options = inductor_patch.compile_options("reduce-overhead")
+        assert options["triton.cudagraphs"] is True
+        assert options["post_grad_custom_post_pass"].uuid() == inductor_patch.PATCH_ID
+
+
+def test_recommendation_needs_speed_everywhere_and_tolerance():
+    from compile_lint.verifier.bench import BenchResult, PatchNumerics, Timing, recommend
+
+    def result(stock_ms, patched_ms, within=True):
+        timings = [Timing("default", 0, stock_ms), Timing("default+patch", 0, patched_ms)]
+        return BenchResult("cuda", timings, numerics=[PatchNumerics("bfloat16", 0.1, 0.1, 0.016, within)])
+
+    assert recommend(result(1.0, 0.9)).startswith("use the patch")
+    assert recommend(result(1.0, 0.995)).startswith("keep stock: not faster")
+    assert recommend(result(1.0, 0.9, within=False)).startswith("keep stock: the patched build is outside tolerance")
+
+
+def test_code_stats_count_triton_and_cpp_kernels_buffers_and_loads():
+    triton_code = """
+triton_poi_fused_add_0 = async_compile.triton('triton_poi_fused_add_0', '''
+    tmp0 = tl.load(in_ptr0 + (x0), xmask)
+    tmp1 = tl.load(in_ptr1 + (x0), xmask)
+''')
+def call(args):
+    buf0 = empty_strided_cuda((16, 1024), (1024, 1), torch.bfloat16)
+"""
+    stats = code_stats([triton_code])
+    assert (stats.kernels, stats.buffers, stats.loads) == (1, 1, 2)

@@ -1,9 +1,11 @@
 """Benchmarks: eager vs compiled (default, reduce-overhead) vs compiled with the reuse patch.
 
-Timing on CUDA uses CUDA events around each call, the median of many runs after warm-up;
-`reduce-overhead` replays CUDA graphs after its warm-up calls. On CPU it uses
-perf_counter. Each example call is timed on its own (e.g. one row per token count), and
-each is compiled for its own shapes (dynamic=False), as a serving stack would.
+Each example call is timed on its own (one row per token count), compiled for its own
+shapes (dynamic=False), as a serving stack would. All variants of one call are built and
+warmed up first, then timed in rotating rounds, so drift in clocks or host load hits all
+alike; a sample is `inner` back-to-back calls between two CUDA events (perf_counter on
+CPU), and the median of `iters` samples is reported. `reduce-overhead` replays CUDA graphs
+after its warm-up calls.
 """
 
 from __future__ import annotations
@@ -88,38 +90,52 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_call(fn: Callable, call: Call, device: str, warmup: int, iters: int) -> float:
-    """Median milliseconds of one call after `warmup` calls."""
+def _sample_ms(fn: Callable, call: Call, device: str, inner: int) -> float:
+    """Milliseconds per call over `inner` back-to-back calls (CUDA events on a GPU)."""
     import torch
 
-    with torch.no_grad():
-        for _ in range(warmup):
+    if device.startswith("cuda"):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
             fn(*call.args, **call.kwargs)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / inner
+    start_s = time.perf_counter()
+    for _ in range(inner):
+        fn(*call.args, **call.kwargs)
+    return (time.perf_counter() - start_s) * 1000.0 / inner
+
+
+def time_interleaved(fns: dict[str, Callable], call: Call, device: str, iters: int, inner: int) -> dict[str, float]:
+    """Median ms per call of each function, sampled in rotating rounds (A B C, B C A, ...)
+    so that drift in clocks or host load hits every variant alike."""
+    import torch
+
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    with torch.no_grad():
         _synchronize(device)
-        samples = []
-        if device.startswith("cuda"):
-            for _ in range(iters):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn(*call.args, **call.kwargs)
-                end.record()
-                end.synchronize()
-                samples.append(start.elapsed_time(end))
-        else:
-            for _ in range(iters):
-                start_s = time.perf_counter()
-                fn(*call.args, **call.kwargs)
-                samples.append((time.perf_counter() - start_s) * 1000.0)
-    return statistics.median(samples)
+        for round_index in range(iters):
+            shift = round_index % len(names)
+            for name in names[shift:] + names[:shift]:
+                samples[name].append(_sample_ms(fns[name], call, device, inner))
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _build(model: Callable, variant: str) -> Callable:
     import torch
 
+    from compile_lint.verifier import inductor_patch
+
     if variant == "eager":
         return model
     mode = variant.replace("+patch", "")
-    return torch.compile(model, mode=None if mode == "default" else mode, dynamic=False)
+    mode_or_none = None if mode == "default" else mode
+    if variant.endswith("+patch"):
+        return torch.compile(model, options=inductor_patch.compile_options(mode_or_none), dynamic=False)
+    return torch.compile(model, mode=mode_or_none, dynamic=False)
 
 
 def _first_call_seconds(fn: Callable, call: Call, device: str) -> float:
@@ -136,31 +152,44 @@ def _first_call_seconds(fn: Callable, call: Call, device: str) -> float:
 def fresh_calls(calls: Sequence[Call]) -> list[Call]:
     """Copies of the calls' tensors: a tensor once marked dynamic stays marked, and a
     benchmark must compile each shape on its own, as a serving stack with static shapes does."""
-    from compile_lint.verifier.analysis import snapshot
-
     return [Call(snapshot(c.args), snapshot(c.kwargs)) for c in calls]
 
 
 def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants: Sequence[str],
-                   warmup: int, iters: int, result: BenchResult) -> None:
-    """Time every variant on every call; compile time is the first call's wall time."""
+                   warmup: int, iters: int, result: BenchResult, inner: int = 10) -> None:
+    """Per example call: build every variant for that shape (compile time = the first call's
+    wall time, with the patch on for +patch builds), warm each up, then time them interleaved."""
+    import torch
     import torch._dynamo
 
     from compile_lint.verifier import inductor_patch
 
-    for variant in variants:
+    for index, call in enumerate(fresh_calls(calls)):
         torch._dynamo.reset()
-        calls = fresh_calls(calls)
-        try:
-            with inductor_patch.reuse_cost_model(variant.endswith("+patch")):
-                fn = _build(model, variant)
-                for index, call in enumerate(calls):
-                    compile_s = _first_call_seconds(fn, call, device) if variant != "eager" else 0.0
-                    median = time_call(fn, call, device, warmup, iters)
-                    result.timings.append(Timing(variant, index, median, compile_s))
-        except Exception as error:  # noqa: BLE001 - one failing variant must not hide the others
-            result.errors.append(f"{variant}: {first_line(error)}")
-        torch._dynamo.reset()
+        fns: dict[str, Callable] = {}
+        compile_s: dict[str, float] = {}
+        for variant in variants:
+            try:
+                with inductor_patch.reuse_cost_model(variant.endswith("+patch")), torch.no_grad():
+                    fn = _build(model, variant)
+                    compile_s[variant] = _first_call_seconds(fn, call, device) if variant != "eager" else 0.0
+                    for _ in range(warmup):
+                        fn(*call.args, **call.kwargs)
+                fns[variant] = fn
+            except Exception as error:  # noqa: BLE001 - one failing variant must not hide the others
+                result.errors.append(f"{variant} (call {index}): {first_line(error)}")
+        graphs_before = _graph_count()
+        medians = time_interleaved(fns, call, device, iters, inner)
+        if _graph_count() != graphs_before:
+            result.errors.append(f"call {index}: a variant recompiled while being timed; its numbers are suspect")
+        result.timings.extend(Timing(variant, index, medians[variant], compile_s[variant]) for variant in fns)
+    torch._dynamo.reset()
+
+
+def _graph_count() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
 
 
 def _compiled_outputs_and_code(model: Callable, calls: Sequence[Call], patched: bool) -> tuple[list, list[str]]:
@@ -236,7 +265,7 @@ def recommend(result: BenchResult) -> str:
 
 
 def run_bench(model: Callable, calls: Sequence[Call], device: str, patch_mode: str,
-              warmup: int = 10, iters: int = 50) -> BenchResult:
+              warmup: int = 10, iters: int = 50, inner: int = 10) -> BenchResult:
     """The whole benchmark of one target."""
     import torch
 
@@ -247,7 +276,7 @@ def run_bench(model: Callable, calls: Sequence[Call], device: str, patch_mode: s
     if not device.startswith("cuda"):
         # reduce-overhead's gain is CUDA graph replay; on CPU it only adds compile time.
         variants = [v for v in variants if not v.startswith("reduce-overhead")]
-    bench_variants(model, calls, device, variants, warmup, iters, result)
+    bench_variants(model, calls, device, variants, warmup, iters, result, inner)
     if patch_mode == "compare":
         dtypes = [torch.float32, torch.bfloat16]
         compare_patch(model, calls, result, dtypes)

@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-limit", type=int, default=None, metavar="MB",
                         help="per-target heap limit (CPU targets; CUDA needs address space, so it is not limited)")
     parser.add_argument("--warmup", type=int, default=10, help="benchmark warm-up calls (default 10)")
-    parser.add_argument("--iters", type=int, default=50, help="benchmark timed calls, median reported (default 50)")
+    parser.add_argument("--iters", type=int, default=50,
+                        help="benchmark samples per variant, median reported (default 50)")
+    parser.add_argument("--inner", type=int, default=10,
+                        help="back-to-back calls per benchmark sample (default 10)")
     parser.add_argument("--no-lint", action="store_true", help="do not run the static rules beside the runtime")
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
@@ -65,7 +68,8 @@ def make_request(target: str, args: argparse.Namespace) -> dict:
     """The worker request for one target."""
     patch = args.inductor_patch or ("compare" if args.bench else "off")
     request = {"target": target, "device": args.device, "backend": args.backend, "bench": args.bench,
-               "patch": patch, "warmup": args.warmup, "iters": args.iters}
+               "patch": patch, "warmup": args.warmup, "iters": args.iters,
+               "inner": args.inner}
     if args.memory_limit and not (args.device or "").startswith("cuda"):
         request["memory_limit_mb"] = args.memory_limit
     return request

@@ -177,6 +177,20 @@ def _cache_key_pass(previous: Any) -> Any:
     return ReuseCostModelKey()
 
 
+def compile_options(mode: Optional[str] = None) -> dict:
+    """`torch.compile(options=...)` for a patched build: the mode's options plus the cache-key
+    pass. A second `torch.compile` of the same model with the same settings reuses the first
+    one's Dynamo cache entry; these options make the patched build a distinct backend, so
+    stock and patched builds of one model can live side by side. Call after apply()."""
+    import torch._inductor
+
+    if not is_applied():
+        raise RuntimeError("compile_options() needs the patch applied")
+    options = dict(torch._inductor.list_mode_options(mode) if mode else {})
+    options["post_grad_custom_post_pass"] = _state["key_pass"]
+    return options
+
+
 def is_applied() -> bool:
     """Whether the cost model is currently installed."""
     try:
