@@ -20,7 +20,7 @@ print("patch supports it as:", inductor_patch.check_supported())
 PY
 for target in benchmarks/suite/residual_chain.py:make_bf16 benchmarks/suite/transformer_block.py:make; do
   name=$(basename "${target%%.py:*}")
-  cmd="python3 -m compile_lint verify --bench --inductor-patch=compare --warmup 20 --iters 100 --timeout 280 --report $OUT/$name.json $target"
+  cmd="python3 -m compile_lint verify --bench --inductor-patch=compare --control --warmup 20 --iters 100 --inner 10 --timeout 280 --report $OUT/$name.json $target"
   echo "\$ $cmd" | tee "$OUT/$name.txt"
   $cmd 2>"$OUT/$name.stderr" | tee -a "$OUT/$name.txt"
 done

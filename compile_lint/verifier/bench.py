@@ -131,10 +131,12 @@ def _build(model: Callable, variant: str) -> Callable:
 
     if variant == "eager":
         return model
-    mode = variant.replace("+patch", "")
+    mode = variant.split("+")[0]
     mode_or_none = None if mode == "default" else mode
     if variant.endswith("+patch"):
         return torch.compile(model, options=inductor_patch.compile_options(mode_or_none), dynamic=False)
+    if variant.endswith("+control"):
+        return torch.compile(model, options=inductor_patch.control_options(mode_or_none), dynamic=False)
     return torch.compile(model, mode=mode_or_none, dynamic=False)
 
 
@@ -242,13 +244,19 @@ def compare_patch(model: Callable, calls: Sequence[Call], result: BenchResult, d
 
 
 def recommend(result: BenchResult) -> str:
-    """Recommend the patch only where it is faster on every call and within tolerance."""
+    """Recommend the patch only where it is faster on every call and within tolerance.
+
+    The baseline is the control build (stock codegen, same extra pass) when there is one.
+    """
     by_key = {(t.variant, t.call): t.median_ms for t in result.timings}
     gains = []
     for (variant, call), patched in by_key.items():
-        if variant.endswith("+patch") and (variant[:-6], call) in by_key:
-            stock = by_key[(variant[:-6], call)]
-            gains.append((variant[:-6], call, stock / patched - 1.0))
+        if not variant.endswith("+patch"):
+            continue
+        mode = variant[:-6]
+        baseline = by_key.get((mode + "+control", call), by_key.get((mode, call)))
+        if baseline is not None:
+            gains.append((mode, call, baseline / patched - 1.0))
     if not gains:
         return "no patched timings: nothing to recommend"
     if any(not n.patched_within_tolerance for n in result.numerics):
@@ -265,14 +273,17 @@ def recommend(result: BenchResult) -> str:
 
 
 def run_bench(model: Callable, calls: Sequence[Call], device: str, patch_mode: str,
-              warmup: int = 10, iters: int = 50, inner: int = 10) -> BenchResult:
-    """The whole benchmark of one target."""
+              warmup: int = 10, iters: int = 50, inner: int = 10, control: bool = False) -> BenchResult:
+    """The whole benchmark of one target; `control` adds stock builds keyed like patched ones."""
     import torch
 
     result = BenchResult(device=device)
     variants = [v for v in VARIANTS if patch_mode != "off" or not v.endswith("+patch")]
     if patch_mode == "on":
         variants = ["eager", "default+patch", "reduce-overhead+patch"]
+    if control and patch_mode == "compare":
+        variants = [v for variant in variants
+                    for v in ((variant, variant.replace("+patch", "+control")) if variant.endswith("+patch") else (variant,))]
     if not device.startswith("cuda"):
         # reduce-overhead's gain is CUDA graph replay; on CPU it only adds compile time.
         variants = [v for v in variants if not v.startswith("reduce-overhead")]

@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="benchmark samples per variant, median reported (default 50)")
     parser.add_argument("--inner", type=int, default=10,
                         help="back-to-back calls per benchmark sample (default 10)")
+    parser.add_argument("--control", action="store_true",
+                        help="with --bench and --inductor-patch=compare, also time stock builds that carry the "
+                             "patch's extra no-op pass, and judge the patch against them")
     parser.add_argument("--no-lint", action="store_true", help="do not run the static rules beside the runtime")
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
@@ -69,7 +72,7 @@ def make_request(target: str, args: argparse.Namespace) -> dict:
     patch = args.inductor_patch or ("compare" if args.bench else "off")
     request = {"target": target, "device": args.device, "backend": args.backend, "bench": args.bench,
                "patch": patch, "warmup": args.warmup, "iters": args.iters,
-               "inner": args.inner}
+               "inner": args.inner, "control": args.control}
     if args.memory_limit and not (args.device or "").startswith("cuda"):
         request["memory_limit_mb"] = args.memory_limit
     return request

@@ -191,6 +191,30 @@ def compile_options(mode: Optional[str] = None) -> dict:
     return options
 
 
+def control_options(mode: Optional[str] = None) -> dict:
+    """Options for a stock build that differs from stock only in carrying a no-op post-grad
+    pass, like a patched build does: the benchmark's control, so that any speed difference
+    the extra pass or a distinct build could cause is not credited to the cost model."""
+    import torch._inductor
+
+    options = dict(torch._inductor.list_mode_options(mode) if mode else {})
+    options["post_grad_custom_post_pass"] = _control_pass()
+    return options
+
+
+def _control_pass() -> Any:
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class ControlKey(CustomGraphPass):
+        def __call__(self, graph: Any) -> None:
+            return None
+
+        def uuid(self) -> Optional[Any]:
+            return PATCH_ID + "-control"
+
+    return ControlKey()
+
+
 def is_applied() -> bool:
     """Whether the cost model is currently installed."""
     try:

@@ -51,7 +51,8 @@ def verify_request(request: dict) -> dict:
     if request.get("bench"):
         result["bench"] = bench.run_bench(loaded.model, loaded.calls, device, patch_mode,
                                           warmup=request.get("warmup", 10), iters=request.get("iters", 50),
-                                          inner=request.get("inner", 10)).to_json()
+                                          inner=request.get("inner", 10),
+                                          control=request.get("control", False)).to_json()
     elif patch_mode == "compare":
         partial = bench.BenchResult(device=device)
         bench.compare_patch(loaded.model, loaded.calls, partial, _dtypes())
