@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The H200 measurement behind benchmarks/results/h200_verify_bench.md, in one script.
-# Runs from the repository root; OUT is where the logs go (default benchmarks/results/raw).
+# Runs from the repository root; OUT is where the logs go (default benchmarks/results/h200).
 # libcst is not installed on the GPU machine: pass a folder of wheels as WHEELS.
 set -o pipefail
-OUT=${OUT:-benchmarks/results/raw}
+OUT=${OUT:-benchmarks/results/h200}
 mkdir -p "$OUT"
 if [ -n "${WHEELS:-}" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$WHEELS"/*.whl || exit 1
