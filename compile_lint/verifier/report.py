@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
@@ -71,7 +72,8 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
         out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line, f"{target}: compile fails: {found['compile_error']}"))
     for recompile in found["recompiles"]:
         out.append(_diagnostic(RUNTIME_RECOMPILE, recompile["path"], recompile["line"],
-                               f"recompiled {recompile['function']}: guard failed: {recompile['guard']}"))
+                               f"recompiled {friendly_function(recompile['function'])}: "
+                               f"guard failed: {recompile['guard']}"))
     comparison = found.get("comparison")
     if comparison and not comparison["equal"]:
         out.append(_diagnostic(RUNTIME_MISMATCH, entry_path, entry_line,
@@ -84,6 +86,12 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
             out.append(_diagnostic(RUNTIME_SLOWER, entry_path, entry_line,
                                    f"compiled is slower than eager on call {call} ({compiled_ms:.3f} ms vs {eager_ms:.3f} ms): {why}"))
     return out
+
+
+def friendly_function(name: str) -> str:
+    """`torch_dynamo_resume_in_forward_at_13` -> `forward (resumed after the break at line 13)`."""
+    match = re.fullmatch(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)", name)
+    return f"{match[1]} (resumed after the break at line {match[2]})" if match else name
 
 
 def _why_slow(found: dict) -> str:
