@@ -184,3 +184,21 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
 def test_verify_needs_fix():
     done = run_cli("--verify", TARGETS)
     assert done.returncode == 2 and "--verify needs --fix" in done.stderr
+
+
+def test_output_comparison_is_dtype_aware_and_structural():
+    torch = pytest.importorskip("torch")
+    from compile_lint.verifier.analysis import compare
+
+    x = torch.linspace(-3, 3, 64)
+    assert compare(x, x + 5e-5).equal  # float32: within 1e-4
+    assert not compare(x, x + 1e-2).equal
+    xb = x.bfloat16()
+    assert compare(xb, (x + 1e-2).bfloat16()).equal  # bf16: one rounding step is fine
+    assert not compare({"logits": x, "ids": torch.arange(3)}, {"logits": x, "ids": torch.arange(1, 4)}).equal
+    shape = compare([x], [x.view(8, 8)])
+    assert not shape.equal and "(64,)" in shape.detail and "(8, 8)" in shape.detail
+    assert compare((x, 2.0, "tag"), (x.clone(), 2.0, "tag")).equal
+    nan = torch.tensor([float("nan"), 1.0])
+    assert compare(nan, nan.clone()).equal
+    assert not compare(nan, torch.tensor([0.0, 1.0])).equal
