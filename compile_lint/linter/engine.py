@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import sys
+import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -93,9 +97,20 @@ class _Dispatcher(cst.CSTVisitor):
                 self.traced_depth -= 1
 
 
-def _syntax_error(path: str, error: cst.ParserSyntaxError) -> Diagnostic:
+def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """A JIT000 finding, placed where Python's own parser puts the error when it rejects the file."""
     message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
     line, column = error.raw_line, error.raw_column + 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not the user's question here
+            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        message = python_error.msg
+        line = python_error.lineno or line
+        column = python_error.offset or column
+    except (ValueError, RecursionError, MemoryError):
+        pass
     return Diagnostic(
         path=path, line=line, column=column, end_line=line, end_column=column,
         code=SYNTAX_ERROR_CODE, name="syntax-error", kind="error",
@@ -140,6 +155,40 @@ def lint_module(
     return diagnostics
 
 
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 100_000
+
+
+def run_with_deep_stack(function):
+    """Run `function` in a thread with a large C stack and a high recursion limit.
+
+    libcst's visitors recurse once per nesting level, so generated code (a 5000-term sum,
+    500 nested calls) overflows Python's default limit. Only such files pay for this.
+    """
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    old_limit = sys.getrecursionlimit()
+    old_size = threading.stack_size()
+    threading.stack_size(DEEP_STACK_BYTES)
+    sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+    try:
+        thread = threading.Thread(target=target, name="compile-lint-deep")
+        thread.start()
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+        threading.stack_size(old_size)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding."""
     rule_classes = rules_for(config, path)
@@ -147,7 +196,7 @@ def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(path, error)] if syntax_enabled else []
+        return [_syntax_error(path, text, error)] if syntax_enabled else []
     except RecursionError:
         if not syntax_enabled:
             return []
@@ -158,8 +207,11 @@ def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases)
     except RecursionError:
-        return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
-                           "file is nested too deeply to analyse; compile-lint cannot check this file")]
+        try:
+            diagnostics = run_with_deep_stack(lambda: lint_module(path, module, rule_classes, config.module_bases))
+        except RecursionError:
+            return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                               "file is nested too deeply to analyse; compile-lint cannot check this file")]
     lines = text.splitlines()
     kept = [
         d for d in diagnostics

@@ -31,6 +31,9 @@ class Kind(enum.Enum):
     MODULE = "module"
     SELF = "self"
     UNKNOWN = "unknown"
+    # A name read while its own definition is being analysed (`x = self.norm(x)`):
+    # neutral in merges, so the other assignments decide.
+    PENDING = "pending"
 
     @property
     def tensorish(self) -> bool:
@@ -114,9 +117,9 @@ _CONTAINER_TYPES = {"builtins.list": Kind.LIST, "builtins.dict": Kind.DICT, "bui
 
 def join(kinds: Iterable[Kind]) -> Kind:
     """The kind of a name assigned several values (flow-insensitive merge)."""
-    found = set(kinds)
+    found = set(kinds) - {Kind.PENDING}
     if not found:
-        return Kind.UNKNOWN
+        return Kind.PENDING if Kind.PENDING in set(kinds) else Kind.UNKNOWN
     if len(found) == 1:
         return found.pop()
     if found <= {Kind.PY, Kind.SHAPE}:
@@ -130,6 +133,9 @@ def join(kinds: Iterable[Kind]) -> Kind:
 
 def _combine(kinds: list[Kind]) -> Kind:
     """The kind of arithmetic or a comparison over operands of `kinds`."""
+    kinds = [k for k in kinds if k is not Kind.PENDING] or [Kind.PENDING]
+    if kinds == [Kind.PENDING]:
+        return Kind.PENDING
     if Kind.TENSOR in kinds:
         return Kind.TENSOR
     if Kind.MAYBE_TENSOR in kinds:
@@ -251,15 +257,30 @@ class SelfAttributes:
     def __init__(self, cls: cst.ClassDef, imports: ImportMap) -> None:
         self.values: dict[str, list[cst.BaseExpression]] = {}
         self.buffers: set[str] = set()
+        # A Name assigned to self.X -> the method whose parameter it may be.
+        self.assigned_in: dict[cst.BaseExpression, cst.FunctionDef] = {}
         outer = self
+        functions: list[cst.FunctionDef] = []
 
         class _Collect(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                functions.append(node)
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                functions.pop()
+
+            def _note(self, value: cst.BaseExpression) -> None:
+                if functions:
+                    outer.assigned_in[value] = functions[-1]
+
             def visit_Assign(self, node: cst.Assign) -> None:
+                self._note(node.value)
                 for target in node.targets:
                     outer._add(target.target, node.value)
 
             def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
                 if node.value is not None:
+                    self._note(node.value)
                     outer._add(node.target, node.value)
 
             def visit_Call(self, node: cst.Call) -> None:
@@ -382,7 +403,7 @@ class Facts:
         if key in self._in_progress:
             # A recursive definition such as `x = self.norm(x)`: judge by the other paths.
             param = self.param_kind(function, name)
-            return param if param is not None else Kind.UNKNOWN
+            return param if param is not None else Kind.PENDING
         self._in_progress.add(key)
         try:
             kinds = []
@@ -401,7 +422,10 @@ class Facts:
                 result = join(kinds)
         finally:
             self._in_progress.discard(key)
-        self._name_cache[key] = result
+        if result is Kind.PENDING:
+            result = Kind.UNKNOWN
+        if not any(k[0] == function for k in self._in_progress if isinstance(k, tuple) and len(k) == 2):
+            self._name_cache[key] = result  # cache only results not built on a pending guess
         return result
 
     def _global_kind(self, name: str) -> Kind:
@@ -463,12 +487,23 @@ class Facts:
         values = attrs.values.get(attr)
         if not values:
             return Kind.UNKNOWN
-        kinds = [self._attribute_value_kind(v) for v in values]
+        kinds = [self._attribute_value_kind(v, attrs.assigned_in.get(v)) for v in values]
         return join(kinds)
 
-    def _attribute_value_kind(self, value: cst.BaseExpression) -> Kind:
+    def _attribute_value_kind(self, value: cst.BaseExpression, method: Optional[cst.FunctionDef] = None) -> Kind:
         if _is_literal(value) or _is_none(value):
             return Kind.PY
+        if isinstance(value, cst.Name) and method is not None:
+            # `self.eps = eps`: the constructor parameter's default or annotation tells.
+            params = method.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                if param.name.value == value.value:
+                    annotated = annotation_kind(param.annotation, self.imports)
+                    if annotated is not None:
+                        return annotated
+                    if param.default is not None and _is_literal(param.default):
+                        return Kind.PY
+            return Kind.UNKNOWN
         if isinstance(value, cst.Call):
             name = self.imports.qualname(value.func) or dotted_name(value.func) or ""
             if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
@@ -544,6 +579,8 @@ class Facts:
             return self._call_kind(expr, function)
         if isinstance(expr, cst.Subscript):
             base = self.kind(expr.value, function)
+            if base is Kind.PENDING:
+                return base
             if base in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.SHAPE, Kind.NDARRAY):
                 return base
             return Kind.UNKNOWN
@@ -582,6 +619,8 @@ class Facts:
                 return Kind.PY
             return Kind.UNKNOWN
         base = self.kind(expr.value, function)
+        if base is Kind.PENDING:
+            return base
         if base.tensorish:
             if attr in TENSOR_SHAPE_ATTRIBUTES:
                 return Kind.SHAPE
@@ -623,6 +662,8 @@ class Facts:
                         return Kind.TENSOR
                 return Kind.UNKNOWN
             base = self.kind(receiver, function)
+            if base is Kind.PENDING:
+                return base
             if base.tensorish:
                 if method in TENSOR_SHAPE_METHODS:
                     return Kind.SHAPE

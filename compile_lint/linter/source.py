@@ -34,7 +34,9 @@ def decode_source(data: bytes, path: str = "<string>") -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot detect encoding: {exc.msg}") from None
+        if "invalid or missing encoding declaration" in str(exc.msg):
+            raise SourceError("cannot decode: not valid utf-8 and no coding declaration") from None
+        raise SourceError(f"cannot decode: {exc.msg}") from None
     bom = encoding == "utf-8-sig"
     if bom:
         encoding = "utf-8"
@@ -42,7 +44,8 @@ def decode_source(data: bytes, path: str = "<string>") -> SourceFile:
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
-        raise SourceError(f"cannot decode as {encoding}: {exc}") from None
+        raise SourceError(f"cannot decode as {encoding}: {exc.reason} at byte {getattr(exc, 'start', '?')}"
+                          if isinstance(exc, UnicodeDecodeError) else f"unknown encoding {encoding}") from None
     return SourceFile(path=path, text=text, encoding=encoding, bom=bom)
 
 

@@ -1,0 +1,169 @@
+"""The command line, as users run it: flags, exit codes, the JSON contract, bad input."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from conftest import run_cli
+
+BREAKING = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            y = x * 2
+        else:
+            y = x / 2
+        return y
+"""
+CLEAN = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x, mask=None):
+        if mask is not None:
+            x = x * mask
+        return torch.where(x.sum() > 0, x * 2, x / 2)
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BREAKING)
+    (tmp_path / "good.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_exit_codes(project):
+    assert run_cli(str(project)).returncode == 1
+    assert run_cli(str(project / "good.py")).returncode == 0
+    assert run_cli("--select", "NOPE1", str(project)).returncode == 2
+    assert run_cli("--bogus-flag").returncode == 2
+    assert run_cli("--exit-zero", str(project)).returncode == 0
+
+
+def test_json_output_is_the_contract(project):
+    result = run_cli("--output-format", "json", str(project))
+    assert result.returncode == 1
+    findings = json.loads(result.stdout)
+    assert len(findings) == 1
+    finding = findings[0]
+    assert list(finding) == ["path", "line", "column", "end_line", "end_column", "code", "name",
+                             "kind", "message", "gb_type", "fix"]
+    assert finding["path"] == str(project / "bad.py")
+    assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (7, 12, 7, 23)
+    assert finding["code"] == "JIT101" and finding["name"] == "tensor-valued-if"
+    assert finding["kind"] == "break" and finding["gb_type"] == "Data-dependent branching"
+    fix = finding["fix"]
+    assert fix["applicability"] == "unsafe"
+    assert fix["edits"] == [{"line": 7, "column": 9, "end_line": 10, "end_column": 22,
+                             "content": "y = torch.where(x.sum() > 0, x * 2, x / 2)"}]
+    clean = run_cli("--output-format", "json", str(project / "good.py"))
+    assert json.loads(clean.stdout) == [] and clean.returncode == 0
+
+
+def test_text_concise_and_github_formats(project):
+    text = run_cli(str(project)).stdout
+    assert f"{project / 'bad.py'}:7:12: JIT101 [unsafe fix]" in text
+    assert "    7 |         if x.sum() > 0:" in text and "^^^^^^^^^^^" in text
+    assert "Found 1 finding in 2 files." in text
+    concise = run_cli("--output-format", "concise", str(project)).stdout.splitlines()
+    assert concise[0].startswith(f"{project / 'bad.py'}:7:12: JIT101 ")
+    github = run_cli("--output-format", "github", str(project)).stdout
+    assert github.startswith(f"::error file={project / 'bad.py'},line=7,col=12,endLine=7,endColumn=23,")
+
+
+def test_select_ignore_extend_select(project):
+    assert run_cli("--select", "JIT102", str(project)).returncode == 0
+    assert run_cli("--ignore", "JIT101", str(project)).returncode == 0
+    assert run_cli("--select", "JIT1", "--ignore", "JIT10", "--extend-select", "JIT101", str(project)).returncode == 1
+
+
+def test_statistics(project):
+    result = run_cli("--statistics", str(project))
+    assert result.stdout.split() == ["1", "JIT101", "[*]", "tensor-valued-if"]
+
+
+def test_explain():
+    result = run_cli("--explain", "JIT101")
+    assert result.returncode == 0
+    assert "JIT101 (tensor-valued-if)" in result.stdout
+    assert "GB0170" in result.stdout and "gb0170.html" in result.stdout
+    assert "Fixed:" in result.stdout
+    assert run_cli("--explain", "JIT999").returncode == 2
+
+
+def test_diff_writes_nothing_and_fix_applies(project):
+    before = (project / "bad.py").read_bytes()
+    diff = run_cli("--diff", "--unsafe-fixes", str(project))
+    assert diff.returncode == 1
+    assert "+        y = torch.where(x.sum() > 0, x * 2, x / 2)" in diff.stdout
+    assert (project / "bad.py").read_bytes() == before
+    safe_only = run_cli("--fix", str(project))
+    assert safe_only.returncode == 1 and (project / "bad.py").read_bytes() == before
+    fixed = run_cli("--fix", "--unsafe-fixes", "--show-fixes", str(project))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "Fixed" in fixed.stdout
+    assert "torch.where" in (project / "bad.py").read_text()
+    assert run_cli(str(project)).returncode == 0
+
+
+def test_config_flag_and_pyproject(project):
+    (project / "pyproject.toml").write_text('[tool.compile-lint]\nignore = ["JIT101"]\n')
+    assert run_cli(str(project)).returncode == 0
+    other = project / "strict.toml"
+    other.write_text('select = ["JIT"]\n')
+    assert run_cli("--config", str(other), str(project)).returncode == 1
+    (project / "pyproject.toml").write_text('[tool.compile-lint]\nbogus = 1\n')
+    result = run_cli(str(project))
+    assert result.returncode == 2
+    assert "unknown key 'bogus'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_noqa_from_cli(project):
+    text = BREAKING.replace("if x.sum() > 0:", "if x.sum() > 0:  # noqa: JIT101")
+    (project / "bad.py").write_text(text)
+    assert run_cli(str(project)).returncode == 0
+
+
+def test_bad_input_is_reported_and_other_files_still_linted(project):
+    (project / "syntax.py").write_text("def broken(:\n    pass\n")
+    (project / "latin.py").write_bytes(b"x = '\xff\xfe'\n")
+    result = run_cli("--output-format", "concise", str(project), str(project / "missing.py"))
+    assert result.returncode == 2
+    assert f"{project / 'bad.py'}:7:12: JIT101" in result.stdout
+    assert f"{project / 'syntax.py'}:1:12: JIT000 SyntaxError: invalid syntax" in result.stdout
+    assert f"{project / 'latin.py'}: cannot decode: not valid utf-8" in result.stderr
+    assert f"{project / 'missing.py'}: no such file or directory" in result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
+def test_unreadable_file(project):
+    os.chmod(project / "bad.py", 0)
+    try:
+        result = run_cli(str(project))
+        assert result.returncode == 2 and "cannot read" in result.stderr
+    finally:
+        os.chmod(project / "bad.py", stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_empty_tree_and_coding_cookie(tmp_path):
+    assert run_cli(str(tmp_path)).returncode == 0
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nname = '\xe9'\n")
+    assert run_cli(str(tmp_path)).returncode == 0
+
+
+def test_parallel_run_matches_serial_order(tmp_path):
+    for index in range(12):
+        (tmp_path / f"m{index:02d}.py").write_text(BREAKING)
+    serial = run_cli("-j", "1", "--output-format", "json", str(tmp_path))
+    parallel = run_cli("-j", "2", "--output-format", "json", str(tmp_path))
+    assert serial.stdout == parallel.stdout
+    assert len(json.loads(parallel.stdout)) == 12
+    assert run_cli("-j", "0", str(tmp_path)).returncode == 2

@@ -1,0 +1,108 @@
+"""Facts: tensors, shapes, Python values, data read out of tensors."""
+
+import libcst as cst
+import pytest
+
+from compile_lint.linter.facts import Kind
+
+from conftest import make_context
+
+MODEL = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+from typing import Optional
+
+class M(nn.Module):
+    def __init__(self, dim=8, eps=1e-6):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.eps = eps
+        self.scale = nn.Parameter(torch.ones(dim))
+        self.register_buffer("inv_freq", torch.ones(dim))
+        self.use_bias = True
+
+    def forward(self, x, mask=None, temperature=1.0, y: torch.Tensor = None, flag: bool = False,
+                maybe: Optional[torch.Tensor] = None):
+        h = self.proj(x)
+        s = h.sum()
+        n = x.shape[0]
+        d = x.dim()
+        v = s.item()
+        a, b = h.chunk(2, dim=-1)
+        z = helper(h)
+        for layer in [self.proj]:
+            pass
+        return h
+    def other(self, q):
+        return q
+
+def helper(t):
+    return t * 2
+"""
+
+CASES = [
+    ("x", Kind.TENSOR),
+    ("mask", Kind.MAYBE_TENSOR),
+    ("temperature", Kind.PY),
+    ("y", Kind.TENSOR),
+    ("flag", Kind.PY),
+    ("maybe", Kind.MAYBE_TENSOR),
+    ("h", Kind.TENSOR),
+    ("s > 0", Kind.TENSOR),
+    ("(x > 0).any()", Kind.TENSOR),
+    ("torch.isnan(x).any()", Kind.TENSOR),
+    ("F.relu(x)", Kind.TENSOR),
+    ("n", Kind.SHAPE),
+    ("d == 4", Kind.SHAPE),
+    ("x.ndim", Kind.SHAPE),
+    ("x.size(1)", Kind.SHAPE),
+    ("len(x)", Kind.SHAPE),
+    ("v", Kind.DATA),
+    ("float(s)", Kind.DATA),
+    ("x.tolist()", Kind.DATA),
+    ("mask is not None", Kind.PY),
+    ("self.training", Kind.PY),
+    ("self.eps", Kind.PY),
+    ("self.use_bias", Kind.PY),
+    ("self.scale", Kind.TENSOR),
+    ("self.inv_freq", Kind.TENSOR),
+    ("self.proj", Kind.MODULE),
+    ("x.dtype == torch.float16", Kind.PY),
+    ("isinstance(x, torch.Tensor)", Kind.PY),
+    ("a", Kind.TENSOR),
+    ("z", Kind.TENSOR),
+    ("x.numpy()", Kind.NDARRAY),
+    ("torch.is_tensor(x)", Kind.PY),
+    ("x.is_floating_point()", Kind.PY),
+]
+
+
+@pytest.mark.parametrize("expr,expected", CASES)
+def test_kinds_in_forward(expr, expected):
+    context = make_context(MODEL)
+    forward = next(f for f in context.regions.functions if f.name.value == "forward")
+    assert context.facts.kind(cst.parse_expression(expr), forward) is expected
+
+
+def test_helper_parameters_take_the_kind_of_their_call_sites():
+    context = make_context(MODEL)
+    helper = next(f for f in context.regions.functions if f.name.value == "helper")
+    assert context.facts.param_kind(helper, "t") is Kind.TENSOR
+
+
+def test_self_referential_assignments_keep_the_tensor_kind():
+    code = """
+    import torch
+    from torch import nn
+
+    class M(nn.Module):
+        def forward(self, x):
+            scores = x @ x.T
+            scores = scores.masked_fill(scores > 1, 0.0)
+            scores = torch.nan_to_num(scores)
+            return scores
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.name_kind("scores", forward) is Kind.TENSOR
