@@ -140,16 +140,20 @@ FIX_PROJECT = {
         def make():
             return GatedResidual(), [(torch.randn(4, 8),), (torch.randn(4, 8) + 1,)]
     """,
-    # A wrong fix: the branches have different shapes, so torch.where broadcasts
-    # and changes the output. The verifier must roll it back.
-    "pooled.py": """
-        import torch
+    # A wrong fix, in a module the target imports: the branches have different shapes,
+    # so torch.where broadcasts and changes the output. The verifier must roll it back.
+    "pool_layers.py": """
         from torch import nn
 
 
         class MaybePool(nn.Module):
             def forward(self, x):
                 return x.mean(0) if x.sum() > 0 else x
+    """,
+    "pooled.py": """
+        import torch
+
+        from pool_layers import MaybePool
 
 
         def make():
@@ -162,13 +166,13 @@ FIX_PROJECT = {
 def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
     for name, text in FIX_PROJECT.items():
         (tmp_path / name).write_bytes(textwrap.dedent(text).lstrip().encode())
-    pooled_before = (tmp_path / "pooled.py").read_bytes()
+    pooled_before = (tmp_path / "pool_layers.py").read_bytes()
     gated_before = (tmp_path / "gated.py").read_bytes()
 
     done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
 
-    assert (tmp_path / "pooled.py").read_bytes() == pooled_before
-    assert "pooled.py: fix rolled back, file left unchanged" in done.stderr
+    assert (tmp_path / "pool_layers.py").read_bytes() == pooled_before
+    assert "pool_layers.py: fix rolled back, file left unchanged" in done.stderr
     assert "the fix changes outputs" in done.stderr
     gated_after = (tmp_path / "gated.py").read_text()
     assert gated_after != gated_before.decode()
@@ -178,7 +182,7 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
     verified = run_cli("verify", "--backend", "eager", "--output-format", "json", cwd=tmp_path)
     findings = json.loads(verified.stdout)
     assert not [f for f in findings if f["path"] == "gated.py"]
-    assert [f for f in findings if f["path"] == "pooled.py" and f["code"] == "JIT900"]
+    assert [f for f in findings if f["path"] == "pool_layers.py" and f["code"] == "JIT900"]
 
 
 def test_verify_needs_fix():

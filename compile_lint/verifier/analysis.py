@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -93,6 +94,41 @@ class Analysis:
         return len(self.graph_breaks) + len(self.recompiles) + extra
 
 
+def _library_roots() -> tuple[str, ...]:
+    import sysconfig
+
+    import compile_lint
+
+    roots = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(os.path.dirname(os.path.abspath(compile_lint.__file__)))
+    return tuple(os.path.abspath(root) + os.sep for root in roots if root)
+
+
+def is_library(path: Optional[str]) -> bool:
+    """Whether a frame's file is the standard library, an installed package or this tool."""
+    if not path:
+        return True
+    absolute = os.path.abspath(path)
+    return (absolute.startswith(_library_roots()) or f"{os.sep}site-packages{os.sep}" in absolute
+            or f"{os.sep}dist-packages{os.sep}" in absolute or path.startswith("<"))
+
+
+def user_frame(path: Optional[str], line: int, frames: Sequence[tuple[str, int]]) -> tuple[Optional[str], int]:
+    """(path, line) itself when it is user code, else the innermost user frame of `frames`."""
+    if not is_library(path):
+        return path, line
+    for frame_path, frame_line in reversed(frames):
+        if not is_library(frame_path):
+            return frame_path, frame_line
+    return path, line
+
+
+def _traceback_frames(message: str, marker: str) -> list[tuple[str, int]]:
+    if marker not in message:
+        return []
+    return [(m["path"], int(m["line"])) for m in _USER_FILE.finditer(message.split(marker, 1)[1])]
+
+
 def first_line(error: BaseException) -> str:
     """`Type: first line of the message`."""
     lines = str(error).strip().splitlines()
@@ -116,7 +152,8 @@ def parse_break_message(message: str) -> Optional[GraphBreak]:
     if not gb_type:
         gb_type = lines[0].strip() if lines else ""
     gb_id = _GB_ID.search(message)
-    return GraphBreak(found["path"], int(found["line"]), gb_type,
+    path, line = user_frame(found["path"], int(found["line"]), _traceback_frames(message, "User code traceback:"))
+    return GraphBreak(path, line, gb_type,
                       gb_id.group(1).upper() if gb_id else None, explanation)
 
 
@@ -131,9 +168,9 @@ def parse_recompile_message(message: str) -> Optional[Recompile]:
         return None  # only tensor sizes changed: automatic dynamic, compiled once more, harmless
     guard = semantic[0] if semantic else "unknown guard"
     path, line = found["path"], int(found["line"])
-    user = _USER_FILE.search(message.split("User stack trace", 1)[-1]) if "User stack trace" in message else None
-    if user is not None:
-        path, line = user["path"], int(user["line"])
+    frames = _traceback_frames(message, "User stack trace")
+    if frames:
+        path, line = user_frame(frames[-1][0], frames[-1][1], frames)
     return Recompile(path, line, found["function"], guard)
 
 
@@ -295,27 +332,21 @@ def _fullgraph_details(result: Analysis, error: BaseException) -> None:
     result.fullgraph_gb_type = getattr(error, "gb_type", None)
     gb_id = _GB_ID.search(str(error))
     result.fullgraph_gb_id = gb_id.group(1).upper() if gb_id else None
-    frame = getattr(error, "innermost_user_frame_summary", None)
-    if frame is not None:
-        result.fullgraph_location = Location(frame.filename, frame.lineno or 1)
-        return
-    users = _USER_FILE.findall(str(error).split("from user code:", 1)[-1]) if "from user code:" in str(error) else []
-    if users:
-        result.fullgraph_location = Location(users[-1][0], int(users[-1][1]))
-
-
-def _is_dynamo_error(error: BaseException) -> bool:
-    import torch._dynamo.exc as exc
-
-    if isinstance(error, exc.BackendCompilerFailed):
-        return False
-    return isinstance(error, (exc.Unsupported, exc.UserError)) or type(error).__module__.startswith("torch._dynamo")
+    stack = [(frame.filename, frame.lineno or 1) for frame in getattr(error, "real_stack", None) or []]
+    stack = stack or _traceback_frames(str(error), "from user code:")
+    if stack:
+        path, line = user_frame(stack[-1][0], stack[-1][1], stack)
+        result.fullgraph_location = Location(path, line)
 
 
 def analyze(model: Callable, calls: Sequence[Call], device: str, backend: str = "inductor",
             compile_kwargs: Optional[dict] = None) -> tuple[Analysis, list[Any]]:
-    """Run a target eagerly, under fullgraph=True, and (if that fails) under the default compile.
+    """Run a target eagerly, under fullgraph=True, and under the default compile.
 
+    Both compiles always run: `.item()` and friends pass fullgraph=True (captured as
+    unbacked values) yet break under the default compile, which is what users run. The
+    fullgraph verdict is Dynamo's alone, so that run uses the eager backend; breaks,
+    recompiles and the output comparison come from the default compile with `backend`.
     Returns the analysis and the eager outputs (for callers that compare further).
     """
     import torch
@@ -331,33 +362,31 @@ def analyze(model: Callable, calls: Sequence[Call], device: str, backend: str = 
     dims = varying_dims(calls)
     result.dynamic_dims = [f"{kind} {key}: dims {sorted(d)}" for (kind, key), d in dims.items()]
 
+    torch._dynamo.reset()
+    try:
+        run_calls(torch.compile(model, backend="eager", fullgraph=True, **compile_kwargs), calls, dims)
+    except Exception as error:  # noqa: BLE001
+        _fullgraph_details(result, error)
+
+    torch._dynamo.reset()
+    counter = _counting_backend(backend)
+    compiled = torch.compile(model, backend=counter, **compile_kwargs)
     compiled_outputs = None
-    for fullgraph in (True, False):
-        torch._dynamo.reset()
-        counter = _counting_backend(backend)
-        compiled = torch.compile(model, backend=counter, fullgraph=fullgraph, **compile_kwargs)
-        with capture_dynamo_logs() as logs:
-            try:
-                compiled_outputs = run_calls(compiled, calls, dims)
-            except Exception as error:  # noqa: BLE001
-                if fullgraph and _is_dynamo_error(error):
-                    _fullgraph_details(result, error)
-                    continue
-                result.compile_error = first_line(error)
-                if fullgraph:
-                    result.fullgraph_error = result.compile_error
-                compiled_outputs = None
-        seen: set[tuple] = set()
-        for message in logs.messages:
-            brk = parse_break_message(message)
-            if brk is not None and (brk.path, brk.line, brk.gb_type) not in seen:
-                seen.add((brk.path, brk.line, brk.gb_type))
-                result.graph_breaks.append(brk)
-            recompile = parse_recompile_message(message)
-            if recompile is not None:
-                result.recompiles.append(recompile)
-        result.graphs = counter.frame_count
-        break
+    with capture_dynamo_logs() as logs:
+        try:
+            compiled_outputs = run_calls(compiled, calls, dims)
+        except Exception as error:  # noqa: BLE001
+            result.compile_error = first_line(error)
+    seen: set[tuple] = set()
+    for message in logs.messages:
+        brk = parse_break_message(message)
+        if brk is not None and (brk.path, brk.line, brk.gb_type) not in seen:
+            seen.add((brk.path, brk.line, brk.gb_type))
+            result.graph_breaks.append(brk)
+        recompile = parse_recompile_message(message)
+        if recompile is not None:
+            result.recompiles.append(recompile)
+    result.graphs = counter.frame_count
     torch._dynamo.reset()
     if compiled_outputs is not None:
         result.comparison = compare(eager, compiled_outputs)

@@ -122,7 +122,9 @@ def verify_main(argv: Sequence[str]) -> int:
         results.append(run_isolated(make_request(target, args), timeout_s=args.timeout))
 
     runtime = [d for result in results for d in runtime_diagnostics(result)]
+    # The files the targets ran: their factories' modules and wherever the compiler found something.
     ran_files = {display_path(r["module_file"]) for r in results if r.get("module_file")}
+    ran_files |= {d.path for d in runtime if d.code != "JIT904" and os.path.isfile(d.path)}
     static, sources = ([], {}) if args.no_lint else static_findings(ran_files, config)
     diagnostics = sorted(confirm(static, runtime, ran_files) + runtime, key=Diagnostic.sort_key)
     for path in {d.path for d in diagnostics} - set(sources):

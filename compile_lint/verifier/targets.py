@@ -81,9 +81,11 @@ def import_path(path: str, name_hint: Optional[str] = None) -> Any:
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise TargetError(f"{path}: no such file")
-    directory = os.path.dirname(path)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
+    # Like `python path/to/file.py` run from the working directory: sibling modules and
+    # the project's own packages both import.
+    for directory in (os.getcwd(), os.path.dirname(path)):
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
     stem = name_hint or os.path.splitext(os.path.basename(path))[0]
     module_name = f"_compile_lint_target_{stem}_{next(_counter)}"
     spec = importlib.util.spec_from_file_location(module_name, path)

@@ -66,28 +66,70 @@ def _dtypes() -> list:
     return [torch.float32, torch.bfloat16]
 
 
+def _module_named_for(path: str) -> str | None:
+    """The sys.modules name under which the file at `path` is loaded, if any."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and os.path.abspath(file) == path:
+            return name
+    return None
+
+
+def _load_as(name: str, path: str) -> Any:
+    """Execute the file at `path` as module `name` (so relative imports still resolve)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def fixcheck_request(request: dict) -> dict:
-    """Run the original and the fixed module side by side on the original's example calls."""
+    """Run the original and the fixed code side by side on the original's example calls.
+
+    The fixed file is the target's own module, or a module the target imports: then the
+    fixed text is loaded under that module's name and the target's module is imported
+    afresh, so its factory builds the model from the fixed code.
+    """
     from compile_lint.verifier import analysis
-    from compile_lint.verifier.targets import Call, build, import_path, parse_target
+    from compile_lint.verifier.targets import Call, build, import_location, import_path, parse_target
 
     spec = parse_target(request["target"])
     device = pick_device(request.get("device"))
     backend = request.get("backend", "eager")
     original_path = os.path.abspath(request["original_path"])
-    original = build(spec, import_path(original_path), device)
-    directory = tempfile.mkdtemp(prefix="compile-lint-fixed-")
-    fixed_path = os.path.join(directory, os.path.basename(original_path))
+    target_module = import_location(spec)
+    target_file = os.path.abspath(target_module.__file__)
+    original = build(spec, target_module, device)
+    fixed_path = os.path.join(tempfile.mkdtemp(prefix="compile-lint-fixed-"), os.path.basename(original_path))
     with open(fixed_path, "w", encoding="utf-8") as handle:
         handle.write(request["fixed_text"])
-    sys.path.insert(0, os.path.dirname(original_path))
-    fixed = build(spec, import_path(fixed_path, "fixed"), device)
+    if target_file == original_path:
+        fixed = build(spec, import_path(fixed_path, "fixed"), device)
+    else:
+        name = _module_named_for(original_path)
+        if name is None:
+            return {"target": request["target"], "covered": False}
+        saved = sys.modules[name]
+        parent_name, _, child = name.rpartition(".")
+        parent = sys.modules.get(parent_name) if parent_name else None
+        try:
+            sys.modules[name] = _load_as(name, fixed_path)
+            if parent is not None:
+                setattr(parent, child, sys.modules[name])
+            fixed = build(spec, import_path(target_file, "refixed"), device)
+        finally:
+            sys.modules[name] = saved
+            if parent is not None:
+                setattr(parent, child, saved)
     # Both factories ran under the same seed; still, feed both the original's inputs.
     calls = [Call(c.args, c.kwargs) for c in original.calls]
     before, eager_before = analysis.analyze(original.model, calls, device, backend)
     after, eager_after = analysis.analyze(fixed.model, calls, device, backend)
     outputs = analysis.compare(eager_before, eager_after) if eager_before and eager_after else None
-    return {"target": request["target"], "device": device, "before": before.to_json(),
+    return {"target": request["target"], "device": device, "covered": True, "before": before.to_json(),
             "after": after.to_json(), "outputs": None if outputs is None else outputs.__dict__}
 
 
