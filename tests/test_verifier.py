@@ -206,3 +206,18 @@ def test_output_comparison_is_dtype_aware_and_structural():
     nan = torch.tensor([float("nan"), 1.0])
     assert compare(nan, nan.clone()).equal
     assert not compare(nan, torch.tensor([0.0, 1.0])).equal
+
+
+def test_a_break_inside_the_standard_library_is_reported_at_the_users_line():
+    pytest.importorskip("torch")
+    import logging
+
+    from compile_lint.verifier.analysis import parse_break_message
+
+    stdlib = os.path.abspath(logging.__file__)
+    brk = parse_break_message(
+        f"Graph break in user code at {stdlib}:1476\nGraph Break Reason: x\n\nLogger method\n  Explanation: no\n\n"
+        "User code traceback:\n"
+        f'  File "/src/models/block.py", line 74, in forward\n    logger.debug("x")\n'
+        f'  File "{stdlib}", line 1476, in debug\n    if self.isEnabledFor(DEBUG):\n')
+    assert (brk.path, brk.line, brk.gb_type) == ("/src/models/block.py", 74, "Logger method")

@@ -97,20 +97,24 @@ class Analysis:
 def _library_roots() -> tuple[str, ...]:
     import sysconfig
 
+    import torch
+
     import compile_lint
 
-    roots = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    roots.add(os.path.dirname(os.path.abspath(compile_lint.__file__)))
+    roots = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib")}
+    roots |= {os.path.dirname(os.path.abspath(package.__file__)) for package in (torch, compile_lint)}
     return tuple(os.path.abspath(root) + os.sep for root in roots if root)
 
 
 def is_library(path: Optional[str]) -> bool:
-    """Whether a frame's file is the standard library, an installed package or this tool."""
-    if not path:
+    """Whether a frame is in the standard library, torch or this tool: never the line to fix.
+
+    Other installed packages (transformers, timm...) are user code here: a break inside
+    them is reported where it happens.
+    """
+    if not path or path.startswith("<"):
         return True
-    absolute = os.path.abspath(path)
-    return (absolute.startswith(_library_roots()) or f"{os.sep}site-packages{os.sep}" in absolute
-            or f"{os.sep}dist-packages{os.sep}" in absolute or path.startswith("<"))
+    return os.path.abspath(path).startswith(_library_roots())
 
 
 def user_frame(path: Optional[str], line: int, frames: Sequence[tuple[str, int]]) -> tuple[Optional[str], int]:
