@@ -14,10 +14,11 @@ from compile_lint import __version__
 from compile_lint.linter.config import Config, ConfigError, load_config, validate_codes
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.files import discover
+from compile_lint.linter.progress import track
 from compile_lint.linter.reporters import FORMATS, GRAPH_BREAK_PAGE, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "verify")
+SUBCOMMANDS = ("check", "verify", "server")
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 8
 
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="compile-lint",
         description=(
             "Find torch.compile graph breaks and recompiles before they cost you, and fix them. "
-            "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler."
+            "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
+            "`compile-lint server` runs the language server for editors."
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",
@@ -121,28 +123,37 @@ def _fix_one(args: tuple):
     return path, outcome.remaining, outcome.applied, result.error, result.original, outcome.text
 
 
-def _map(function, items: list, jobs: int):
+def _map(function, items: list, jobs: int, description: str = "Linting"):
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return [function(item) for item in items]
+        return list(track((function(item) for item in items), len(items), description))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(function, items, chunksize=max(1, len(items) // (jobs * 8))))
+        results = pool.map(function, items, chunksize=max(1, len(items) // (jobs * 8)))
+        return list(track(results, len(items), description))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool) -> str:
+    """One closing line: what was fixed, what was found in how many of the files, what --fix can do."""
     safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
     hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
     parts = []
     if fixed:
-        parts.append(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.")
+        parts.append(f"Fixed {_plural(fixed, 'finding')}.")
     if diagnostics:
-        noun = "finding" if len(diagnostics) == 1 else "findings"
-        parts.append(f"Found {len(diagnostics)} {noun} in {files} file{'s' if files != 1 else ''}.")
-        if safe:
-            parts.append(f"{safe} fixable with --fix.")
+        with_findings = len({d.path for d in diagnostics})
+        where = _plural(files, "file") if with_findings == files else f"{with_findings} of {_plural(files, 'file')}"
+        parts.append(f"Found {_plural(len(diagnostics), 'finding')} in {where}.")
+        # With --unsafe-fixes on the command line already, unsafe fixes only need --fix.
+        fixable = safe + hidden if unsafe else safe
+        if fixable:
+            parts.append(f"{fixable} fixable with --fix.")
         if hidden and not unsafe:
             parts.append(f"{hidden} more with --unsafe-fixes.")
     elif not fixed:
-        parts.append(f"All checks passed ({files} file{'s' if files != 1 else ''}).")
+        parts.append(f"All checks passed ({_plural(files, 'file')}).")
     return " ".join(parts) + "\n"
 
 
@@ -210,7 +221,7 @@ def check(argv: Sequence[str]) -> int:
     if fixing:
         # Verification runs the user's code in a subprocess per target: one file at a time.
         results = _map(_fix_one, [(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files],
-                       1 if args.verify else jobs)
+                       1 if args.verify else jobs, "Fixing")
         for path, remaining, applied, error, original, new in results:
             if error:
                 errors.append(error)
@@ -265,6 +276,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.cli import verify_main
 
             return verify_main(argv[1:])
+        if argv and argv[0] == "server":
+            from compile_lint.linter.server import serve
+
+            return serve(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return check(argv)

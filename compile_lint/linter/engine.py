@@ -36,6 +36,11 @@ class FileResult:
     source: Optional[SourceFile] = None
 
 
+def may_hold_regions(text: str) -> bool:
+    """False when `text` cannot hold a compiled region or a custom op (a cheap pre-parse filter)."""
+    return any(word in text for word in _RELEVANT_WORDS)
+
+
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
     """The rule classes enabled for `path` under `config`."""
     return [rule for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, config, path)]
@@ -189,8 +194,11 @@ def run_with_deep_stack(function):
     return outcome["value"]
 
 
-def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
-    """Lint source text; a syntax error becomes a JIT000 finding."""
+def lint_text(text: str, path: str, config: Config, noqa: bool = True) -> list[Diagnostic]:
+    """Lint source text; a syntax error becomes a JIT000 finding.
+
+    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    """
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     try:
@@ -202,7 +210,7 @@ def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
             return []
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
-    if not any(word in text for word in _RELEVANT_WORDS):
+    if not may_hold_regions(text):
         return []
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases)
@@ -212,6 +220,8 @@ def lint_text(text: str, path: str, config: Config) -> list[Diagnostic]:
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if not noqa:
+        return sorted(diagnostics, key=Diagnostic.sort_key)
     lines = text.splitlines()
     kept = [
         d for d in diagnostics

@@ -27,6 +27,9 @@ DISABLE_DECORATORS = frozenset(
         "torch.jit.unused",
     }
 )
+# Custom ops are opaque to Dynamo: it calls them through their fake implementation and
+# never traces their bodies, so code inside them is not part of a compiled region.
+OPAQUE_OP_DECORATORS = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
 # True while Dynamo traces: `if not is_compiling():` bodies run only eagerly.
 COMPILING_PREDICATES = frozenset(
     {
@@ -209,6 +212,9 @@ def find_regions(
     def disabled(function: cst.FunctionDef) -> bool:
         return bool(_decorator_names(function, imports) & DISABLE_DECORATORS)
 
+    def opaque(function: cst.FunctionDef) -> bool:
+        return bool(_decorator_names(function, imports) & OPAQUE_OP_DECORATORS)
+
     all_functions = list(index.functions.values())
     for methods in index.methods.values():
         all_functions.extend(methods.values())
@@ -271,7 +277,7 @@ def find_regions(
                         target = find_method(base, func.attr.value)
                         if target is not None:
                             break
-            if target is not None and not disabled(target):
+            if target is not None and not disabled(target) and not opaque(target):
                 yield target
 
     pending = list(roots)

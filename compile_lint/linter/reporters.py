@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
+import urllib.parse
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
@@ -71,6 +73,16 @@ def format_github(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) ->
     return "".join(out)
 
 
+def _artifact_uri(path: str) -> str:
+    """A SARIF artifact URI: `file:` for absolute paths, a percent-encoded relative reference otherwise."""
+    if os.path.isabs(path):
+        return pathlib.Path(path).as_uri()
+    relative = path.replace(os.sep, "/")
+    while relative.startswith("./"):
+        relative = relative[2:]
+    return urllib.parse.quote(relative)
+
+
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """SARIF 2.1.0, one run, with a rule entry per code that appears."""
     from compile_lint.rules import RULES_BY_CODE
@@ -91,7 +103,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
     index = {code: i for i, code in enumerate(codes)}
     results = []
     for d in diagnostics:
-        uri = d.path.replace(os.sep, "/")
+        uri = _artifact_uri(d.path)
         result: dict = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],

@@ -23,6 +23,8 @@ class ProbeResult:
 
     eager_error: Optional[str] = None
     fullgraph_error: Optional[str] = None
+    # Some failures are hard errors even without fullgraph (a custom op with no fake kernel).
+    compile_error: Optional[str] = None
     graph_breaks: list[str] = field(default_factory=list)
     frames_first_call: int = 0
     frames_total: int = 0
@@ -35,7 +37,7 @@ class ProbeResult:
     @property
     def breaks(self) -> bool:
         """True when the code does not compile to one graph."""
-        return self.fullgraph_error is not None or bool(self.graph_breaks)
+        return self.fullgraph_error is not None or self.compile_error is not None or bool(self.graph_breaks)
 
     @property
     def clean(self) -> bool:
@@ -46,6 +48,7 @@ class ProbeResult:
         """A one-line account for assertion messages."""
         return (
             f"eager_error={self.eager_error!r} fullgraph_error={self.fullgraph_error!r} "
+            f"compile_error={self.compile_error!r} "
             f"graph_breaks={[b.splitlines()[0] for b in self.graph_breaks]} recompiles={self.recompiles}"
         )
 
@@ -114,11 +117,14 @@ def probe(fn: Callable, calls: Sequence[tuple], kwargs_list: Optional[Sequence[d
     counters.clear()
     counter = CompileCounter()
     compiled = torch.compile(fn, backend=counter)
-    with torch.no_grad():
-        for index, (args, kwargs) in enumerate(zip(calls, kwargs_list)):
-            compiled(*args, **kwargs)
-            if index == 0:
-                result.frames_first_call = counter.frame_count
+    try:
+        with torch.no_grad():
+            for index, (args, kwargs) in enumerate(zip(calls, kwargs_list)):
+                compiled(*args, **kwargs)
+                if index == 0:
+                    result.frames_first_call = counter.frame_count
+    except Exception as error:  # noqa: BLE001
+        result.compile_error = _first_line(error)
     result.frames_total = counter.frame_count
     result.graph_breaks = [reason for reason, count in counters["graph_break"].items() for _ in range(count)]
     torch._dynamo.reset()
@@ -133,12 +139,56 @@ def probe_example(code: str, entry: str, calls_expr: str) -> ProbeResult:
     fn = resolve_entry(module, entry)
     torch.manual_seed(0)
     calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
-    args_list, kwargs_list = [], []
-    for call in calls:
-        if isinstance(call, dict):
-            args_list.append(tuple(call.get("args", ())))
-            kwargs_list.append(dict(call.get("kwargs", {})))
-        else:
-            args_list.append(tuple(call))
-            kwargs_list.append({})
-    return probe(fn, args_list, kwargs_list)
+    split = [split_call(call) for call in calls]
+    return probe(fn, [args for args, _ in split], [kwargs for _, kwargs in split])
+
+
+def split_call(call: Any) -> tuple[tuple, dict]:
+    """An example call, an argument tuple or an {"args", "kwargs"} dict, as (args, kwargs)."""
+    if isinstance(call, dict):
+        return tuple(call.get("args", ())), dict(call.get("kwargs", {}))
+    return tuple(call), {}
+
+
+@dataclass
+class OutputCheck:
+    """Eager vs torch.compile outputs of an example over its calls."""
+
+    error: Optional[str] = None
+    mismatch: Optional[str] = None
+
+    @property
+    def equal(self) -> bool:
+        """True when the compiled entry ran and matched eager on every call."""
+        return self.error is None and self.mismatch is None
+
+
+def compare_compiled_outputs(code: str, entry: str, calls_expr: str) -> OutputCheck:
+    """Run an example's entry eagerly and under torch.compile (default settings, Dynamo
+    with the eager backend) over its calls; report an error or the first output mismatch."""
+    import torch
+    import torch._dynamo
+
+    module = load_module_from_source(code)
+    fn = resolve_entry(module, entry)
+    torch.manual_seed(0)
+    calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
+    check = OutputCheck()
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="eager")
+    try:
+        with torch.no_grad():
+            for index, call in enumerate(calls):
+                args, kwargs = split_call(call)
+                expected = fn(*args, **kwargs)
+                actual = compiled(*args, **kwargs)
+                try:
+                    torch.testing.assert_close(actual, expected)
+                except AssertionError as error:
+                    check.mismatch = f"call {index}: {str(error).strip().splitlines()[0]}"
+                    break
+    except Exception as error:  # noqa: BLE001 - user code may raise anything
+        check.error = _first_line(error)
+    finally:
+        torch._dynamo.reset()
+    return check

@@ -1,0 +1,91 @@
+"""The flake8 plugin: compile-lint's findings as flake8 errors (entry point `JIT`).
+
+flake8 owns the parts it already does well: reading the file, `# noqa`, `--select` /
+`--ignore`, output formats. The plugin parses the lines flake8 hands it once with libcst
+and yields every finding. Rules that are off by default (perf hints, noisy rules) are
+registered with flake8's `extend_default_ignore`, and the plugin runs them only when a
+selector more specific than the bare `JIT` prefix asks for them (`--extend-select JIT8`,
+`--select JIT801`), so `flake8 --select JIT` reports what `compile-lint` reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+from typing import Any, Iterator, Sequence
+
+from compile_lint import __version__
+from compile_lint.linter.config import Config, ConfigError, load_config
+from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text, may_hold_regions
+from compile_lint.rules import ALL_RULES
+from compile_lint.rules.base import CODE_PREFIX
+
+Flake8Error = tuple[int, int, str, type]
+
+
+def default_off_codes() -> list[str]:
+    """Codes of the rules users must opt into."""
+    return [rule.code for rule in ALL_RULES if not rule.default_enabled]
+
+
+def _our_selectors(values: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(code for code in (values or ()) if code.startswith(CODE_PREFIX))
+
+
+def selection_from_flake8(select: Sequence[str] | None, extend_select: Sequence[str] | None) -> Config:
+    """The compile-lint selection that flake8's `--select` / `--extend-select` imply.
+
+    Every default-on rule runs (flake8 filters what it reports); an off-by-default rule
+    runs only when a selector more specific than the prefix names it, as in compile-lint.
+    """
+    return Config(select=(CODE_PREFIX,), extend_select=_our_selectors(select) + _our_selectors(extend_select))
+
+
+@functools.lru_cache(maxsize=64)
+def _module_bases(directory: str) -> tuple[str, ...]:
+    """`module-bases` from the nearest `[tool.compile-lint]`; a broken config counts as none."""
+    try:
+        return load_config(start=directory).module_bases
+    except ConfigError:
+        return ()
+
+
+class CompileLintPlugin:
+    """flake8 AST plugin: yields `(line, column, "JITnnn message", type)`; columns are 0-based."""
+
+    name = "compile-lint"
+    version = __version__
+    _selection: Config = Config()
+
+    def __init__(self, tree: Any, lines: Sequence[str], filename: str) -> None:
+        # `tree` is flake8's ast; compile-lint needs libcst's tree, built from the same lines.
+        self.lines = lines
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, option_manager: Any) -> None:
+        """Keep off-by-default rules out of flake8's default selection."""
+        option_manager.extend_default_ignore(default_off_codes())
+
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        """Remember which off-by-default rules the user selected."""
+        cls._selection = selection_from_flake8(getattr(options, "select", None),
+                                               getattr(options, "extend_select", None))
+
+    def run(self) -> Iterator[Flake8Error]:
+        """Lint the file flake8 read; a file that does not parse yields nothing (flake8 says E999)."""
+        text = "".join(self.lines)
+        if not may_hold_regions(text):
+            return  # most files in a flake8 run are not model code: skip the libcst parse
+        directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("-", "stdin") else os.getcwd()
+        config = Config(
+            select=self._selection.select,
+            extend_select=self._selection.extend_select,
+            module_bases=_module_bases(directory),
+        )
+        for diagnostic in lint_text(text, self.filename, config, noqa=False):
+            if diagnostic.code == SYNTAX_ERROR_CODE:
+                continue
+            yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)

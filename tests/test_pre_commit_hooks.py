@@ -1,0 +1,119 @@
+"""The pre-commit hooks, run by the real `pre-commit try-repo` in a temporary git repository.
+
+pre-commit builds a virtualenv and pip-installs this project into it, so these tests also
+prove the package installs from its own metadata (libcst comes from the package index).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from compile_lint.rules import ALL_RULES
+
+pytest.importorskip("pre_commit")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "ecosystem", "gated.py")
+SAFE_FIX_EXAMPLES = [
+    example for rule in ALL_RULES if rule.fix_applicability == "safe"
+    for example in rule.invalid if example.fixed is not None
+]
+
+
+def _environment(pre_commit_home: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("GIT_") and key not in ("PYTHONPATH", "PRE_COMMIT")}
+    env.update(PRE_COMMIT_HOME=pre_commit_home, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com",
+               GIT_COMMITTER_NAME="test", GIT_COMMITTER_EMAIL="test@example.com")
+    return env
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory) -> str:
+    """One pre-commit cache for the module, so a clean checkout builds the hook env once."""
+    return str(tmp_path_factory.mktemp("pre-commit-home"))
+
+
+def make_repository(directory, files: dict[str, str], env) -> None:
+    """A git repository at `directory` whose HEAD commits `files`."""
+    subprocess.run(["git", "init", "-q", str(directory)], check=True, env=env)
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    subprocess.run(["git", "add", "--", *files], cwd=directory, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "model"], cwd=directory, check=True, env=env)
+
+
+def try_repo(directory, hook: str, *files: str, env) -> subprocess.CompletedProcess:
+    """`pre-commit try-repo <project> HOOK --files FILES...` inside `directory`."""
+    command = [sys.executable, "-m", "pre_commit", "try-repo", ROOT, hook]
+    if files:
+        command += ["--files", *files]
+    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_lint_hook_fails_on_findings_and_prints_them(tmp_path, pre_commit_home):
+    env = _environment(pre_commit_home)
+    with open(FIXTURE) as handle:
+        make_repository(tmp_path, {"model.py": handle.read()}, env)
+    result = try_repo(tmp_path, "compile-lint", "model.py", env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "compile-lint....." in output and "Failed" in output
+    assert "model.py:8:12: JIT101 " in output
+    assert "JIT102" not in output  # its line carries `# noqa: JIT102`
+    assert "Found 1 finding in 1 file." in output
+    assert "Traceback" not in output
+
+
+def test_lint_hook_passes_a_clean_file(tmp_path, pre_commit_home):
+    env = _environment(pre_commit_home)
+    make_repository(tmp_path, {"clean.py": "import torch\n\n\ndef scale(x):\n    return x * 2\n"}, env)
+    result = try_repo(tmp_path, "compile-lint", "clean.py", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed" in result.stdout
+
+
+def test_no_files_is_a_clean_skip(tmp_path, pre_commit_home):
+    env = _environment(pre_commit_home)
+    make_repository(tmp_path, {"notes.txt": "not python\n"}, env)
+    for files in ((), ("notes.txt",)):
+        result = try_repo(tmp_path, "compile-lint-fix", *files, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "(no files to check)Skipped" in result.stdout
+        assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not SAFE_FIX_EXAMPLES, reason="no rule has a safe fix yet")
+def test_fix_hook_rewrites_the_file(tmp_path, pre_commit_home):
+    env = _environment(pre_commit_home)
+    example = SAFE_FIX_EXAMPLES[0]
+    make_repository(tmp_path, {"model.py": example.code}, env)
+    result = try_repo(tmp_path, "compile-lint-fix", "model.py", env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output  # pre-commit fails a hook that modified files
+    assert "files were modified by this hook" in output
+    assert "Fixed model.py:" in output  # the hook lists what it changed (--show-fixes)
+    assert (tmp_path / "model.py").read_text() == example.fixed
+
+
+def test_fix_hook_leaves_unsafe_fixes_alone(tmp_path, pre_commit_home):
+    env = _environment(pre_commit_home)
+    # JIT103's torch.where fix evaluates both branches, so --fix alone must not apply it.
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass SignedScale(nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2 if x.sum() > 0 else x * -1\n"
+    )
+    make_repository(tmp_path, {"model.py": source}, env)
+    result = try_repo(tmp_path, "compile-lint-fix", "model.py", env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "model.py:7:25: JIT103 [unsafe fix]" in output
+    assert "1 more with --unsafe-fixes." in output
+    assert "files were modified by this hook" not in output
+    assert (tmp_path / "model.py").read_text() == source
