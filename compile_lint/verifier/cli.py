@@ -104,7 +104,17 @@ def verify_main(argv: Sequence[str]) -> int:
     except ConfigError as error:
         _error(str(error))
         return EXIT_ERROR
-    targets = list(args.targets) or list(config.verify_targets)
+    targets = list(args.targets)
+    if not targets:
+        # Config targets are relative to the config file's directory, not the working directory.
+        from compile_lint.verifier.fixcheck import resolve_targets
+
+        try:
+            targets = [f"{display_path(spec.location) if spec.is_path else spec.location}:{spec.factory}"
+                       for spec in resolve_targets(config.verify_targets, config.root)]
+        except TargetError as error:
+            _error(str(error))
+            return EXIT_ERROR
     if not targets:
         _error("no targets: pass path/to/file.py:factory, or list them in [tool.compile-lint.verify] targets")
         return EXIT_ERROR
