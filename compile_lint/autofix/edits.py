@@ -158,3 +158,109 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     for start, end, content in all_spans:
         text = text[:start] + content + text[end:]
     return text, [fix for fix, _ in chosen]
+
+
+def _render(module: cst.Module, node: object) -> str:
+    """Source of a (possibly replaced) top-level statement; sentinels render as their parts."""
+    if isinstance(node, cst.RemovalSentinel):
+        return ""
+    if isinstance(node, cst.FlattenSentinel):
+        return "".join(module.code_for_node(part) for part in node.nodes)
+    return module.code_for_node(node)  # type: ignore[arg-type]
+
+
+def _shift(edit: Edit, lines: int) -> Edit:
+    return Edit(edit.line + lines, edit.column, edit.end_line + lines, edit.end_column, edit.content)
+
+
+class FixBuilder:
+    """Builds fixes for one module, re-rendering only the top-level statement each fix touches.
+
+    Rendering and diffing the whole module per fix is quadratic in file size; a fix only
+    changes its own top-level statement (plus, perhaps, an import line), so that is all
+    we render. Fixes spanning several top-level statements take the whole-module path.
+    """
+
+    def __init__(self, module: cst.Module, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
+        self.module = module
+        self.parents = parents
+        self.code = module.code
+        self._layout: Optional[list[tuple[int, int, int]]] = None  # (offset, length, first line)
+
+    def _top_level(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        while node in self.parents and self.parents[node] is not self.module:
+            node = self.parents[node]
+        return node if self.parents.get(node) is self.module else None
+
+    def layout(self) -> Optional[list[tuple[int, int, int]]]:
+        """Offset, length and first line of each top-level statement, or None if unsure."""
+        if self._layout is None:
+            offset = sum(len(self.module.code_for_node(line)) for line in self.module.header)
+            layout = []
+            line = self.code.count("\n", 0, offset) + 1
+            for statement in self.module.body:
+                length = len(self.module.code_for_node(statement))
+                layout.append((offset, length, line))
+                line += self.code.count("\n", offset, offset + length)
+                offset += length
+            consistent = all(
+                self.code[start:start + length] == self.module.code_for_node(statement)
+                for (start, length, _), statement in zip(layout[:1], self.module.body[:1])
+            )
+            self._layout = layout if consistent and offset <= len(self.code) else []
+        return self._layout or None
+
+    def _import_edit(self, modules: Sequence[str]) -> Optional[Edit]:
+        imports = ImportMap(self.module)
+        missing = [name for name in dict.fromkeys(modules)
+                   if imports.names.get(name.split(".")[0]) != name.split(".")[0]]
+        if not missing:
+            return None
+        layout = self.layout()
+        if layout is None:
+            return None
+        index = _insertion_index(list(self.module.body))
+        offset = layout[index][0] if index < len(layout) else layout[-1][0] + layout[-1][1] if layout else 0
+        if index >= len(layout) and not self.code[:offset].endswith(("\n", "\r")) and offset:
+            return None  # no newline to insert after: let the slow path handle it
+        newline = self.module.default_newline
+        content = "".join(f"import {name}{newline}" for name in missing)
+        line, column = _position(_offsets_to_positions(self.code), offset)
+        return Edit(line, column, line, column, content)
+
+    def build(
+        self,
+        replacements: Sequence[tuple[cst.CSTNode, object]],
+        message: str,
+        applicability: str,
+        imports: Sequence[str] = (),
+    ) -> Optional[Fix]:
+        """The Fix for `replacements`; None when the result would not parse."""
+        layout = self.layout()
+        tops = {self._top_level(old) for old, _ in replacements}
+        if layout is None or len(tops) != 1 or None in tops:
+            return build_fix(self.module, replacements, message, applicability, imports)
+        top = tops.pop()
+        index = next(i for i, statement in enumerate(self.module.body) if statement is top)
+        start, length, first_line = layout[index]
+        mapping = dict(replacements)
+        try:
+            replaced = mapping[top] if top in mapping else top.visit(_Replace(mapping))
+            new_text = _render(self.module, replaced)
+            if new_text:
+                cst.parse_module(new_text)
+        except Exception:  # a fix that cannot be rendered or parsed is no fix
+            return None
+        old_text = self.code[start:start + length]
+        edits = [_shift(edit, first_line - 1) for edit in diff_edits(old_text, new_text)]
+        if not edits:
+            return None
+        if imports:
+            import_edit = self._import_edit(imports)
+            if import_edit is None and any(
+                ImportMap(self.module).names.get(m.split(".")[0]) != m.split(".")[0] for m in imports
+            ):
+                return build_fix(self.module, replacements, message, applicability, imports)
+            if import_edit is not None:
+                edits.insert(0, import_edit)
+        return Fix(applicability=applicability, message=message, edits=tuple(edits))  # type: ignore[arg-type]

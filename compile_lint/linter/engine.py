@@ -12,7 +12,7 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from compile_lint.autofix.edits import build_fix
+from compile_lint.autofix.edits import FixBuilder
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.context import FileContext
 from compile_lint.linter.diagnostics import Diagnostic
@@ -137,12 +137,13 @@ def lint_module(
         return []
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     diagnostics = []
+    builder = FixBuilder(module, context.parents) if any(f.fix for f in context.findings) else None
     for finding in context.findings:
         code_range = positions[finding.node]
         fix = None
-        if finding.fix is not None:
-            fix = build_fix(
-                module, finding.fix.replacements, finding.fix.message,
+        if finding.fix is not None and builder is not None:
+            fix = builder.build(
+                finding.fix.replacements, finding.fix.message,
                 finding.fix.applicability, finding.fix.imports,
             )
         rule = finding.rule
