@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 import re
-import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -395,8 +394,3 @@ def analyze(model: Callable, calls: Sequence[Call], device: str, backend: str = 
     if compiled_outputs is not None:
         result.comparison = compare(eager, compiled_outputs)
     return result, eager
-
-
-def describe_traceback(error: BaseException) -> str:
-    """The last user-facing lines of a traceback, for a target that raised."""
-    return "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()[-1]
