@@ -158,6 +158,7 @@ def check_program(code: str) -> list[str]:
     if not _parses(code):
         return []  # a program the parser rejects gets JIT000 and no fixes: nothing more to check
     spans = _top_level_spans(code)
+    lines = re.split(r"\r\n|\r|\n", code)  # as Python counts lines (a lone "\r" breaks one)
     for diagnostic in diagnostics:
         if diagnostic.fix is None:
             continue
@@ -169,6 +170,10 @@ def check_program(code: str) -> list[str]:
             if _is_import_insertion(edit) or holder is None:
                 continue
             start, end = holder
+            # Blank lines right after the statement are not another statement (in a
+            # "\r\r\n" file every line is followed by one).
+            while end < len(lines) and not lines[end].strip():
+                end += 1
             if not (start <= edit.line and edit.end_line <= end + 1):
                 problems.append(f"{diagnostic.code} fix edits lines {edit.line}-{edit.end_line} outside {start}-{end}")
     try:

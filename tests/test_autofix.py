@@ -141,6 +141,17 @@ def test_diff_edits_and_apply_round_trip():
     assert text == new and len(used) == 1
 
 
+@pytest.mark.parametrize("newline", ["\r", "\r\r\n", "\n\r"])
+def test_edit_lines_count_a_lone_carriage_return_like_findings_do(newline):
+    old = newline.join(["a = 1", "", "b = 2", ""])
+    new = old.replace("b = 2", "b = 3")
+    edits = diff_edits(old, new)
+    line_of_b = 1 + old[: old.index("b")].count("\n") + old[: old.index("b")].replace("\r\n", "").count("\r")
+    assert [(e.line, e.column, e.content) for e in edits] == [(line_of_b, 5, "3")]
+    text, used = apply_fixes(old, [Fix("safe", "m", edits)])
+    assert text == new and len(used) == 1
+
+
 def test_overlapping_edits_are_deferred():
     old = "a = 1\n"
     first = Fix("safe", "first", (Edit(1, 5, 1, 6, "2"),))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
@@ -48,12 +49,13 @@ def add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
     return module.with_changes(body=body[:index] + new_lines + body[index:])
 
 
+# Line breaks as Python and libcst count them (findings' positions come from libcst):
+# "\r\n", "\n" and a lone "\r".
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _offsets_to_positions(text: str) -> list[int]:
-    starts = [0]
-    for index, char in enumerate(text):
-        if char == "\n":
-            starts.append(index + 1)
-    return starts
+    return [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
 
 
 def _position(starts: list[int], offset: int) -> tuple[int, int]:
@@ -69,12 +71,10 @@ def _position(starts: list[int], offset: int) -> tuple[int, int]:
 
 
 def _lines(text: str) -> list[str]:
-    """Lines split on "\n" only, keeping it, so offsets agree with `_offsets_to_positions`."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
+    """Lines with their line breaks, split where `_offsets_to_positions` starts a line."""
+    starts = _offsets_to_positions(text)
+    ends = starts[1:] + [len(text)]
+    return [text[start:end] for start, end in zip(starts, ends) if end > start]
 
 
 def diff_edits(old: str, new: str) -> tuple[Edit, ...]:

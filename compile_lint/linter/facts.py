@@ -208,17 +208,19 @@ class _Assignments(cst.CSTVisitor):
     def __init__(self, function: cst.FunctionDef) -> None:
         self.function = function
         self.values: dict[str, list[object]] = {}
+        # name -> expressions added to it with .append / .insert / .extend / +=
+        self.added: dict[str, list[cst.BaseExpression]] = {}
 
     def _add(self, target: cst.BaseExpression, value: object) -> None:
         if isinstance(target, cst.Name):
             self.values.setdefault(target.value, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
+            for index, element in enumerate(target.elements):
                 inner = element.value
                 if isinstance(element, cst.StarredElement):
                     self._add(inner, ("starred", value))
                 else:
-                    self._add(inner, ("element", value))
+                    self._add(inner, ("element", value, index))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.function
@@ -236,6 +238,20 @@ class _Assignments(cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._add(node.target, ("aug", node.target, node.value))
+        if isinstance(node.target, cst.Name) and isinstance(node.value, (cst.List, cst.Tuple)):
+            self.added.setdefault(node.target.value, []).extend(e.value for e in node.value.elements)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and node.args):
+            return
+        method, name = func.attr.value, func.value.value
+        if method == "append":
+            self.added.setdefault(name, []).append(node.args[0].value)
+        elif method == "insert" and len(node.args) == 2:
+            self.added.setdefault(name, []).append(node.args[1].value)
+        elif method == "extend":
+            self.added.setdefault(name, []).append(("iter", node.args[0].value))  # type: ignore[arg-type]
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._add(node.target, node.value)
@@ -306,6 +322,7 @@ class Facts:
         self.imports = imports
         self.regions = regions
         self._assignments: dict[cst.FunctionDef, dict[str, list[object]]] = {}
+        self._added: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._name_cache: dict[tuple[cst.FunctionDef, str], Kind] = {}
         self._in_progress: set[object] = set()
         self._self_attrs: dict[cst.ClassDef, SelfAttributes] = {}
@@ -319,7 +336,12 @@ class Facts:
             collector = _Assignments(function)
             function.visit(collector)
             self._assignments[function] = collector.values
+            self._added[function] = collector.added  # type: ignore[assignment]
         return self._assignments[function]
+
+    def _added_to(self, function: cst.FunctionDef, name: str) -> list[object]:
+        self._assigned(function)
+        return self._added[function].get(name, [])
 
     def param_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
         """The kind of parameter `name` of `function`, or None if it is not one."""
@@ -441,6 +463,9 @@ class Facts:
         if isinstance(value, tuple):
             tag = value[0]
             if tag == "element":
+                unpacked = self._unpacked_iteration_kind(value[1], value[2], function)
+                if unpacked is not None:
+                    return unpacked
                 inner = self._value_kind(value[1], function)
                 return Kind.TENSOR if inner is Kind.TENSOR else (
                     Kind.SHAPE if inner is Kind.SHAPE else Kind.UNKNOWN if inner is not Kind.MAYBE_TENSOR else inner)
@@ -454,11 +479,155 @@ class Facts:
                     return iterable
                 if iterable is Kind.MODULE:
                     return Kind.MODULE
+                if iterable is Kind.LIST:
+                    element = self.element_kind(value[1], function)
+                    return element if element in (Kind.TENSOR, Kind.MODULE, Kind.SHAPE) else Kind.UNKNOWN
                 return Kind.UNKNOWN
             if tag == "with":
                 return Kind.UNKNOWN
         assert isinstance(value, cst.BaseExpression)
         return self.kind(value, function)
+
+    # ----- containers --------------------------------------------------------
+    def element_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
+        """The kind of the elements of the list, tuple or iterable `expr` (joined).
+
+        `[x, x * 2]`, `torch.stack`-style accumulators (`out = []; out.append(x)`) and
+        `x.unbind(0)` hold tensors; `self.layers` (a ModuleList) holds modules. The
+        elements' kinds are joined: tensors mixed with unknown values give MAYBE_TENSOR,
+        unknown values alone give UNKNOWN.
+        """
+        return join(self._element_kinds(expr, function))
+
+    def _element_kinds(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> list[Kind]:
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            kinds: list[Kind] = []
+            for element in expr.elements:
+                if isinstance(element, cst.StarredElement):
+                    kinds.extend(self._element_kinds(element.value, function))
+                else:
+                    kinds.append(self.kind(element.value, function))
+            return kinds
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return [self.kind(expr.elt, function)]
+        if isinstance(expr, cst.Subscript):
+            return self._element_kinds(expr.value, function)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            return self._element_kinds(expr.left, function) + self._element_kinds(expr.right, function)
+        if isinstance(expr, cst.Name):
+            return self._name_element_kinds(expr.value, function)
+        if isinstance(expr, cst.Call):
+            qualified = self.imports.qualname(expr.func) or ""
+            if qualified in ("builtins.list", "builtins.tuple", "builtins.sorted", "builtins.reversed",
+                             "builtins.set") and expr.args:
+                return self._element_kinds(expr.args[0].value, function)
+            if qualified in ("torch.unbind", "torch.split", "torch.chunk", "torch.tensor_split"):
+                return [Kind.TENSOR]
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                receiver = self.kind(func.value, function)
+                if receiver is Kind.TENSOR and func.attr.value in ("unbind", "split", "chunk", "tensor_split"):
+                    return [Kind.TENSOR]
+                if func.attr.value == "values" and not expr.args:
+                    return [self.dict_value_kind(func.value, function)]
+        whole = self.kind(expr, function)
+        if whole in (Kind.TENSOR, Kind.MODULE):
+            return [whole]  # iterating a tensor gives tensors; a ModuleList gives modules
+        if whole is Kind.LIST and isinstance(expr, cst.Attribute):
+            cls = self.regions.owner_class.get(function)
+            if cls is not None and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                values = self.self_attributes(cls).values.get(expr.attr.value, [])
+                if all(isinstance(v, (cst.List, cst.Tuple)) for v in values):
+                    return [Kind.PY if _is_literal(v) else Kind.UNKNOWN for v in values]
+        return [Kind.UNKNOWN]
+
+    def _name_element_kinds(self, name: str, function: cst.FunctionDef) -> list[Kind]:
+        key = ("elements", function, name)
+        if key in self._in_progress:
+            return []
+        self._in_progress.add(key)
+        try:
+            if self.param_kind(function, name) not in (None, Kind.LIST):
+                return [Kind.UNKNOWN]
+            kinds: list[Kind] = []
+            if self.param_kind(function, name) is Kind.LIST:
+                kinds.append(Kind.UNKNOWN)
+            for value in self._assigned(function).get(name, []):
+                if isinstance(value, cst.BaseExpression):
+                    kinds.extend(self._element_kinds(value, function))
+                elif isinstance(value, tuple) and value[0] == "aug" and isinstance(value[2], cst.BaseExpression):
+                    kinds.extend(self._element_kinds(value[2], function))
+                else:
+                    kinds.append(Kind.UNKNOWN)
+            for added in self._added_to(function, name):
+                if isinstance(added, tuple):
+                    kinds.extend(self._element_kinds(added[1], function))
+                else:
+                    kinds.append(self.kind(added, function))  # type: ignore[arg-type]
+            return kinds
+        finally:
+            self._in_progress.discard(key)
+
+    def kind_with_bindings(self, expr: cst.BaseExpression, function: cst.FunctionDef,
+                           bindings: dict[str, Kind]) -> Kind:
+        """The kind of `expr` with some names bound to given kinds (a lambda's parameters).
+
+        Name kinds worked out meanwhile may depend on the bindings, so the name cache is
+        restored afterwards.
+        """
+        saved = dict(self._name_cache)
+        self._name_cache.update({(function, name): kind for name, kind in bindings.items()})
+        try:
+            return self.kind(expr, function)
+        finally:
+            self._name_cache = saved
+
+    def _unpacked_iteration_kind(self, value: object, index: int, function: cst.FunctionDef) -> Optional[Kind]:
+        """Kind of `b` in `for a, b in enumerate(xs)` / `zip(xs, ys)` / `d.items()`, or None."""
+        if not (isinstance(value, tuple) and value[0] == "iter" and isinstance(value[1], cst.Call)):
+            return None
+        call = value[1]
+        qualified = self.imports.qualname(call.func) or ""
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        element: Optional[Kind] = None
+        if qualified == "builtins.enumerate" and args:
+            element = Kind.SHAPE if index == 0 else self.element_kind(args[0], function) if index == 1 else None
+        elif qualified == "builtins.zip" and index < len(args) and len(args) == len(call.args):
+            element = self.element_kind(args[index], function)
+        elif (isinstance(call.func, cst.Attribute) and call.func.attr.value == "items" and not call.args
+                and index == 1):
+            element = self.dict_value_kind(call.func.value, function)
+        if element is None:
+            return None
+        return element if element in (Kind.TENSOR, Kind.MODULE, Kind.SHAPE, Kind.PY) else Kind.UNKNOWN
+
+    def dict_value_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
+        """The kind of the values of the dict `expr` (joined); UNKNOWN when unsure."""
+        if isinstance(expr, cst.Dict):
+            return join(self.kind(e.value, function) if isinstance(e, cst.DictElement) else Kind.UNKNOWN
+                        for e in expr.elements)
+        if isinstance(expr, cst.DictComp):
+            return self.kind(expr.value, function)
+        if isinstance(expr, cst.Name):
+            annotated = self._dict_annotation_value_kind(expr.value, function)
+            if annotated is not None:
+                return annotated
+            values = self._assigned(function).get(expr.value, [])
+            if values and all(isinstance(v, (cst.Dict, cst.DictComp)) for v in values):
+                return join(self.dict_value_kind(v, function) for v in values)  # type: ignore[arg-type]
+        return Kind.UNKNOWN
+
+    def _dict_annotation_value_kind(self, name: str, function: cst.FunctionDef) -> Optional[Kind]:
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value != name or param.annotation is None:
+                continue
+            annotation = param.annotation.annotation
+            if isinstance(annotation, cst.Subscript) and len(annotation.slice) == 2:
+                value = annotation.slice[1].slice
+                if isinstance(value, cst.Index):
+                    return annotation_kind(cst.Annotation(value.value), self.imports)
+        return None
 
     # ----- self attributes ---------------------------------------------------
     def self_attributes(self, cls: cst.ClassDef) -> SelfAttributes:

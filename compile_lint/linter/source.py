@@ -63,6 +63,10 @@ def write_atomically(path: str, data: bytes) -> None:
     """Replace `path` with `data` via a temp file and rename, keeping its permissions."""
     directory = os.path.dirname(os.path.abspath(path))
     mode = os.stat(path).st_mode & 0o7777
+    if not mode & 0o222:
+        # A read-only file is a statement of intent (generated or vendored code); root
+        # could replace it, but a formatter-like tool should not.
+        raise PermissionError(13, "file is read-only")
     fd, tmp_path = tempfile.mkstemp(prefix=".compile-lint-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -23,7 +23,8 @@ class ProbeResult:
 
     eager_error: Optional[str] = None
     fullgraph_error: Optional[str] = None
-    # Some failures are hard errors even without fullgraph (a custom op with no fake kernel).
+    # Some code fails to compile at all, not only under fullgraph=True (a custom op with no
+    # fake kernel, `torch.as_tensor([t1, t2])` on torch 2.13): the default compile raises too.
     compile_error: Optional[str] = None
     graph_breaks: list[str] = field(default_factory=list)
     frames_first_call: int = 0

@@ -1,0 +1,132 @@
+"""Bad input never crashes, never loses a byte, and never stops the other files."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from compile_lint.autofix.apply import fix_file, fix_text
+from compile_lint.linter.config import Config
+from compile_lint.linter.engine import lint_file, lint_text
+
+from conftest import run_cli
+
+BREAKING = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        return x * 2 if x.sum() > 0 else x / 2
+"""
+FIXED = BREAKING.replace("x * 2 if x.sum() > 0 else x / 2", "torch.where(x.sum() > 0, x * 2, x / 2)")
+
+
+def test_null_bytes_are_a_syntax_finding():
+    findings = lint_text("import torch\nx = 1\x00\n", "m.py", Config())
+    assert [d.code for d in findings] == ["JIT000"]
+    assert "null bytes" in findings[0].message
+
+
+def test_bom_crlf_mixed_newlines_and_tabs_lint_at_the_right_place():
+    variants = {
+        "bom": "\ufeff" + BREAKING,
+        "crlf": BREAKING.replace("\n", "\r\n"),
+        "mixed": BREAKING.replace("\n", "\r\n", 3),
+        "tabs": BREAKING.replace("    ", "\t"),
+    }
+    for name, text in variants.items():
+        findings = lint_text(text.lstrip("\ufeff"), f"{name}.py", Config())
+        assert [(d.code, d.line) for d in findings] == [("JIT103", 7)], name
+
+
+def test_mixed_newlines_survive_a_fix_byte_for_byte(tmp_path):
+    path = tmp_path / "m.py"
+    text = BREAKING.replace("\n", "\r\n", 3)
+    path.write_bytes(text.encode())
+    fix_file(str(path), Config(), unsafe=True)
+    assert path.read_bytes() == text.replace("x * 2 if x.sum() > 0 else x / 2",
+                                             "torch.where(x.sum() > 0, x * 2, x / 2)").encode()
+
+
+def test_hundred_thousand_line_file(tmp_path):
+    filler = "".join(f"def helper_{i}(a, b):\n    return a + b * {i}\n\n\n" for i in range(25_000))
+    text = BREAKING + "\n\n" + filler
+    assert text.count("\n") > 100_000
+    path = tmp_path / "big.py"
+    path.write_text(text)
+    result = lint_file(str(path), Config())
+    assert result.error is None
+    assert [(d.code, d.line) for d in result.diagnostics] == [("JIT103", 7)]
+
+
+def test_five_hundred_deep_nesting_is_linted_or_reported_not_crashed():
+    deep = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        y = " \
+        + "torch.relu(" * 500 + "x" + ")" * 500 + "\n        return y if y.sum() > 0 else x\n"
+    findings = lint_text(deep, "deep.py", Config())
+    assert [d.code for d in findings] == ["JIT103"]
+    indented = "".join("    " * i + "if x:\n" for i in range(120)) + "    " * 120 + "pass\n"
+    assert [d.code for d in lint_text("x = 1\n" + indented, "indent.py", Config())] == ["JIT000"]
+
+
+def test_empty_and_whitespace_only_files():
+    for text in ("", "\n", "   \n\n", "# just a comment\n"):
+        assert lint_text(text, "e.py", Config()) == []
+        assert fix_text(text, "e.py", Config(), unsafe=True).text == text
+
+
+def test_read_only_file_under_fix_is_reported_and_unchanged(tmp_path):
+    path = tmp_path / "ro.py"
+    path.write_text(BREAKING)
+    os.chmod(path, 0o444)
+    other = tmp_path / "rw.py"
+    other.write_text(BREAKING)
+    result = run_cli("--fix", "--unsafe-fixes", str(tmp_path))
+    assert result.returncode == 2
+    assert f"{path}: cannot write fixed file, left unchanged: file is read-only" in result.stderr
+    assert path.read_text() == BREAKING
+    assert other.read_text() == FIXED
+
+
+def test_path_that_disappears_mid_run(tmp_path):
+    path = tmp_path / "gone.py"
+    path.write_text(BREAKING)
+    os.unlink(path)  # discovered, then deleted before it is read
+    assert "cannot read" in lint_file(str(path), Config()).error
+    assert "cannot read" in fix_file(str(path), Config()).error
+
+
+def test_unknown_codes_in_config_and_cli(tmp_path):
+    (tmp_path / "m.py").write_text(BREAKING)
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\nignore = ["JIT9999"]\n')
+    result = run_cli(str(tmp_path))
+    assert result.returncode == 2 and "unknown rule code or prefix 'JIT9999'" in result.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\n')
+    assert run_cli("--extend-select", "FOO1", str(tmp_path)).returncode == 2
+
+
+def test_killed_fix_run_leaves_every_file_original_or_fully_fixed(tmp_path):
+    count = 400
+    for index in range(count):
+        (tmp_path / f"m{index:03d}.py").write_text(BREAKING)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "compile_lint", "--fix", "--unsafe-fixes", "-j", "2", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            fixed = sum(1 for p in tmp_path.glob("*.py") if p.read_text() == FIXED)
+            if fixed >= 5:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    contents = [p.read_text() for p in sorted(tmp_path.glob("*.py"))]
+    assert len(contents) == count
+    assert all(text in (BREAKING, FIXED) for text in contents)
+    # A SIGKILL may strand a `.compile-lint-*.tmp` file; it is never a .py file, so never linted.
+    assert all(p.suffix == ".tmp" for p in tmp_path.iterdir() if p.suffix != ".py")
+    assert any(text == FIXED for text in contents)
