@@ -106,3 +106,21 @@ def test_self_referential_assignments_keep_the_tensor_kind():
     context = make_context(code)
     forward = next(iter(context.regions.functions))
     assert context.facts.name_kind("scores", forward) is Kind.TENSOR
+
+
+def test_tuple_annotated_parameters_are_sequences_not_tensors():
+    code = """
+    from typing import Tuple
+    import torch
+    from torch import nn
+
+    class PosConv(nn.Module):
+        def forward(self, x, size: Tuple[int, int], pad: tuple = (0, 0)):
+            H, W = size
+            return x
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.param_kind(forward, "size") is Kind.LIST
+    assert context.facts.param_kind(forward, "pad") is Kind.LIST
+    assert not context.facts.name_kind("H", forward).tensorish

@@ -197,11 +197,10 @@ class FixBuilder:
         if self._layout is None:
             offset = sum(len(self.module.code_for_node(line)) for line in self.module.header)
             layout = []
-            line = self.code.count("\n", 0, offset) + 1
+            starts = _offsets_to_positions(self.code)
             for statement in self.module.body:
                 length = len(self.module.code_for_node(statement))
-                layout.append((offset, length, line))
-                line += self.code.count("\n", offset, offset + length)
+                layout.append((offset, length, _position(starts, offset)[0]))
                 offset += length
             consistent = all(
                 self.code[start:start + length] == self.module.code_for_node(statement)

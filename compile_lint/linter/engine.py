@@ -18,6 +18,7 @@ from compile_lint.linter.context import FileContext
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.source import SourceError, SourceFile, decode_source, read_source
 from compile_lint.linter.suppressions import is_suppressed
+from compile_lint.linter.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
 
@@ -42,8 +43,12 @@ def may_hold_regions(text: str) -> bool:
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
-    """The rule classes enabled for `path` under `config`."""
-    return [rule for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, config, path)]
+    """The rule classes enabled for `path` under `config` that hold for the target torch."""
+    version = target_torch_version(config.target_torch_version)
+    return [
+        rule for rule in ALL_RULES
+        if rule_enabled(rule.code, rule.default_enabled, config, path) and holds_for(rule.torch_versions, version)
+    ]
 
 
 class _Dispatcher(cst.CSTVisitor):

@@ -180,8 +180,8 @@ def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) ->
         return Kind.PY
     if name in _DICT_ANNOTATIONS or short in ("Dict", "dict"):
         return Kind.DICT
-    if name in _LIST_ANNOTATIONS or short in ("List", "list"):
-        return Kind.LIST
+    if name in _LIST_ANNOTATIONS or short in ("List", "list", "Tuple", "tuple"):
+        return Kind.LIST  # `size: Tuple[int, int]` is a sequence, not a tensor
     return None
 
 
