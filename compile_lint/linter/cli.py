@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true",
                         help="also apply unsafe fixes (e.g. torch.where evaluates both branches)")
+    parser.add_argument("--verify", action="store_true",
+                        help="with --fix, prove each fix on the [tool.compile-lint.verify] targets (needs torch): "
+                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list the fixes applied")
     parser.add_argument("--output-format", choices=FORMATS, default="text", help="how to print findings")
@@ -115,11 +118,16 @@ def _lint_one(args: tuple[str, Config]):
     return path, diagnostics, None, source.text if diagnostics else "", content_digest(path, data)
 
 
-def _fix_one(args: tuple[str, Config, bool, bool]):
+def _fix_one(args: tuple):
     from compile_lint.autofix.apply import fix_file
 
-    path, config, unsafe, write = args
-    result = fix_file(path, config, unsafe=unsafe, write=write)
+    path, config, unsafe, write = args[:4]
+    accept = None
+    if len(args) > 4 and args[4]:
+        from compile_lint.verifier.fixcheck import accept_hook
+
+        accept = accept_hook(config.verify_targets, config.root)
+    result = fix_file(path, config, unsafe=unsafe, write=write, accept=accept)
     outcome = result.outcome
     if outcome is None:
         return path, [], [], result.error, "", ""
@@ -253,6 +261,18 @@ def check(argv: Sequence[str]) -> int:
         _error(str(error))
         return EXIT_ERROR
 
+    if args.verify:
+        import importlib.util
+
+        if not args.fix:
+            _error("--verify needs --fix")
+            return EXIT_ERROR
+        if not config.verify_targets:
+            _error("--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]")
+            return EXIT_ERROR
+        if importlib.util.find_spec("torch") is None:
+            _error("--verify needs torch: pip install 'compile-lint[verify]'")
+            return EXIT_ERROR
     errors: list[str] = []
     files = discover(paths, config, errors)
     jobs = args.jobs or os.cpu_count() or 1
@@ -262,7 +282,9 @@ def check(argv: Sequence[str]) -> int:
     fixed = 0
     diffs: list[str] = []
     if fixing:
-        results = _map(_fix_one, [(f, config, args.unsafe_fixes, not args.diff) for f in files], jobs, "Fixing")
+        # Verification runs the user's code in a subprocess per target: one file at a time.
+        results = _map(_fix_one, [(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files],
+                       1 if args.verify else jobs, "Fixing")
         for path, remaining, applied, error, original, new in results:
             if error:
                 errors.append(error)

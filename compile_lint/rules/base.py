@@ -79,6 +79,8 @@ class Rule:
     # Empty means any file that mentions torch. Checked against the examples by the tests.
     trigger_words: ClassVar[tuple[str, ...]] = ()
     config_note: ClassVar[str] = ""  # a config that changes the verdict, if any
+    # True when a fix also edits other top-level statements (e.g. call sites of a function).
+    fix_edits_call_sites: ClassVar[bool] = False
     invalid: ClassVar[Sequence[Example]] = ()
     valid: ClassVar[Sequence[Example]] = ()
 
