@@ -6,7 +6,8 @@ backend "eager" (only Dynamo's verdict matters).
 
 - breaks: every graph-break log record (`torch._logging.set_logs(graph_breaks=True)`),
   parsed into gb_type, gb id, the location Dynamo names and the user stack frames;
-  explain() is not used because it under-counts.
+  explain() is not used because it under-counts. Breaks are collected on all three calls
+  (see recompiles): calls 2 and 3 run with automatic-dynamic shapes and can break elsewhere.
 - fullgraph: whether `fullgraph=True` compiles and runs, and the first error line.
 - recompiles: the model is called at (batch 2, length 16), then (3, 24), then (4, 32); the
   second call may cost one automatic-dynamic recompile per frame, so only recompiles on
@@ -68,6 +69,21 @@ def parse_graph_break(message: str) -> dict | None:
         "file": location.group(1), "line": int(location.group(2)), "gb_type": gb_type,
         "gb_id": gb_id.group(1) if gb_id else None, "explanation": explanation[:300], "frames": frames,
     }
+
+
+def _breaks_in(messages: list[tuple[str, str]], call: int) -> list[dict]:
+    """The graph breaks among collected log messages, tagged with the call that hit them.
+
+    Calls 2 and 3 run with automatic-dynamic shapes, which can break where static shapes did not.
+    """
+    found = []
+    for logger, message in messages:
+        if "graph_breaks" in logger or message.startswith("Graph break"):
+            parsed = parse_graph_break(message)
+            if parsed:
+                parsed["call"] = call
+                found.append(parsed)
+    return found
 
 
 def _executed_lines(model, inputs: dict, root: str) -> dict[str, list[int]]:
@@ -142,8 +158,7 @@ def probe(name: str) -> dict:
             compiled(**first)
     except Exception as exc:
         error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-    break_messages = [m for logger, m in collector.messages if "graph_breaks" in logger or m.startswith("Graph break")]
-    breaks = [b for b in (parse_graph_break(m) for m in break_messages) if b]
+    breaks = _breaks_in(collector.messages, call=1)
     result["breaks"] = breaks
     result["graph_break_counter"] = sum(torch._dynamo.utils.counters["graph_break"].values())
     result["graphs_first_call"] = len(frames)
@@ -152,10 +167,13 @@ def probe(name: str) -> dict:
     if error is None:
         try:
             with torch.no_grad():
+                collector.messages.clear()
                 compiled(**second)
+                breaks.extend(_breaks_in(collector.messages, call=2))
                 collector.messages.clear()
                 before = len(frames)
                 compiled(**third)
+            breaks.extend(_breaks_in(collector.messages, call=3))
             recompiles = [m for logger, m in collector.messages if "Recompiling function" in m]
             result["graphs_third_call"] = len(frames) - before
         except Exception as exc:

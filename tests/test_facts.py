@@ -108,6 +108,24 @@ def test_self_referential_assignments_keep_the_tensor_kind():
     assert context.facts.name_kind("scores", forward) is Kind.TENSOR
 
 
+def test_torch_size_annotated_parameters_are_shapes():
+    # transformers' RoFormer/BART positional embeddings: forward(self, input_ids_shape: torch.Size, ...)
+    code = """
+    import torch
+    from torch import nn
+
+    class PositionalEmbedding(nn.Embedding):
+        def forward(self, input_ids_shape: torch.Size, past_key_values_length: int = 0):
+            bsz, seq_len = input_ids_shape[:2]
+            positions = torch.arange(past_key_values_length, past_key_values_length + seq_len)
+            return super().forward(positions)
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.param_kind(forward, "input_ids_shape") is Kind.SHAPE
+    assert context.facts.name_kind("seq_len", forward) is Kind.SHAPE
+
+
 def test_tuple_annotated_parameters_are_sequences_not_tensors():
     code = """
     from typing import Tuple

@@ -178,6 +178,9 @@ def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) ->
         return Kind.MAYBE_TENSOR if optional else Kind.TENSOR
     if short in _SCALAR_ANNOTATIONS:
         return Kind.PY
+    if name == "torch.Size":
+        # `input_shape: torch.Size` (transformers' positional embeddings): sizes, not a tensor.
+        return Kind.SHAPE
     if name in _DICT_ANNOTATIONS or short in ("Dict", "dict"):
         return Kind.DICT
     if name in _LIST_ANNOTATIONS or short in ("List", "list", "Tuple", "tuple"):
