@@ -117,21 +117,27 @@ def enclosing_function(path: str, line: int) -> Optional[tuple[int, int, str]]:
     return best
 
 
-def lint_files(paths: Iterable[str], select_all: bool) -> dict[str, list[dict]]:
-    """compile-lint findings per file, as dicts, under the default selection or ALL."""
-    from compile_lint.linter.config import Config
-    from compile_lint.linter.engine import lint_file
+def lint_files(paths: Iterable[str]) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """compile-lint findings per file, as dicts: (default selection, select ALL).
 
-    config = Config(select=("ALL",)) if select_all else Config()
-    findings: dict[str, list[dict]] = {}
+    One lint under ALL; the default selection is its findings whose rule is on by default
+    (the same rules `Config()` runs), so each file is parsed and analysed once.
+    """
+    from compile_lint.linter.config import Config, rule_enabled
+    from compile_lint.linter.engine import lint_file
+    from compile_lint.rules import ALL_RULES
+
+    default_on = {rule.code for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, Config())}
+    every: dict[str, list[dict]] = {}
     for path in sorted(set(paths)):
-        result = lint_file(path, config)
-        findings[path] = [
+        result = lint_file(path, Config(select=("ALL",)))
+        every[path] = [
             {"line": d.line, "end_line": d.end_line, "code": d.code, "name": d.name, "kind": d.kind,
              "gb_type": d.gb_type, "message": d.message}
             for d in result.diagnostics
         ]
-    return findings
+    default = {path: [f for f in items if f["code"] in default_on] for path, items in every.items()}
+    return default, every
 
 
 @dataclass
@@ -392,8 +398,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         files.update(f["file"] for b in r.get("breaks", []) for f in b["frames"] if f["file"].startswith(root))
     files = {f for f in files if os.path.isfile(f)}
     lint_started = time.perf_counter()
-    findings_default = lint_files(files, select_all=False)
-    findings_all = lint_files(files, select_all=True)
+    findings_default, findings_all = lint_files(files)
     lint_seconds = time.perf_counter() - lint_started
     scores = {"default selection": score(ok, findings_default), "select ALL": score(ok, findings_all)}
     seconds = time.perf_counter() - started
