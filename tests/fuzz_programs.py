@@ -19,6 +19,8 @@ from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.rules import ALL_RULES
 
+RULES_BY_CODE = {rule.code: rule for rule in ALL_RULES}
+
 ALL_CONFIG = Config(select=("ALL",))
 EXAMPLES = [example.code for rule in ALL_RULES for example in (*rule.invalid, *rule.valid)]
 
@@ -166,6 +168,8 @@ def check_program(code: str) -> list[str]:
         if not used or not _parses(fixed):
             problems.append(f"{diagnostic.code} fix at line {diagnostic.line} does not parse")
         holder = next(((s, e) for s, e in spans if s <= diagnostic.line <= e), None)
+        if RULES_BY_CODE[diagnostic.code].fix_edits_call_sites:
+            holder = None  # its fix rewrites call sites wherever they are in the file
         for edit in diagnostic.fix.edits:
             if _is_import_insertion(edit) or holder is None:
                 continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -77,13 +77,22 @@ class FileFix:
     written: bool = False
 
 
-def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True) -> FileFix:
-    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed."""
+def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True,
+             accept: Optional[Callable[[str, str, str], Optional[str]]] = None) -> FileFix:
+    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed.
+
+    `accept(path, original, fixed)`, when given, is asked before writing (e.g. the runtime
+    verifier); a returned message rolls the fixes back and the file is not touched.
+    """
     try:
         source = read_source(path)
     except SourceError as error:
         return FileFix(path=path, error=f"{path}: {error}")
     outcome = fix_text(source.text, path, config, unsafe)
+    if accept is not None and outcome.changed and outcome.error is None:
+        rejection = accept(path, source.text, outcome.text)
+        if rejection is not None:
+            outcome = FixOutcome(source.text, [], lint_text(source.text, path, config), rejection)
     result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error)
     if write and outcome.changed:
         try:

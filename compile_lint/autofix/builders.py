@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from compile_lint.linter.facts import Kind
+from compile_lint.linter.walk import visit
 
 if TYPE_CHECKING:
     from compile_lint.linter.context import FileContext
@@ -66,7 +67,7 @@ def is_side_effect_free(context: "FileContext", expr: cst.BaseExpression) -> boo
             if qualified.startswith(("random.", "numpy.random.", "time.", "logging.")):
                 impure = True
 
-    expr.visit(_Check())
+    visit(expr, _Check())
     return not impure
 
 

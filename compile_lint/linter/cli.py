@@ -18,9 +18,11 @@ from compile_lint.linter.progress import track
 from compile_lint.linter.reporters import FORMATS, GRAPH_BREAK_PAGE, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "verify", "server")
+SUBCOMMANDS = ("check", "verify", "clean", "server")
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 8
+# Work items per worker: enough that the big files, sent first, even out at the end.
+CHUNKS_PER_JOB = 16
 
 
 def _codes(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
@@ -37,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Find torch.compile graph breaks and recompiles before they cost you, and fix them. "
             "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
-            "`compile-lint server` runs the language server for editors."
+            "`compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",
@@ -50,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true",
                         help="also apply unsafe fixes (e.g. torch.where evaluates both branches)")
+    parser.add_argument("--verify", action="store_true",
+                        help="with --fix, prove each fix on the [tool.compile-lint.verify] targets (needs torch): "
+                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list the fixes applied")
     parser.add_argument("--output-format", choices=FORMATS, default="text", help="how to print findings")
@@ -57,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--explain", metavar="CODE", help="explain a rule: what breaks, why, examples")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="lint every file afresh; neither read nor write .compile-lint-cache/")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                         help="processes to lint with (default: all cores)")
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
@@ -96,31 +103,95 @@ def explain(code: str) -> Optional[str]:
 
 
 def _lint_one(args: tuple[str, Config]):
-    from compile_lint.linter.engine import lint_file
+    """Lint one file in a worker: (path, findings, error, text if findings, content digest)."""
+    from compile_lint.linter.cache import content_digest
+    from compile_lint.linter.engine import lint_text
+    from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
     path, config = args
-    result = lint_file(path, config)
-    text = result.source.text if result.source is not None and result.diagnostics else ""
-    return result.path, result.diagnostics, result.error, text
+    try:
+        data = read_bytes(path)
+        source = decode_source(data, path)
+    except SourceError as error:
+        return path, [], f"{path}: {error}", "", None
+    diagnostics = lint_text(source.text, path, config)
+    return path, diagnostics, None, source.text if diagnostics else "", content_digest(path, data)
 
 
-def _fix_one(args: tuple[str, Config, bool, bool]):
+def _fix_one(args: tuple):
     from compile_lint.autofix.apply import fix_file
 
-    path, config, unsafe, write = args
-    result = fix_file(path, config, unsafe=unsafe, write=write)
+    path, config, unsafe, write = args[:4]
+    accept = None
+    if len(args) > 4 and args[4]:
+        from compile_lint.verifier.fixcheck import accept_hook
+
+        accept = accept_hook(config.verify_targets, config.root)
+    result = fix_file(path, config, unsafe=unsafe, write=write, accept=accept)
     outcome = result.outcome
     if outcome is None:
         return path, [], [], result.error, "", ""
     return path, outcome.remaining, outcome.applied, result.error, result.original, outcome.text
 
 
+def _by_size_descending(paths: Sequence[str]) -> list[str]:
+    """Largest files first, so that no worker is left with a big file at the end."""
+    def size(path: str) -> int:
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return 0
+    return sorted(paths, key=size, reverse=True)
+
+
 def _map(function, items: list, jobs: int, description: str = "Linting"):
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
         return list(track((function(item) for item in items), len(items), description))
+    # Import the engine (libcst, every rule) once here; forked workers inherit it.
+    import compile_lint.autofix.apply  # noqa: F401
+    import compile_lint.linter.engine  # noqa: F401
+
+    jobs = min(jobs, len(items))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(function, items, chunksize=max(1, len(items) // (jobs * 8)))
+        results = pool.map(function, items, chunksize=max(1, len(items) // (jobs * CHUNKS_PER_JOB)))
         return list(track(results, len(items), description))
+
+
+def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool):
+    """(path, findings, error, text) for each file, from the cache where it can."""
+    from compile_lint.linter.cache import LintCache, cache_root, content_digest
+    from compile_lint.linter.source import SourceError, decode_source, read_bytes
+
+    cache = LintCache(cache_root(config), config) if use_cache else None
+    results = []
+    misses = []
+    for path in files:
+        if cache is None:
+            misses.append(path)
+            continue
+        try:
+            data = read_bytes(path)
+        except SourceError:
+            misses.append(path)
+            continue
+        cached = cache.get(path, content_digest(path, data))
+        if cached is None:
+            misses.append(path)
+            continue
+        text = ""
+        if cached:
+            try:
+                text = decode_source(data, path).text
+            except SourceError:
+                misses.append(path)
+                continue
+        results.append((path, cached, None, text))
+    for path, found, error, text, digest in _map(_lint_one, [(f, config) for f in _by_size_descending(misses)], jobs):
+        if cache is not None and error is None and digest is not None:
+            cache.put(path, digest, found)
+        results.append((path, found, error, text))
+    order = {path: index for index, path in enumerate(files)}
+    return sorted(results, key=lambda result: order[result[0]])
 
 
 def _plural(count: int, noun: str) -> str:
@@ -190,6 +261,18 @@ def check(argv: Sequence[str]) -> int:
         _error(str(error))
         return EXIT_ERROR
 
+    if args.verify:
+        import importlib.util
+
+        if not args.fix:
+            _error("--verify needs --fix")
+            return EXIT_ERROR
+        if not config.verify_targets:
+            _error("--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]")
+            return EXIT_ERROR
+        if importlib.util.find_spec("torch") is None:
+            _error("--verify needs torch: pip install 'compile-lint[verify]'")
+            return EXIT_ERROR
     errors: list[str] = []
     files = discover(paths, config, errors)
     jobs = args.jobs or os.cpu_count() or 1
@@ -199,7 +282,9 @@ def check(argv: Sequence[str]) -> int:
     fixed = 0
     diffs: list[str] = []
     if fixing:
-        results = _map(_fix_one, [(f, config, args.unsafe_fixes, not args.diff) for f in files], jobs, "Fixing")
+        # Verification runs the user's code in a subprocess per target: one file at a time.
+        results = _map(_fix_one, [(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files],
+                       1 if args.verify else jobs, "Fixing")
         for path, remaining, applied, error, original, new in results:
             if error:
                 errors.append(error)
@@ -215,7 +300,7 @@ def check(argv: Sequence[str]) -> int:
                 for d in applied:
                     sys.stdout.write(f"Fixed {path}:{d.line}:{d.column}: {d.code} {d.fix.message}\n")  # type: ignore[union-attr]
     else:
-        for path, found, error, text in _map(_lint_one, [(f, config) for f in files], jobs):
+        for path, found, error, text in _lint_files(files, config, jobs, use_cache=not args.no_cache):
             if error:
                 errors.append(error)
             diagnostics.extend(found)
@@ -246,6 +331,23 @@ def check(argv: Sequence[str]) -> int:
     return EXIT_CLEAN
 
 
+def clean_command(argv: Sequence[str]) -> int:
+    """`compile-lint clean`: remove the project's lint cache."""
+    from compile_lint.linter.cache import cache_root, clean
+
+    parser = argparse.ArgumentParser(prog="compile-lint clean", description="Remove the lint cache (.compile-lint-cache/).")
+    parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
+    args = parser.parse_args(list(argv))
+    try:
+        config = load_config(args.config, start=".")
+    except ConfigError as error:
+        _error(str(error))
+        return EXIT_ERROR
+    root = cache_root(config)
+    sys.stdout.write(f"Removed {root}\n" if clean(root) else f"No cache at {root}\n")
+    return EXIT_CLEAN
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the `compile-lint` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -254,6 +356,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.cli import verify_main
 
             return verify_main(argv[1:])
+        if argv and argv[0] == "clean":
+            return clean_command(argv[1:])
         if argv and argv[0] == "server":
             from compile_lint.linter.server import serve
 

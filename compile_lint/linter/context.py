@@ -11,6 +11,7 @@ import libcst as cst
 from compile_lint.linter.facts import Facts, Kind
 from compile_lint.linter.imports import ImportMap
 from compile_lint.linter.regions import Regions, find_regions
+from compile_lint.linter.walk import visit
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import FixPlan, Rule
@@ -29,9 +30,12 @@ class PendingFinding:
 class FileContext:
     """One parsed file and the analyses rules share; each is computed lazily, once."""
 
-    def __init__(self, path: str, module: cst.Module, module_bases: Iterable[str] = ()) -> None:
+    def __init__(
+        self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
+    ) -> None:
         self.path = path
         self.module = module
+        self.source = source  # the module's text, when known: lets analyses skip work
         self.module_bases = tuple(module_bases)
         self.findings: list[PendingFinding] = []
         self.function_stack: list[cst.FunctionDef] = []
@@ -44,7 +48,7 @@ class FileContext:
     @cached_property
     def regions(self) -> Regions:
         """The functions torch.compile traces in this file."""
-        return find_regions(self.module, self.imports, self.module_bases)
+        return find_regions(self.module, self.imports, self.module_bases, self.source)
 
     @cached_property
     def facts(self) -> Facts:
@@ -67,7 +71,7 @@ class FileContext:
             def on_leave(self, original_node: cst.CSTNode) -> None:
                 stack.pop()
 
-        self.module.visit(_Parents())
+        visit(self.module, _Parents())
         return parents
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:

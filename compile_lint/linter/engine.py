@@ -16,15 +16,15 @@ from compile_lint.autofix.edits import FixBuilder
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.context import FileContext
 from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, decode_source, read_source
 from compile_lint.linter.suppressions import is_suppressed
 from compile_lint.linter.versions import holds_for, target_torch_version
+from compile_lint.linter.walk import WHITESPACE_TYPES, walk
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
 
 SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
-# A file that mentions none of these cannot hold a compiled region or a custom op.
-_RELEVANT_WORDS = ("torch", "Module", "Model", "compile")
 
 
 @dataclass
@@ -37,9 +37,9 @@ class FileResult:
     source: Optional[SourceFile] = None
 
 
-def may_hold_regions(text: str) -> bool:
-    """False when `text` cannot hold a compiled region or a custom op (a cheap pre-parse filter)."""
-    return any(word in text for word in _RELEVANT_WORDS)
+def may_hold_regions(text: str, module_bases: Iterable[str] = ()) -> bool:
+    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`)."""
+    return any(word in text for word in relevant_words(module_bases))
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
@@ -51,59 +51,115 @@ def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
     ]
 
 
-class _Dispatcher(cst.CSTVisitor):
-    """Walks the tree once and calls every rule's visit_/leave_ methods for each node."""
+# Nodes that can contain a function definition; outside compiled regions nothing else
+# needs walking when only region-scoped rules run.
+_DEF_CONTAINERS = (
+    cst.Module, cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler,
+    cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
+)
 
-    def __init__(self, context: FileContext, rules: Sequence[Rule]) -> None:
+
+def _hooks(rule: Rule, prefix: str) -> dict[str, object]:
+    """Node type name -> the rule's bound `visit_`/`leave_` method that it defines itself."""
+    found = {}
+    for attribute in dir(type(rule)):
+        if attribute.startswith(prefix) and not attribute.startswith("__"):
+            method = getattr(type(rule), attribute)
+            if callable(method) and method is not getattr(Rule, attribute, None):
+                found[attribute[len(prefix):]] = getattr(rule, attribute)
+    return found
+
+
+class _Dispatcher:
+    """Walks the tree once and calls every rule's visit_/leave_ methods for each node.
+
+    Region-scoped rules see only nodes inside traced functions and outside eager-only
+    branches; with no module-scoped rule, the walk skips everything outside the
+    statements that can hold a function, and files without a traced function are not
+    walked at all.
+    """
+
+    def __init__(self, context: FileContext, rules: Sequence[Rule], prune: bool = True) -> None:
         self.context = context
+        self.prune = prune
         self.region_visitors: dict[str, list] = {}
         self.module_visitors: dict[str, list] = {}
         self.region_leavers: dict[str, list] = {}
         self.module_leavers: dict[str, list] = {}
         for rule in rules:
-            visit_table = self.module_visitors if rule.scope == "module" else self.region_visitors
-            leave_table = self.module_leavers if rule.scope == "module" else self.region_leavers
-            for attribute in dir(rule):
-                if attribute.startswith("visit_"):
-                    visit_table.setdefault(attribute[6:], []).append(getattr(rule, attribute))
-                elif attribute.startswith("leave_"):
-                    leave_table.setdefault(attribute[6:], []).append(getattr(rule, attribute))
+            module_scoped = rule.scope == "module"
+            visit_table = self.module_visitors if module_scoped else self.region_visitors
+            leave_table = self.module_leavers if module_scoped else self.region_leavers
+            for name, method in _hooks(rule, "visit_").items():
+                visit_table.setdefault(name, []).append(method)
+            for name, method in _hooks(rule, "leave_").items():
+                leave_table.setdefault(name, []).append(method)
         self.needs_regions = bool(self.region_visitors or self.region_leavers)
+        self.has_module_rules = bool(self.module_visitors or self.module_leavers)
+        hooked = set(self.region_visitors) | set(self.module_visitors) | set(self.region_leavers) | set(self.module_leavers)
+        self.skip_whitespace = not (hooked & {t.__name__ for t in WHITESPACE_TYPES})
         self.eager_depth = 0
         self.traced_depth = 0
+        self.functions: frozenset = frozenset()
+        self.eager_only: frozenset = frozenset()
 
-    def _in_region(self) -> bool:
-        return self.traced_depth > 0 and self.eager_depth == 0
+    def run(self, module: cst.Module) -> None:
+        """Walk `module` once, dispatching to the rules."""
+        if self.needs_regions:
+            regions = self.context.regions
+            self.functions = frozenset(regions.functions)
+            self.eager_only = frozenset(regions.eager_only)
+        if not self.prune:
+            walk(module, self.on_visit, self.on_leave)
+            return
+        if not self.has_module_rules and not self.functions:
+            return
+        walk(
+            module, self.on_visit, self.on_leave,
+            WHITESPACE_TYPES if self.skip_whitespace else None,
+            None if self.has_module_rules else self._descend,
+        )
+
+    def _descend(self, node: cst.CSTNode) -> bool:
+        return self.traced_depth > 0 or isinstance(node, _DEF_CONTAINERS)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        """Enter `node`: track functions and eager-only branches, call the visitors."""
         name = type(node).__name__
-        regions = self.context.regions if self.needs_regions else None
-        if isinstance(node, cst.FunctionDef):
-            self.context.function_stack.append(node)
-            if regions is not None and node in regions.functions:
+        if name == "FunctionDef":
+            self.context.function_stack.append(node)  # type: ignore[arg-type]
+            if node in self.functions:
                 self.traced_depth += 1
-        if regions is not None and node in regions.eager_only:
+        if node in self.eager_only:
             self.eager_depth += 1
-        for visitor in self.module_visitors.get(name, ()):
-            visitor(node)
-        if self._in_region():
-            for visitor in self.region_visitors.get(name, ()):
+        visitors = self.module_visitors.get(name)
+        if visitors:
+            for visitor in visitors:
                 visitor(node)
+        if self.traced_depth > 0 and self.eager_depth == 0:
+            visitors = self.region_visitors.get(name)
+            if visitors:
+                for visitor in visitors:
+                    visitor(node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
+        """Leave `original_node`: call the leavers, then undo what on_visit tracked."""
         name = type(original_node).__name__
-        if self._in_region():
-            for leaver in self.region_leavers.get(name, ()):
+        if self.traced_depth > 0 and self.eager_depth == 0:
+            leavers = self.region_leavers.get(name)
+            if leavers:
+                for leaver in leavers:
+                    leaver(original_node)
+        leavers = self.module_leavers.get(name)
+        if leavers:
+            for leaver in leavers:
                 leaver(original_node)
-        for leaver in self.module_leavers.get(name, ()):
-            leaver(original_node)
-        regions = self.context.regions if self.needs_regions else None
-        if regions is not None and original_node in regions.eager_only:
+        if original_node in self.eager_only:
             self.eager_depth -= 1
-        if isinstance(original_node, cst.FunctionDef):
+        if name == "FunctionDef":
             self.context.function_stack.pop()
-            if regions is not None and original_node in regions.functions:
+            if original_node in self.functions:
                 self.traced_depth -= 1
 
 
@@ -133,14 +189,26 @@ def lint_module(
     module: cst.Module,
     rule_classes: Sequence[type[Rule]],
     module_bases: Iterable[str] = (),
+    prune: bool = True,
+    source: Optional[str] = None,
 ) -> list[Diagnostic]:
-    """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered."""
-    context = FileContext(path, module, module_bases)
+    """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
+
+    With `prune`, the walk skips what no rule can see (code outside compiled regions
+    when every rule is region-scoped); without, it walks every node.
+    """
+    context = FileContext(path, module, module_bases, source if prune else None)
     rules = [rule_class(context) for rule_class in rule_classes]
-    module.visit(_Dispatcher(context, rules))
+    _Dispatcher(context, rules, prune).run(module)
     if not context.findings:
         return []
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    try:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    except KeyError as error:
+        # libcst's position codegen recurses per nesting level; on very deep code its
+        # RecursionError surfaces as a KeyError in its context managers. The walks above
+        # are iterative, so this is where deep files now fail: retry on a deep stack.
+        raise RecursionError("too deeply nested to resolve positions") from error
     diagnostics = []
     builder = FixBuilder(module, context.parents) if any(f.fix for f in context.findings) else None
     for finding in context.findings:
@@ -200,13 +268,21 @@ def run_with_deep_stack(function):
     return outcome["value"]
 
 
-def lint_text(text: str, path: str, config: Config, noqa: bool = True) -> list[Diagnostic]:
+def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: bool = True) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
     `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    With `fast` (the default), files that provably cannot hold a finding are not parsed
+    with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
+    when no module-scoped rule runs. `fast=False` parses and walks everything; both give
+    identical findings (the test suite checks it).
     """
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
+    if fast:
+        if not needs_lint(text, rule_classes, syntax_enabled, config.module_bases):
+            return []
+        rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -216,13 +292,14 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True) -> list[D
             return []
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
-    if not may_hold_regions(text):
+    if not may_hold_regions(text, config.module_bases):
         return []
     try:
-        diagnostics = lint_module(path, module, rule_classes, config.module_bases)
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text)
     except RecursionError:
         try:
-            diagnostics = run_with_deep_stack(lambda: lint_module(path, module, rule_classes, config.module_bases))
+            diagnostics = run_with_deep_stack(
+                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]

@@ -15,6 +15,7 @@ import libcst as cst
 
 from compile_lint.linter.imports import ImportMap, dotted_name
 from compile_lint.linter.regions import Regions
+from compile_lint.linter.walk import visit
 
 
 class Kind(enum.Enum):
@@ -310,7 +311,7 @@ class SelfAttributes:
                     if isinstance(name, cst.SimpleString):
                         outer.buffers.add(name.evaluated_value)
 
-        cls.body.visit(_Collect())
+        visit(cls.body, _Collect())
 
     def _add(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
@@ -337,7 +338,7 @@ class Facts:
     def _assigned(self, function: cst.FunctionDef) -> dict[str, list[object]]:
         if function not in self._assignments:
             collector = _Assignments(function)
-            function.visit(collector)
+            visit(function, collector)
             self._assignments[function] = collector.values
             self._added[function] = collector.added  # type: ignore[assignment]
         return self._assignments[function]
@@ -410,7 +411,7 @@ class Facts:
                     def visit_Call(self, node: cst.Call) -> None:
                         calls.append(node)
 
-                caller.visit(_Calls())
+                visit(caller, _Calls())
                 for call in calls:
                     func = call.func
                     name = func.value if isinstance(func, cst.Name) else (
@@ -725,7 +726,7 @@ class Facts:
                     values.append(node.value)
 
         try:
-            function.visit(_Returns())
+            visit(function, _Returns())
             kinds = [self.kind(v, function) for v in values]
             result = join(kinds) if kinds else Kind.PY
         finally:

@@ -12,6 +12,8 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.linter.walk import visit
+
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
@@ -43,7 +45,7 @@ class ImportMap:
 
     def _collect(self, module: cst.Module) -> None:
         collector = _ImportCollector(self)
-        module.visit(collector)
+        visit(module, collector, statements_only=True)  # imports and defs are statements
 
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The qualified name `node` refers to, e.g. `torch.nn.functional.relu`, or None.

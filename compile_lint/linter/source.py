@@ -49,14 +49,18 @@ def decode_source(data: bytes, path: str = "<string>") -> SourceFile:
     return SourceFile(path=path, text=text, encoding=encoding, bom=bom)
 
 
-def read_source(path: str) -> SourceFile:
-    """Read and decode a file; raise SourceError with a one-line reason on failure."""
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; raise SourceError with a one-line reason on failure."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    return decode_source(data, path)
+
+
+def read_source(path: str) -> SourceFile:
+    """Read and decode a file; raise SourceError with a one-line reason on failure."""
+    return decode_source(read_bytes(path), path)
 
 
 def write_atomically(path: str, data: bytes) -> None:

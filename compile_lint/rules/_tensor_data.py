@@ -12,6 +12,7 @@ import libcst as cst
 from compile_lint.linter.facts import Kind, annotation_kind
 from compile_lint.rules.base import Rule
 from compile_lint.rules.control_flow import data_dependent
+from compile_lint.linter.walk import visit
 
 # Receivers that are certainly not a tensor or an array: `.item()` on them is not ours.
 NOT_ARRAYS = frozenset({Kind.PY, Kind.SHAPE, Kind.LIST, Kind.DICT, Kind.MODULE, Kind.SELF})
@@ -123,10 +124,10 @@ def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bo
             nonlocal found
             if context.kind(node) is Kind.TENSOR:
                 found = True
-            node.value.visit(self)
+            visit(node.value, self)
             return False
 
-    expr.visit(_Scan())
+    visit(expr, _Scan())
     return found
 
 

@@ -74,7 +74,13 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     scope: ClassVar[str] = "region"
     torch_versions: ClassVar[str] = ""  # e.g. ">=2.4"; empty means every version we know
+    # Module-scoped rules only: words one of which a file must contain for the rule to fire
+    # (e.g. ("custom_op",)), so files without them skip the parse and the whole-module walk.
+    # Empty means any file that mentions torch. Checked against the examples by the tests.
+    trigger_words: ClassVar[tuple[str, ...]] = ()
     config_note: ClassVar[str] = ""  # a config that changes the verdict, if any
+    # True when a fix also edits other top-level statements (e.g. call sites of a function).
+    fix_edits_call_sites: ClassVar[bool] = False
     invalid: ClassVar[Sequence[Example]] = ()
     valid: ClassVar[Sequence[Example]] = ()
 

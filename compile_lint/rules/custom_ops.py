@@ -11,6 +11,7 @@ from compile_lint.autofix.builders import spell
 from compile_lint.linter.imports import ImportMap, dotted_name
 from compile_lint.linter.regions import OPAQUE_OP_DECORATORS
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.linter.walk import visit
 
 CUSTOM_OP_DECORATORS = OPAQUE_OP_DECORATORS
 FAKE_REGISTRARS = frozenset({"torch.library.register_fake", "torch.library.impl_abstract"})
@@ -145,7 +146,7 @@ class _ShapeRule:
             def visit_Return(self, node: cst.Return) -> None:
                 owner.returns.append(node.value)
 
-        function.visit(_Collect())
+        visit(function, _Collect())
 
     def source_parameter(self) -> Optional[str]:
         """The tensor parameter every return keeps the shape of, or None."""
@@ -247,6 +248,7 @@ class CustomOpWithoutFake(Rule):
     gb_id = "GB4315"
     fix_applicability = "unsafe"
     scope = "module"
+    trigger_words = ("custom_op",)
     message = (
         "custom op `{op}` has no fake implementation: calling it under torch.compile fails "
         "(even without fullgraph); add `@{name}.register_fake` returning an empty tensor of the output's shape"
@@ -412,7 +414,7 @@ class CustomOpWithoutFake(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         imports = self.context.imports
         registrations = _FakeRegistrations(imports)
-        node.visit(registrations)
+        visit(node, registrations)
         self._registered = registrations.registered
         self._functions_returning_none: set[str] = set()
 
@@ -485,6 +487,7 @@ class DeprecatedImplAbstract(Rule):
     kind = "perf"
     fix_applicability = "safe"
     scope = "module"
+    trigger_words = ("impl_abstract",)
     torch_versions = ">=2.4"
     message = (
         "torch.library.impl_abstract is deprecated (renamed in torch 2.4, to be removed); "
@@ -850,7 +853,7 @@ class OpaqueExtensionCall(Rule):
     def _native_handles(self) -> _NativeHandles:
         if self._handles is None:
             self._handles = _NativeHandles(self.context.imports)
-            self.context.module.visit(self._handles)
+            visit(self.context.module, self._handles)
         return self._handles
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -976,6 +979,7 @@ class DisabledPointwiseHelper(Rule):
     fix_applicability = "unsafe"
     default_enabled = False
     scope = "module"
+    trigger_words = ("disable",)
     message = (
         "`{name}` only does elementwise math, yet torch.compiler.disable makes every compiled call "
         "of it a graph break; remove the decorator so Inductor can fuse it"
@@ -1173,7 +1177,7 @@ class DisabledPointwiseHelper(Rule):
                         called.add(func.attr.value)
 
             for function in self.context.regions.functions:
-                function.visit(_Calls())
+                visit(function, _Calls())
             self._called = called
         return self._called
 
@@ -1282,6 +1286,7 @@ class LibraryOpWithoutFake(Rule):
     gb_type = "Operator does not support running with fake tensors"
     gb_id = "GB0090"
     scope = "module"
+    trigger_words = ("define",)
     message = (
         "op `{op}` has only device kernels ({keys}): Dynamo cannot run it on fake tensors and breaks the graph "
         "at every call; add torch.library.register_fake(\"{op}\") or a \"Meta\" kernel"
@@ -1383,7 +1388,7 @@ class LibraryOpWithoutFake(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         ops = _LibraryOps(self.context.imports)
-        node.visit(ops)
+        visit(node, ops)
         for op, define in ops.defined.items():
             keys = ops.keys.get(op)
             if not keys or "?" in keys or keys & FAKE_CAPABLE_KEYS or op in ops.fake:

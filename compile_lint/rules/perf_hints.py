@@ -14,6 +14,7 @@ from compile_lint.autofix.builders import spell
 from compile_lint.linter.imports import ImportMap, dotted_name
 from compile_lint.linter.regions import COMPILE_FUNCTIONS
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.linter.walk import visit
 
 # Modes that capture CUDA graphs: a graph is recorded per distinct input shape.
 CUDAGRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
@@ -80,7 +81,7 @@ class _CompiledCallables(cst.CSTVisitor):
 def compiled_callables(module: cst.Module, imports: ImportMap) -> dict[str, Optional[cst.Call]]:
     """Every name this file binds to a compiled callable, with the compile call."""
     collector = _CompiledCallables(imports)
-    module.visit(collector)
+    visit(module, collector)
     return collector.calls
 
 
@@ -91,7 +92,7 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
         def visit_Name(self, node: cst.Name) -> None:
             found.add(node.value)
 
-    expr.visit(_Names())
+    visit(expr, _Names())
     return found
 
 
@@ -183,14 +184,14 @@ def varying_shape_calls(
             if not loop_vars:
                 return
             body = _LoopBody()
-            node.body.visit(body)
+            visit(node.body, body)
             variation = ShapeVariation(loop_vars, body.assigned, imports)
             for call in body.calls:
                 name = dotted_name(call.func)
                 if name in compiled and any(variation.varies(arg.value) for arg in call.args):
                     found.append((call, name))
 
-    module.visit(_Loops())
+    visit(module, _Loops())
     seen: set[cst.Call] = set()
     for call, name in found:  # nested loops report a call once
         if call not in seen:
@@ -202,6 +203,7 @@ class _CompiledSiteRule(Rule):
     """Shared set-up: the compiled callables of the file, found once."""
 
     scope = "module"
+    trigger_words = ("compile", "optimize")  # every rule here needs a torch.compile call
     kind = "perf"
     default_enabled = False
 
@@ -637,7 +639,7 @@ def eager_benchmark(iters=50):
         if not compiled:
             return
         events = _TimingEvents(scope, self.context.imports, compiled)
-        scope.visit(events)
+        visit(scope, events)
         for created_at, name in events.created:
             calls = [call for call in events.calls if call[0] > created_at and call[1] == name]
             timers = [index for index in events.timers if index > created_at]
@@ -664,7 +666,7 @@ def _calls_compiled(node: cst.CSTNode, compiled: set[str]) -> bool:
             if dotted_name(call.func) in compiled:
                 found = True
 
-    node.visit(_Find())
+    visit(node, _Find())
     return found
 
 
@@ -696,7 +698,7 @@ def _keeps_or_differentiates(node: cst.CSTNode, imports: ImportMap) -> bool:
             if qualified.startswith(("torch.autograd.", "torch.enable_grad", "torch.set_grad_enabled")):
                 risky = True
 
-    node.visit(_Check())
+    visit(node, _Check())
     return risky
 
 
@@ -862,7 +864,7 @@ def eager_embed(batches):
             def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
                 assigned.update(_target_names(target.target))
 
-        node.body.visit(_Targets())
+        visit(node.body, _Targets())
         if not assigned:
             return False
         scope: cst.CSTNode = self.context.function or self.context.module
@@ -882,7 +884,7 @@ def eager_embed(batches):
                     if (method.endswith("_") and not method.endswith("__")) or method in _GRAD_USES:
                         updated = True
 
-        scope.visit(_Updates())
+        visit(scope, _Updates())
         return updated
 
     def _no_grad_item(self, node: cst.With) -> Optional[cst.WithItem]:
@@ -901,7 +903,7 @@ def eager_embed(batches):
                 if name:
                     names.add(name)
 
-        node.visit(_Calls())
+        visit(node, _Calls())
         return names
 
     def _all_calls_under_no_grad(self, names: set[str]) -> bool:
@@ -923,5 +925,5 @@ def eager_embed(batches):
                         return
                 ok = False
 
-        context.module.visit(_Calls())
+        visit(context.module, _Calls())
         return ok

@@ -21,6 +21,7 @@ from compile_lint.rules._tensor_data import (
     method_call,
 )
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.linter.walk import visit
 
 SCALAR_CONFIG_NOTE = (
     "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "
@@ -59,11 +60,11 @@ class _NameOccurrences(cst.CSTVisitor):
         self.shadowed = False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        visit(node.value, self)
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        visit(node.value, self)
         return False
 
     def visit_Param(self, node: cst.Param) -> None:
@@ -95,7 +96,7 @@ def _only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
     if rule.context.facts.param_kind(function, target.value) is not None:
         return False
     occurrences = _NameOccurrences(target.value)
-    function.body.visit(occurrences)
+    visit(function.body, occurrences)
     reads = [name for name in occurrences.found if name is not target]
     if occurrences.shadowed or not reads:
         return False

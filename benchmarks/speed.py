@@ -1,0 +1,294 @@
+"""Lint a large real codebase with compile-lint and its peers, in one run, on the same files.
+
+Usage: python benchmarks/speed.py [--repeat 3] [--fraction 1.0] [--scales 1,2,4] [--jobs N]
+
+The corpus is the Python source of transformers (models/), timm and diffusers at pinned
+versions, fetched with `pip download --no-deps` into benchmarks/.cache/ (git-ignored).
+Every tool runs as a whole process (start-up included), single-process and with all
+cores, interleaved round by round so that a busy machine slows every tool alike; the
+table reports the median wall time, lines per second, the peak resident memory of the
+largest process of the tool's process tree (polled), and the ratio to compile-lint.
+
+Tools: compile-lint --select ALL (cold: cache removed first; warm: nothing changed),
+TorchFix --select ALL (own venv: it pins an older libcst), flake8 default checks (own
+venv: no plugins), ruff --select ALL --no-cache, and a bare libcst parse of every file
+(benchmarks/libcst_parse.py), the floor of any libcst-based linter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from typing import Optional
+
+import psutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CACHE = os.path.join(HERE, ".cache")
+RESULTS = os.path.join(HERE, "results")
+PINNED = {"transformers": "5.23.0", "timm": "1.0.31", "diffusers": "0.42.1"}
+# What of each package is linted: transformers' models/, all of timm and diffusers.
+SUBTREES = {"transformers": "transformers/models", "timm": "timm", "diffusers": "diffusers"}
+PEER_VENVS = {"torchfix": ["torchfix==0.7.0"], "flake8": ["flake8>=7"]}
+POLL_SECONDS = 0.05
+
+
+def _venv_python(name: str) -> str:
+    return os.path.join(CACHE, f"{name}-venv", "bin", "python")
+
+
+def ensure_peer_venv(name: str) -> str:
+    """A venv under .cache with one peer installed (TorchFix pins libcst<1.6; flake8 must load no plugin)."""
+    python = _venv_python(name)
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", os.path.dirname(os.path.dirname(python))], check=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", *PEER_VENVS[name]], check=True)
+    return python
+
+
+def ensure_corpus(fraction: float) -> tuple[str, list[str]]:
+    """Download and unpack the pinned packages; the relative paths of the files to lint."""
+    wheels = os.path.join(CACHE, "wheels")
+    base = os.path.join(CACHE, "corpus")
+    os.makedirs(wheels, exist_ok=True)
+    for package, version in PINNED.items():
+        prefix = f"{package}-{version}-"
+        wheel = next((w for w in os.listdir(wheels) if w.startswith(prefix) and w.endswith(".whl")), None)
+        if wheel is None:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                            f"{package}=={version}", "-d", wheels], check=True)
+            wheel = next(w for w in os.listdir(wheels) if w.startswith(prefix) and w.endswith(".whl"))
+        if not os.path.isdir(os.path.join(base, package)):
+            with zipfile.ZipFile(os.path.join(wheels, wheel)) as archive:
+                members = [m for m in archive.namelist() if m.startswith(package + "/") and m.endswith(".py")]
+                archive.extractall(base, members)
+    files = sorted(
+        os.path.relpath(os.path.join(directory, name), base)
+        for subtree in SUBTREES.values()
+        for directory, _, names in os.walk(os.path.join(base, subtree))
+        for name in names
+        if name.endswith(".py")
+    )
+    if fraction < 1.0:
+        step = round(1 / fraction)
+        files = files[::step]
+    return base, files
+
+
+def build_tree(base: str, files: list[str], scale: int, tag: str) -> tuple[str, int]:
+    """A directory with `scale` copies of the corpus under new names (hard links); its line count."""
+    root = os.path.join(CACHE, "work", f"{tag}-x{scale}")
+    shutil.rmtree(root, ignore_errors=True)
+    lines = 0
+    for copy in range(scale):
+        for relative in files:
+            target = os.path.join(root, f"copy{copy}", relative)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            source = os.path.join(base, relative)
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copyfile(source, target)
+            with open(source, "rb") as handle:
+                lines += handle.read().count(b"\n")
+    # A standalone config: lint everything here (the tree is git-ignored in this repo).
+    with open(os.path.join(root, "compile-lint.toml"), "w", encoding="utf-8") as handle:
+        handle.write("respect-gitignore = false\n")
+    return root, lines
+
+
+def measure(command: list[str], cwd: str, env: Optional[dict] = None) -> tuple[float, float, int]:
+    """Run `command`; (wall seconds, peak RSS MiB of any one process in its tree, exit code)."""
+    start = time.perf_counter()
+    process = psutil.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peaks: dict[int, int] = {}
+    while process.poll() is None:
+        try:
+            for member in [process, *process.children(recursive=True)]:
+                try:
+                    rss = member.memory_info().rss
+                    peaks[member.pid] = max(peaks.get(member.pid, 0), rss)
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            pass
+        time.sleep(POLL_SECONDS)
+    wall = time.perf_counter() - start
+    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if process.returncode not in (0, 1):
+        sys.stderr.write(f"warning: {' '.join(command)} exited {process.returncode}: {stderr[-500:]}\n")
+    return wall, max(peaks.values(), default=0) / 2**20, process.returncode
+
+
+def tool_commands(jobs: int, config: str) -> dict[str, tuple[list[str], dict]]:
+    """name -> (command run in the tree's directory, extra environment)."""
+    compile_lint = [sys.executable, "-m", "compile_lint", "--select", "ALL", "--config", config,
+                    "--exit-zero", "--output-format", "concise", "--jobs", str(jobs), "."]
+    ruff = shutil.which("ruff", path=os.path.dirname(sys.executable)) or "ruff"
+    return {
+        "compile-lint": (compile_lint, {}),
+        "libcst parse": ([sys.executable, os.path.join(HERE, "libcst_parse.py"), ".", "--jobs", str(jobs)], {}),
+        "TorchFix": ([os.path.join(os.path.dirname(_venv_python("torchfix")), "torchfix"), "--select", "ALL", "--jobs", str(jobs), "."], {}),
+        "flake8": ([_venv_python("flake8"), "-m", "flake8", "--exit-zero", "--jobs", str(jobs), "."], {}),
+        "ruff": ([ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", "."],
+                 {"RAYON_NUM_THREADS": str(jobs)}),
+    }
+
+
+def run_round(root: str, jobs: int, samples: dict, tools: list[str], rotate: int) -> None:
+    """One run of every tool on `root` with `jobs` processes, in rotated order."""
+    config = os.path.join(root, "compile-lint.toml")
+    commands = tool_commands(jobs, config)
+    order = tools[rotate % len(tools):] + tools[:rotate % len(tools)]
+    env_base = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    for name in order:
+        command, extra = commands[name]
+        env = {**env_base, **extra}
+        if name == "compile-lint":
+            shutil.rmtree(os.path.join(root, ".compile-lint-cache"), ignore_errors=True)
+            samples.setdefault((name + " cold", jobs), []).append(measure(command, root, env))
+            samples.setdefault((name + " warm", jobs), []).append(measure(command, root, env))
+        else:
+            samples.setdefault((name, jobs), []).append(measure(command, root, env))
+
+
+def machine() -> dict:
+    """What the numbers were measured on."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "python": platform.python_version(), "platform": platform.platform(),
+    }
+
+
+def versions() -> dict:
+    """The version of each tool measured."""
+    def version(python: str, module: str) -> str:
+        code = f"import importlib.metadata as m; print(m.version('{module}'))"
+        return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
+    return {
+        "compile-lint": subprocess.run([sys.executable, "-m", "compile_lint", "--version"], capture_output=True,
+                                       text=True, env={**os.environ, "PYTHONPATH": REPO}).stdout.strip(),
+        "libcst": version(sys.executable, "libcst"),
+        "TorchFix": version(_venv_python("torchfix"), "torchfix"),
+        "TorchFix's libcst": version(_venv_python("torchfix"), "libcst"),
+        "flake8": version(_venv_python("flake8"), "flake8"),
+        "ruff": version(sys.executable, "ruff"),
+    }
+
+
+def table(samples: dict, lines: int, single: int, cores: int) -> str:
+    """The results as a markdown table, ratios to compile-lint (cold) at the same process count."""
+    rows = ["| tool | processes | median s | runs | lines/s | peak MiB (one process) | x compile-lint cold |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for jobs in dict.fromkeys((single, cores)):
+        reference = statistics.median(s[0] for s in samples[("compile-lint cold", jobs)])
+        for (name, sample_jobs), runs in samples.items():
+            if sample_jobs != jobs:
+                continue
+            wall = statistics.median(r[0] for r in runs)
+            peak = max(r[1] for r in runs)
+            rows.append(f"| {name} | {jobs} | {wall:.2f} | {len(runs)} | {lines / wall:,.0f} | {peak:.0f} | {wall / reference:.2f} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    """Run the benchmark, print the table, write it with the machine's description to results/."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the table shows medians")
+    parser.add_argument("--fraction", type=float, default=1.0, help="lint every 1/F-th file only (quick runs)")
+    parser.add_argument("--scales", default="1,2,4", help="corpus copies for the linear-growth check")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for the all-cores runs")
+    parser.add_argument("--tools", default="compile-lint,libcst parse,TorchFix,flake8,ruff")
+    parser.add_argument("--no-single", action="store_true", help="skip the single-process runs")
+    parser.add_argument("--single-tools", help="tools to run single-process (default: all of --tools)")
+    parser.add_argument("--output", help="results file (default: results/<date>-<host>.md)")
+    args = parser.parse_args()
+    tools = [t.strip() for t in args.tools.split(",")]
+    for peer in ("TorchFix", "flake8"):
+        if peer in tools:
+            ensure_peer_venv(peer.lower())
+    base, files = ensure_corpus(args.fraction)
+    tag = f"f{args.fraction:g}"
+    root, lines = build_tree(base, files, 1, tag)
+    load_before = os.getloadavg()
+    started = time.time()
+    samples: dict = {}
+    process_counts = [args.jobs] if args.no_single else [1, args.jobs]
+    single_tools = [t.strip() for t in args.single_tools.split(",")] if args.single_tools else tools
+    for round_number in range(args.repeat):
+        for jobs in process_counts:
+            run_round(root, jobs, samples, single_tools if jobs == 1 else tools, round_number)
+        print(f"round {round_number + 1}/{args.repeat} done, load average {os.getloadavg()[0]:.1f}", flush=True)
+    growth = []
+    for scale in [int(s) for s in args.scales.split(",") if s.strip()]:
+        scaled_root, scaled_lines = (root, lines) if scale == 1 else build_tree(base, files, scale, tag)
+        scaled: dict = {}
+        for round_number in range(max(1, args.repeat // 3) if scale > 1 else 0):
+            run_round(scaled_root, args.jobs, scaled, ["compile-lint", "libcst parse"], round_number)
+        if scale == 1:
+            scaled = {key: value for key, value in samples.items() if key[1] == args.jobs}
+        for name in ("compile-lint cold", "libcst parse"):
+            runs = scaled.get((name, args.jobs), [])
+            if runs:
+                wall = statistics.median(r[0] for r in runs)
+                growth.append((name, scale, scaled_lines, wall, wall / scaled_lines * 10_000))
+        if scale > 1:
+            shutil.rmtree(scaled_root, ignore_errors=True)
+    load_after = os.getloadavg()
+    elapsed = time.time() - started
+
+    single = 1 if not args.no_single else args.jobs
+    report = [
+        f"# compile-lint speed, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}",
+        "",
+        f"Command: `python benchmarks/speed.py {' '.join(sys.argv[1:])}`".rstrip(),
+        "",
+        f"Corpus: {len(files)} files, {lines:,} lines (transformers {PINNED['transformers']} models/, "
+        f"timm {PINNED['timm']}, diffusers {PINNED['diffusers']}; fraction {args.fraction:g}).",
+        "",
+        "Machine: " + json.dumps(machine()),
+        "",
+        f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; "
+        f"after: {', '.join(f'{x:.1f}' for x in load_after)}; benchmark took {elapsed / 60:.1f} min.",
+        "",
+        "Versions: " + json.dumps(versions()),
+        "",
+        table(samples, lines, single, args.jobs),
+        "",
+        "Linear growth (all cores, cold): seconds per 10k lines",
+        "",
+        "| tool | scale | lines | median s | s per 10k lines |",
+        "| --- | --- | --- | --- | --- |",
+        *[f"| {name} | {scale}x | {n:,} | {wall:.2f} | {per:.3f} |" for name, scale, n, wall, per in growth],
+    ]
+    text = "\n".join(report) + "\n"
+    sys.stdout.write(text)
+    os.makedirs(RESULTS, exist_ok=True)
+    output = args.output or os.path.join(
+        RESULTS, f"{time.strftime('%Y-%m-%d-%H%M', time.gmtime(started))}-{platform.node() or 'host'}.md")
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    raw = {f"{name}|{jobs}": runs for (name, jobs), runs in samples.items()}
+    with open(os.path.splitext(output)[0] + ".json", "w", encoding="utf-8") as handle:
+        json.dump({"lines": lines, "files": len(files), "samples": raw, "growth": growth}, handle, indent=1)
+    sys.stderr.write(f"written to {output}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Cheap checks, before the libcst parse, that prove a file cannot hold a finding.
+
+A libcst parse costs about 12 times Python's own `ast.parse`, and most files of a model
+codebase (configurations, tokenizers, processors, utilities) hold no compiled region. So
+the engine first asks, with text search and `ast`, whether any rule could fire:
+
+- every finding involves torch: a compiled region needs an nn.Module base, `torch.compile`
+  or a configured module base, so a file that mentions none of them has no finding;
+- a module-scoped rule with `trigger_words` fires only in files that contain one of them;
+- region-scoped rules only fire inside traced functions, whose roots are `forward` of a
+  class with a base, or a function decorated with or passed to `torch.compile` /
+  `torch._dynamo.optimize`; a file with none of these cannot have a traced function.
+
+Each check is a superset of what `regions.find_regions` accepts, so skipping is exact:
+`tests/test_fast_path.py` lints rule examples and real files both ways and compares.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+
+from compile_lint.linter.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
+
+_ROOT_WORDS = ("forward", "compile", "optimize")
+
+
+def relevant_words(module_bases: Iterable[str] = ()) -> tuple[str, ...]:
+    """Words one of which a file must contain to hold any finding."""
+    return ("torch", *sorted(DEFAULT_MODULE_BASE_NAMES), *module_bases)
+
+
+def parse_ast(text: str) -> Optional[ast.Module]:
+    """`ast.parse(text)`, or None when Python rejects it (libcst then reports it exactly)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+
+
+_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(body: list) -> list[ast.stmt]:
+    """Every statement in `body`, nested ones included (not those inside expressions, which hold none)."""
+    found: list[ast.stmt] = []
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for field in _BODY_FIELDS:
+            children = getattr(node, field, None)
+            if children:
+                stack.extend(reversed(children))
+    return found
+
+
+def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
+    """Local name -> every qualified name an import binds it to (as `ImportMap` resolves)."""
+    names: dict[str, set[str]] = {}
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    head = alias.name.split(".")[0]
+                    names.setdefault(head, set()).add(head)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                target = f"{module}.{alias.name}" if module else alias.name
+                names.setdefault(alias.asname or alias.name, set()).add(target)
+    return names
+
+
+def _dotted(node: ast.AST) -> Optional[list[str]]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def _names_compile(node: ast.AST, imports: dict[str, set[str]]) -> bool:
+    parts = _dotted(node)
+    if not parts or parts[0] not in imports:
+        return False
+    rest = ".".join(parts[1:])
+    return any((f"{base}.{rest}" if rest else base) in COMPILE_FUNCTIONS for base in imports[parts[0]])
+
+
+def _defines_forward(cls: ast.ClassDef) -> bool:
+    """A method named forward: in the class body, at any depth of if/try/with, as regions finds methods."""
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "forward"
+        for node in _statements(cls.body)
+    )
+
+
+def may_have_regions(tree: ast.Module, text: str) -> bool:
+    """False only when no function of the file can be traced by torch.compile."""
+    if not any(word in text for word in _ROOT_WORDS):
+        return False
+    if "forward" in text:
+        for node in _statements(tree.body):
+            if isinstance(node, ast.ClassDef) and node.bases and _defines_forward(node):
+                return True
+    if "compile" in text or "optimize" in text:
+        imports = _import_targets(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Attribute, ast.Name)) and _names_compile(node, imports):
+                return True
+    return False
+
+
+def may_fire(rule: "type[Rule]", text: str) -> bool:
+    """False when a module-scoped rule's trigger words are all absent from `text`."""
+    words = rule.trigger_words
+    return rule.scope != "module" or not words or any(word in text for word in words)
+
+
+def needs_lint(
+    text: str,
+    rules: "Sequence[type[Rule]]",
+    syntax_enabled: bool,
+    module_bases: Iterable[str] = (),
+) -> bool:
+    """Whether the full lint (libcst parse, analysis, rules) could report anything for `text`.
+
+    `rules` are the enabled rule classes. A file Python cannot parse always needs it, so
+    that the JIT000 finding comes out exactly as the full lint reports it.
+    """
+    relevant = bool(rules) and any(word in text for word in relevant_words(module_bases))
+    if not relevant and not syntax_enabled:
+        return False
+    tree = parse_ast(text)
+    if tree is None:
+        return True
+    if not relevant:
+        return False
+    if any(rule.scope == "module" and may_fire(rule, text) for rule in rules):
+        return True
+    return any(rule.scope != "module" for rule in rules) and may_have_regions(tree, text)

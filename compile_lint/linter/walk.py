@@ -1,0 +1,231 @@
+"""A fast, read-only walk over a libcst tree with `CSTVisitor` semantics.
+
+`node.visit(visitor)` rebuilds every node of the tree (libcst's visit is shared with its
+transformers) and so costs more than the parse itself. A linter only reads the tree, so
+this module walks it without rebuilding: children come straight from the node's fields,
+in the order libcst's own `_visit_and_replace_children` visits them (read once per node
+class from libcst's source, and checked against `node.children` by the test suite).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Callable, Iterator, Optional
+
+import libcst as cst
+
+# libcst's visit helpers name the field they visit: visit_required(self, "body", ...).
+_FIELD_VISIT = re.compile(
+    r"visit_(?:required|optional|sentinel|sequence|iterable|body_sequence|body_iterable)\(\s*self,\s*\"(\w+)\""
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_CODE_FIELDS: dict[type, tuple[str, ...]] = {}
+# Fields that hold only whitespace nodes (libcst types them so; the tests check it).
+_WHITESPACE_FIELDS = frozenset(
+    {"leading_lines", "lines_after_decorators", "header", "footer", "newline", "comment",
+     "leading_whitespace", "trailing_whitespace", "empty_lines"}
+)
+# Pure layout: spaces, newlines, blank lines and comments between tokens.
+WHITESPACE_TYPES = frozenset(
+    {
+        cst.SimpleWhitespace,
+        cst.ParenthesizedWhitespace,
+        cst.TrailingWhitespace,
+        cst.EmptyLine,
+        cst.Newline,
+        cst.Comment,
+    }
+)
+_WHITESPACE_NAMES = frozenset(t.__name__ for t in WHITESPACE_TYPES)
+_PLANS: dict[type, tuple] = {}
+_ATTRIBUTE_HOOK = re.compile(r"^(?:visit|leave)_[A-Za-z]+_\w+$")
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of `node_type` that hold child nodes, in libcst's visiting order."""
+    fields = _FIELDS.get(node_type)
+    if fields is None:
+        source = inspect.getsource(node_type._visit_and_replace_children)  # type: ignore[attr-defined]
+        fields = tuple(dict.fromkeys(_FIELD_VISIT.findall(source)))
+        _FIELDS[node_type] = fields
+    return fields
+
+
+def code_fields(node_type: type) -> tuple[str, ...]:
+    """`child_fields` less those that hold only whitespace, blank lines and comments."""
+    fields = _CODE_FIELDS.get(node_type)
+    if fields is None:
+        fields = tuple(
+            name for name in child_fields(node_type)
+            if not name.startswith("whitespace") and name not in _WHITESPACE_FIELDS
+        )
+        _CODE_FIELDS[node_type] = fields
+    return fields
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of `node` in visiting order; equal to `node.children`, much cheaper."""
+    found: list[cst.CSTNode] = []
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(value)
+    return found
+
+
+def _own_hooks(cls: type) -> dict[str, Callable]:
+    """The hooks (`visit_*`, `leave_*`, `on_*`) that `cls` or a base below CSTVisitor defines.
+
+    CSTVisitor ships a no-op for every hook, so only these can observe anything.
+    """
+    hooks: dict[str, Callable] = {}
+    for klass in reversed(cls.__mro__):
+        if klass in _LIBCST_BASES:
+            continue
+        for name, value in vars(klass).items():
+            if (name.startswith(("visit_", "leave_")) or name in ("on_visit", "on_leave")) and callable(value):
+                hooks[name] = value
+    return hooks
+
+
+_LIBCST_BASES = frozenset(cst.CSTVisitor.__mro__)
+
+
+def _plan(cls: type) -> tuple[str, bool, tuple[str, ...], tuple[str, ...]]:
+    """How to walk with a visitor class: mode, whitespace skippable, visit and leave hook names."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hooks = _own_hooks(cls)
+        if any(_ATTRIBUTE_HOOK.match(name) for name in hooks):
+            mode = "libcst"
+        elif "on_visit" in hooks or "on_leave" in hooks:
+            mode = "generic"
+        else:
+            mode = "table"
+        visits = tuple(name[6:] for name in hooks if name.startswith("visit_"))
+        leaves = tuple(name[6:] for name in hooks if name.startswith("leave_"))
+        skippable = mode == "table" and not (set(visits) | set(leaves)) & _WHITESPACE_NAMES
+        plan = (mode, skippable, visits, leaves)
+        if "<locals>" not in cls.__qualname__:  # classes made per call would only fill the cache
+            _PLANS[cls] = plan
+    return plan
+
+
+# The nodes that can hold a statement; expressions never do.
+STATEMENT_CONTAINERS = (
+    cst.Module, cst.BaseCompoundStatement, cst.IndentedBlock, cst.SimpleStatementLine,
+    cst.SimpleStatementSuite, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
+    cst.MatchCase,
+)
+
+
+def _holds_statements(node: cst.CSTNode) -> bool:
+    return isinstance(node, STATEMENT_CONTAINERS)
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor, statements_only: bool = False) -> None:
+    """Walk `node` with `visitor` exactly as `node.visit(visitor)` would, without rebuilding it.
+
+    Visitors with attribute hooks (`visit_Name_value`) fall back to libcst's own walk.
+    Whitespace is skipped when the visitor cannot observe it. With `statements_only`, the
+    walk does not enter expressions: for visitors that only look at statements (imports,
+    definitions, `if`), which is all such a visitor would see anyway.
+    """
+    mode, skippable, visit_names, leave_names = _plan(type(visitor))
+    skip = WHITESPACE_TYPES if skippable else None
+    descend = _holds_statements if statements_only else None
+    if mode == "libcst":
+        node.visit(visitor)
+        return
+    if mode == "generic":
+        walk(node, visitor.on_visit, visitor.on_leave, skip, descend)
+        return
+    visits = {name: getattr(visitor, "visit_" + name) for name in visit_names}
+    leaves = {name: getattr(visitor, "leave_" + name) for name in leave_names}
+
+    def on_visit(current: cst.CSTNode) -> bool:
+        hook = visits.get(type(current).__name__)
+        return hook is None or hook(current) is not False
+
+    def on_leave(current: cst.CSTNode) -> None:
+        hook = leaves.get(type(current).__name__)
+        if hook is not None:
+            hook(current)
+
+    walk(node, on_visit, on_leave if leaves else None, skip, descend)
+
+
+def walk(
+    node: cst.CSTNode,
+    on_visit: Callable[[cst.CSTNode], Optional[bool]],
+    on_leave: Optional[Callable[[cst.CSTNode], None]] = None,
+    skip: Optional[frozenset] = None,
+    descend: Optional[Callable[[cst.CSTNode], bool]] = None,
+) -> None:
+    """Depth-first walk calling `on_visit` before and `on_leave` after each node's children.
+
+    Children are walked when `on_visit` returns a true value (and `descend(node)`, if given,
+    is true). With `skip` (WHITESPACE_TYPES), fields that hold only layout are not walked.
+    Iterative, so deep trees cannot overflow the stack.
+    """
+    fields_of = _CODE_FIELDS if skip is not None else _FIELDS
+    fields_for = code_fields if skip is not None else child_fields
+    sentinel = cst.MaybeSentinel
+    leave = _Leave
+    stack: list = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        current = pop()
+        kind = type(current)
+        if kind is leave:
+            on_leave(current.node)  # type: ignore[misc]
+            continue
+        if not on_visit(current) or (descend is not None and not descend(current)):
+            if on_leave is not None:
+                on_leave(current)
+            continue
+        if on_leave is not None:
+            push(leave(current))
+        names = fields_of.get(kind)
+        if names is None:
+            names = fields_for(kind)
+        pending: list = []
+        for name in names:
+            value = getattr(current, name)
+            value_type = type(value)
+            if value_type is tuple or value_type is list:
+                pending.extend(value)
+            elif value is not None and value_type is not sentinel:
+                pending.append(value)
+        pending.reverse()
+        extend(pending)
+
+
+def iter_nodes(node: cst.CSTNode, skip: Optional[frozenset] = WHITESPACE_TYPES) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself included) in visiting order, whitespace skipped by default."""
+    fields_for = code_fields if skip is not None else child_fields
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        pending: list = []
+        for name in fields_for(type(current)):
+            value = getattr(current, name)
+            if isinstance(value, cst.CSTNode):
+                pending.append(value)
+            elif type(value) is tuple or type(value) is list:
+                pending.extend(value)
+        pending.reverse()
+        stack.extend(pending)
+
+
+class _Leave:
+    """A marker on the walk's stack: leave `node` when popped."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: cst.CSTNode) -> None:
+        self.node = node

@@ -1,0 +1,200 @@
+"""Verify targets: `path/to/file.py:factory` or `package.module:factory`.
+
+A factory returns the model (an nn.Module or a function) and its example calls, either
+as a tuple `(model, calls)` or a dict `{"model": ..., "calls": [...]}`. Each call is an
+argument tuple, a single tensor, or `{"args": (...), "kwargs": {...}}`. A factory that
+takes a `device` parameter builds on that device; otherwise the model and the call's
+tensors are moved there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import itertools
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+_counter = itertools.count()
+
+
+class TargetError(Exception):
+    """A target that cannot be parsed, imported or built; the message is one line."""
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A parsed `LOCATION:FACTORY` target."""
+
+    text: str
+    location: str
+    factory: str
+
+    @property
+    def is_path(self) -> bool:
+        """True for a file path, False for a dotted module name."""
+        return self.location.endswith(".py") or os.sep in self.location or "/" in self.location
+
+
+@dataclass
+class Call:
+    """One example call."""
+
+    args: tuple
+    kwargs: dict
+
+
+@dataclass
+class LoadedTarget:
+    """A target imported and built: what to run and how."""
+
+    spec: TargetSpec
+    model: Callable
+    calls: list[Call]
+    module_file: Optional[str]
+
+
+def parse_target(text: str) -> TargetSpec:
+    """Split `LOCATION:FACTORY` (the last colon, so Windows drive letters survive)."""
+    location, sep, factory = text.rpartition(":")
+    if not sep or not location or not factory.isidentifier():
+        raise TargetError(f"bad target '{text}': expected path/to/file.py:factory or package.module:factory")
+    return TargetSpec(text=text, location=location, factory=factory)
+
+
+def module_file_of(spec: TargetSpec) -> Optional[str]:
+    """The absolute file a target's factory lives in, without running the factory."""
+    if spec.is_path:
+        return os.path.abspath(spec.location)
+    try:
+        found = importlib.util.find_spec(spec.location)
+    except (ImportError, ValueError):
+        return None
+    return os.path.abspath(found.origin) if found is not None and found.origin else None
+
+
+def import_path(path: str, name_hint: Optional[str] = None) -> Any:
+    """Import a file as a fresh module; its directory goes first on sys.path for sibling imports."""
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise TargetError(f"{path}: no such file")
+    # Like `python path/to/file.py` run from the working directory: sibling modules and
+    # the project's own packages both import.
+    for directory in (os.getcwd(), os.path.dirname(path)):
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+    stem = name_hint or os.path.splitext(os.path.basename(path))[0]
+    module_name = f"_compile_lint_target_{stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"{path}: cannot import")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_location(spec: TargetSpec) -> Any:
+    """Import the module a target names."""
+    if spec.is_path:
+        return import_path(spec.location)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(spec.location)
+    except ModuleNotFoundError as error:
+        raise TargetError(f"{spec.text}: cannot import module '{spec.location}': {error}") from None
+
+
+def map_tensors(value: Any, function: Callable[[Any], Any]) -> Any:
+    """The same nested tuples/lists/dicts with `function` applied to every tensor."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return function(value)
+    if isinstance(value, tuple):
+        return tuple(map_tensors(item, function) for item in value)
+    if isinstance(value, list):
+        return [map_tensors(item, function) for item in value]
+    if isinstance(value, dict):
+        return {key: map_tensors(item, function) for key, item in value.items()}
+    return value
+
+
+def _to_device(value: Any, device: str) -> Any:
+    return map_tensors(value, lambda tensor: tensor.to(device))
+
+
+def normalize_calls(raw: Any) -> list[Call]:
+    """Turn a factory's calls into Call objects; reject shapes we cannot run."""
+    import torch
+
+    if isinstance(raw, (torch.Tensor, dict)):
+        raw = [raw]
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise TargetError("the factory's calls must be a non-empty list of argument tuples")
+    calls = []
+    for call in raw:
+        if isinstance(call, dict):
+            calls.append(Call(tuple(call.get("args", ())), dict(call.get("kwargs", {}))))
+        elif isinstance(call, tuple):
+            calls.append(Call(call, {}))
+        elif isinstance(call, list):
+            calls.append(Call(tuple(call), {}))
+        else:
+            calls.append(Call((call,), {}))
+    return calls
+
+
+def build(spec: TargetSpec, module: Any, device: str) -> LoadedTarget:
+    """Run the factory of an imported module and place everything on `device`."""
+    import torch
+
+    factory = getattr(module, spec.factory, None)
+    if factory is None or not callable(factory):
+        raise TargetError(f"{spec.text}: no callable '{spec.factory}' in {spec.location}")
+    try:
+        accepts_device = "device" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        accepts_device = False
+    torch.manual_seed(0)
+    produced = factory(device=device) if accepts_device else factory()
+    if isinstance(produced, dict):
+        model, raw_calls = produced.get("model"), produced.get("calls")
+    elif isinstance(produced, tuple) and len(produced) == 2:
+        model, raw_calls = produced
+    else:
+        raise TargetError(f"{spec.text}: the factory must return (model, calls) or {{'model': ..., 'calls': ...}}")
+    if not callable(model):
+        raise TargetError(f"{spec.text}: the factory's model is not callable")
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    calls = [Call(_to_device(c.args, device), _to_device(c.kwargs, device)) for c in normalize_calls(raw_calls)]
+    module_file = getattr(module, "__file__", None)
+    return LoadedTarget(spec, model, calls, os.path.abspath(module_file) if module_file else None)
+
+
+def load_target(text: str, device: str) -> LoadedTarget:
+    """Parse, import and build a target."""
+    spec = parse_target(text)
+    return build(spec, import_location(spec), device)
+
+
+def cast_floating(value: Any, dtype: Any) -> Any:
+    """The same structure with every floating tensor cast to `dtype` (for bf16 runs)."""
+    return map_tensors(value, lambda tensor: tensor.to(dtype) if tensor.is_floating_point() else tensor)
+
+
+def entry_location(model: Callable) -> tuple[Optional[str], int]:
+    """Where the model's forward (or the function) is defined, for diagnostics about it."""
+    import torch
+
+    function = model.forward if isinstance(model, torch.nn.Module) else model
+    function = inspect.unwrap(getattr(function, "_torchdynamo_orig_callable", function))
+    try:
+        return os.path.abspath(inspect.getsourcefile(function) or ""), inspect.getsourcelines(function)[1]
+    except (TypeError, OSError):
+        return None, 1
