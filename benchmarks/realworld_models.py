@@ -34,6 +34,9 @@ TRANSFORMERS_MODELS = (
     "vit", "deit", "beit", "swin", "convnext", "resnet", "regnet", "mobilenet_v2",
     "dinov2", "segformer", "levit", "poolformer",
     "wav2vec2", "hubert",
+    # older or unusual architectures, more likely to hold graph breaks
+    "reformer", "canine", "rwkv", "mamba", "led", "bigbird_pegasus", "perceiver", "clip_text_model",
+    "mra", "nystromformer", "fnet", "ibert",
 )
 
 TIMM_MODELS = (
@@ -42,6 +45,7 @@ TIMM_MODELS = (
     "regnetx_002", "densenet121", "mixer_s16_224", "levit_128s", "coat_lite_tiny",
     "beit_base_patch16_224", "efficientformer_l1", "ghostnet_100", "rexnet_100",
     "poolformer_s12", "mobilevit_xxs", "fastvit_t8",
+    "crossvit_tiny_240", "xcit_nano_12_p16_224", "twins_svt_small", "nest_tiny", "tnt_s_patch16_224",
 )
 
 DIFFUSERS_MODELS = ("UNet2DModel", "UNet2DConditionModel", "AutoencoderKL", "DiTTransformer2DModel")
@@ -95,7 +99,8 @@ def _transformers_model(model_type: str):
 
     config = transformers.AutoConfig.for_model(model_type)
     _shrink_transformers_config(config)
-    if getattr(config, "pad_token_id", None) is not None and config.pad_token_id >= config.vocab_size:
+    vocab_size = getattr(config, "vocab_size", None)
+    if getattr(config, "pad_token_id", None) is not None and vocab_size and config.pad_token_id >= vocab_size:
         config.pad_token_id = config.vocab_size - 1
     if model_type in ("gptj", "codegen"):
         config.rotary_dim = 4
@@ -150,13 +155,14 @@ def _timm_model(name: str):
     import timm
 
     model = timm.create_model(name, pretrained=False, num_classes=10).eval()
-    fixed_side = name.startswith(("vit", "deit", "swin", "mixer", "beit", "levit", "coat", "efficientformer", "mobilevit", "fastvit"))
+    fixed_side = name.startswith(("vit", "deit", "swin", "mixer", "beit", "levit", "coat", "efficientformer", "mobilevit",
+                                  "fastvit", "xcit", "twins", "nest", "tnt"))
 
     def inputs(batch: int, length: int) -> dict:
         generator = torch.Generator().manual_seed(batch * 1000 + length)
         side = 224 if fixed_side else 32 + 2 * length
-        if name.startswith("mobilevit") or name.startswith("fastvit"):
-            side = 256 if name.startswith("mobilevit") else 224
+        if name.startswith("mobilevit") or name.startswith("crossvit"):
+            side = 256 if name.startswith("mobilevit") else 240
         return {"x": torch.rand(batch, 3, side, side, generator=generator)}
 
     return model, inputs
