@@ -16,9 +16,10 @@ class Expert(nn.Module):
 
 
 class MoERouter(nn.Module):
-    def __init__(self, dim=32, hidden=64, num_experts=4, top_k=2):
+    def __init__(self, dim=32, hidden=64, num_experts=4, top_k=2, aux_weight=0.01):
         super().__init__()
         self.top_k = top_k
+        self.aux_weight = aux_weight
         self.gate = nn.Linear(dim, num_experts, bias=False)
         self.experts = nn.ModuleList([Expert(dim, hidden) for _ in range(num_experts)])
 
@@ -34,8 +35,8 @@ class MoERouter(nn.Module):
             gate = (weights * hit).sum(-1, keepdim=True)
             out = out + gate * expert(tokens)
         # Graph break: reading a tensor value into Python for a load-balancing statistic.
-        load = (chosen == 0).float().mean().item()
-        aux_loss = torch.tensor(load, device=x.device)
+        imbalance = (chosen == 0).float().mean().item()
+        aux_loss = weights.mean() * imbalance * self.aux_weight
         return out.reshape(x.shape), aux_loss
 
 
