@@ -126,6 +126,25 @@ def test_torch_size_annotated_parameters_are_shapes():
     assert context.facts.name_kind("seq_len", forward) is Kind.SHAPE
 
 
+def test_torch_div_of_sizes_is_a_size():
+    # Longformer/LED chunking: measured to compile with fullgraph=True, static and dynamic shapes.
+    code = """
+    import torch
+    from torch import nn
+
+    class Chunker(nn.Module):
+        def forward(self, x):
+            seq_len = x.size(1)
+            chunks_count = torch.div(seq_len, 4, rounding_mode="trunc") - 1
+            scaled = torch.div(x, 4)
+            return x.new_zeros((x.size(0), chunks_count + 1, 4)), scaled
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.name_kind("chunks_count", forward) is Kind.SHAPE
+    assert context.facts.name_kind("scaled", forward) is Kind.TENSOR
+
+
 def test_tuple_annotated_parameters_are_sequences_not_tensors():
     code = """
     from typing import Tuple

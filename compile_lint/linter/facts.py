@@ -152,6 +152,10 @@ def _combine(kinds: list[Kind]) -> Kind:
     return Kind.UNKNOWN
 
 
+# torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
+_TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
+
+
 def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
     """The kind an annotation promises, or None when it says nothing we use."""
     if annotation is None:
@@ -862,6 +866,12 @@ class Facts:
     def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
         if qualified in _TORCH_NON_TENSOR:
             return _TORCH_NON_TENSOR[qualified]
+        if qualified in _TORCH_SIZE_ARITHMETIC and call.args and all(
+            self.kind(arg.value, function) in (Kind.SHAPE, Kind.PY) for arg in call.args if arg.keyword is None
+        ):
+            # `torch.div(seq_len, window, rounding_mode="trunc")` on sizes (Longformer, LED): Dynamo
+            # keeps it symbolic, and it works as a size with static and dynamic shapes (measured, 2.13).
+            return Kind.SHAPE
         if qualified.startswith("torch."):
             if qualified.startswith(_TORCH_NON_TENSOR_PREFIXES):
                 return Kind.UNKNOWN
