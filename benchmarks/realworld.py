@@ -280,7 +280,8 @@ def markdown_report(results: list[dict], scores: dict[str, Score], seconds: floa
         "# Real-world calibration: compile-lint vs torch.compile",
         "",
         f"Command: `python benchmarks/realworld.py` ({len(results)} models, {jobs} at a time, "
-        f"{seconds / 60:.1f} min wall). Versions: "
+        f"{seconds / 60:.1f} min wall this run; probes {sum(r.get('seconds') or 0 for r in results) / 60:.1f} min summed over "
+        "models, cached probes included). Versions: "
         + ", ".join(f"{k} {v}" for k, v in PINNED.items())
         + f", torch {_torch_version()}. CPU, eval, no_grad, backend eager, tiny random-init configs.",
         "",

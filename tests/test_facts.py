@@ -126,6 +126,28 @@ def test_torch_size_annotated_parameters_are_shapes():
     assert context.facts.name_kind("seq_len", forward) is Kind.SHAPE
 
 
+def test_cache_methods_on_optional_parameters_are_not_tensors():
+    # transformers BigBird/Mamba: `past_key_values=None` is a cache object, not a tensor.
+    code = """
+    import torch
+    from torch import nn
+
+    class Attention(nn.Module):
+        def forward(self, x, past_key_values=None, mask=None):
+            cached = past_key_values.get_seq_length(0)
+            recording = past_key_values.is_recording_past(0)
+            device = mask.get_device()
+            contiguous = mask.is_contiguous()
+            return x
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.name_kind("cached", forward) is Kind.UNKNOWN
+    assert context.facts.name_kind("recording", forward) is Kind.UNKNOWN
+    assert context.facts.name_kind("device", forward) is not Kind.UNKNOWN
+    assert context.facts.name_kind("contiguous", forward) is not Kind.UNKNOWN
+
+
 def test_torch_div_of_sizes_is_a_size():
     # Longformer/LED chunking: measured to compile with fullgraph=True, static and dynamic shapes.
     code = """

@@ -152,6 +152,15 @@ def _combine(kinds: list[Kind]) -> Kind:
     return Kind.UNKNOWN
 
 
+# Every torch.Tensor method named get_* or is_* (torch 2.13); any other such name is not a tensor's.
+_TENSOR_GET_IS_METHODS = frozenset({
+    "get_device", "is_coalesced", "is_complex", "is_conj", "is_contiguous", "is_cpu", "is_cuda",
+    "is_distributed", "is_floating_point", "is_inference", "is_ipu", "is_leaf", "is_maia", "is_meta",
+    "is_mkldnn", "is_mps", "is_mtia", "is_neg", "is_nested", "is_nonzero", "is_pinned", "is_quantized",
+    "is_same_size", "is_set_to", "is_shared", "is_signed", "is_sparse", "is_sparse_csr", "is_vulkan",
+    "is_xla", "is_xpu",
+})
+
 # torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
 _TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
 
@@ -841,6 +850,10 @@ class Facts:
             base = self.kind(receiver, function)
             if base is Kind.PENDING:
                 return base
+            if base is Kind.MAYBE_TENSOR and method.startswith(("get_", "is_")) and method not in _TENSOR_GET_IS_METHODS:
+                # An optional parameter that is not a tensor: `past_key_values.get_seq_length(i)`,
+                # `cache_params.is_recording_past(i)` (transformers caches). torch.Tensor has no such method.
+                return Kind.UNKNOWN
             if base.tensorish:
                 if method in TENSOR_SHAPE_METHODS:
                     return Kind.SHAPE
