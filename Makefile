@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test clean
+.PHONY: run test clean realworld
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,12 @@ test: $(VENV)/.dev-installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .compile-lint-cache
+
+# Real-world calibration: compile-lint against torch.compile on transformers, timm and
+# diffusers models (benchmarks/README.md). ARGS="--limit 5" or ARGS="--models timm/resnet18".
+$(VENV)/.realworld-installed: $(VENV)/.dev-installed
+	$(BIN)/python -m pip install --quiet -e ".[verify,realworld]" "$(TORCH_PIN)"
+	touch $@
+
+realworld: $(VENV)/.realworld-installed
+	$(BIN)/python benchmarks/realworld.py $(ARGS)

@@ -108,6 +108,65 @@ def test_self_referential_assignments_keep_the_tensor_kind():
     assert context.facts.name_kind("scores", forward) is Kind.TENSOR
 
 
+def test_torch_size_annotated_parameters_are_shapes():
+    # transformers' RoFormer/BART positional embeddings: forward(self, input_ids_shape: torch.Size, ...)
+    code = """
+    import torch
+    from torch import nn
+
+    class PositionalEmbedding(nn.Embedding):
+        def forward(self, input_ids_shape: torch.Size, past_key_values_length: int = 0):
+            bsz, seq_len = input_ids_shape[:2]
+            positions = torch.arange(past_key_values_length, past_key_values_length + seq_len)
+            return super().forward(positions)
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.param_kind(forward, "input_ids_shape") is Kind.SHAPE
+    assert context.facts.name_kind("seq_len", forward) is Kind.SHAPE
+
+
+def test_cache_methods_on_optional_parameters_are_not_tensors():
+    # transformers BigBird/Mamba: `past_key_values=None` is a cache object, not a tensor.
+    code = """
+    import torch
+    from torch import nn
+
+    class Attention(nn.Module):
+        def forward(self, x, past_key_values=None, mask=None):
+            cached = past_key_values.get_seq_length(0)
+            recording = past_key_values.is_recording_past(0)
+            device = mask.get_device()
+            contiguous = mask.is_contiguous()
+            return x
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.name_kind("cached", forward) is Kind.UNKNOWN
+    assert context.facts.name_kind("recording", forward) is Kind.UNKNOWN
+    assert context.facts.name_kind("device", forward) is not Kind.UNKNOWN
+    assert context.facts.name_kind("contiguous", forward) is not Kind.UNKNOWN
+
+
+def test_torch_div_of_sizes_is_a_size():
+    # Longformer/LED chunking: measured to compile with fullgraph=True, static and dynamic shapes.
+    code = """
+    import torch
+    from torch import nn
+
+    class Chunker(nn.Module):
+        def forward(self, x):
+            seq_len = x.size(1)
+            chunks_count = torch.div(seq_len, 4, rounding_mode="trunc") - 1
+            scaled = torch.div(x, 4)
+            return x.new_zeros((x.size(0), chunks_count + 1, 4)), scaled
+    """
+    context = make_context(code)
+    forward = next(iter(context.regions.functions))
+    assert context.facts.name_kind("chunks_count", forward) is Kind.SHAPE
+    assert context.facts.name_kind("scaled", forward) is Kind.TENSOR
+
+
 def test_tuple_annotated_parameters_are_sequences_not_tensors():
     code = """
     from typing import Tuple

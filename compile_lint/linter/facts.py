@@ -152,6 +152,19 @@ def _combine(kinds: list[Kind]) -> Kind:
     return Kind.UNKNOWN
 
 
+# Every torch.Tensor method named get_* or is_* (torch 2.13); any other such name is not a tensor's.
+_TENSOR_GET_IS_METHODS = frozenset({
+    "get_device", "is_coalesced", "is_complex", "is_conj", "is_contiguous", "is_cpu", "is_cuda",
+    "is_distributed", "is_floating_point", "is_inference", "is_ipu", "is_leaf", "is_maia", "is_meta",
+    "is_mkldnn", "is_mps", "is_mtia", "is_neg", "is_nested", "is_nonzero", "is_pinned", "is_quantized",
+    "is_same_size", "is_set_to", "is_shared", "is_signed", "is_sparse", "is_sparse_csr", "is_vulkan",
+    "is_xla", "is_xpu",
+})
+
+# torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
+_TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
+
+
 def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
     """The kind an annotation promises, or None when it says nothing we use."""
     if annotation is None:
@@ -179,6 +192,9 @@ def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) ->
         return Kind.MAYBE_TENSOR if optional else Kind.TENSOR
     if short in _SCALAR_ANNOTATIONS:
         return Kind.PY
+    if name == "torch.Size":
+        # `input_shape: torch.Size` (transformers' positional embeddings): sizes, not a tensor.
+        return Kind.SHAPE
     if name in _DICT_ANNOTATIONS or short in ("Dict", "dict"):
         return Kind.DICT
     if name in _LIST_ANNOTATIONS or short in ("List", "list", "Tuple", "tuple"):
@@ -834,6 +850,10 @@ class Facts:
             base = self.kind(receiver, function)
             if base is Kind.PENDING:
                 return base
+            if base is Kind.MAYBE_TENSOR and method.startswith(("get_", "is_")) and method not in _TENSOR_GET_IS_METHODS:
+                # An optional parameter that is not a tensor: `past_key_values.get_seq_length(i)`,
+                # `cache_params.is_recording_past(i)` (transformers caches). torch.Tensor has no such method.
+                return Kind.UNKNOWN
             if base.tensorish:
                 if method in TENSOR_SHAPE_METHODS:
                     return Kind.SHAPE
@@ -859,6 +879,12 @@ class Facts:
     def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
         if qualified in _TORCH_NON_TENSOR:
             return _TORCH_NON_TENSOR[qualified]
+        if qualified in _TORCH_SIZE_ARITHMETIC and call.args and all(
+            self.kind(arg.value, function) in (Kind.SHAPE, Kind.PY) for arg in call.args if arg.keyword is None
+        ):
+            # `torch.div(seq_len, window, rounding_mode="trunc")` on sizes (Longformer, LED): Dynamo
+            # keeps it symbolic, and it works as a size with static and dynamic shapes (measured, 2.13).
+            return Kind.SHAPE
         if qualified.startswith("torch."):
             if qualified.startswith(_TORCH_NON_TENSOR_PREFIXES):
                 return Kind.UNKNOWN
