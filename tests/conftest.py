@@ -12,6 +12,21 @@ import pytest
 from compile_lint.linter.context import FileContext
 
 
+# A model whose forward branches on tensor data (JIT101, with an unsafe torch.where fix).
+BREAKING_GATE = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            y = x * 2
+        else:
+            y = x / 2
+        return y
+"""
+
+
 def run_cli(*args: str, cwd=None, input_text=None) -> subprocess.CompletedProcess:
     """Run `python -m compile_lint ARGS` and capture its output."""
     return subprocess.run(

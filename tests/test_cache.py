@@ -12,20 +12,9 @@ import pytest
 
 from compile_lint.linter import cache
 from compile_lint.linter.config import Config
-from conftest import run_cli
+from conftest import BREAKING_GATE, run_cli
 
-BREAKING = """import torch
-from torch import nn
-
-
-class Gate(nn.Module):
-    def forward(self, x):
-        if x.sum() > 0:
-            y = x * 2
-        else:
-            y = x / 2
-        return y
-"""
+BREAKING = BREAKING_GATE
 CLEAN = """import torch
 from torch import nn
 
