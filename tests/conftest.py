@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -9,7 +11,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from compile_lint.linter.context import FileContext
+from compile_lint.analysis.context import FileContext
 
 
 # A model whose forward branches on tensor data (JIT101, with an unsafe torch.where fix).
@@ -35,9 +37,62 @@ def run_cli(*args: str, cwd=None, input_text=None) -> subprocess.CompletedProces
     )
 
 
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                           "findings.schema.json")
+
+
+def assert_findings_json(text: str) -> list:
+    """Parse a JSON findings report and validate it against docs/findings.schema.json."""
+    import jsonschema
+
+    data = json.loads(text)
+    with open(SCHEMA_PATH, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    jsonschema.validate(data, schema)
+    return data
+
+
 def make_context(code: str, path: str = "m.py") -> FileContext:
     """A FileContext over dedented `code`."""
     return FileContext(path, cst.parse_module(textwrap.dedent(code)))
+
+
+def example_cases(kind: str, predicate=lambda rule, example: True) -> list:
+    """(rule, index, example) for every rule's `kind` ("invalid"/"valid") examples that pass `predicate`."""
+    from compile_lint.rules import ALL_RULES
+
+    return [(rule, index, example) for rule in ALL_RULES for index, example in enumerate(getattr(rule, kind))
+            if predicate(rule, example)]
+
+
+def case_id(case) -> str:
+    """`JIT101-0`: the rule's code and the example's index, for test ids."""
+    rule, index, _ = case
+    return f"{rule.code}-{index}"
+
+
+def only(rule):
+    """A configuration that runs `rule` alone."""
+    from compile_lint.linter.config import Config
+
+    return Config(select=(rule.code,))
+
+
+def flagged_lines(rule, code: str) -> list[int]:
+    """The lines `rule` alone flags in `code`."""
+    from compile_lint.linter.engine import lint_text
+
+    return sorted({d.line for d in lint_text(code, "example.py", only(rule)) if d.code == rule.code})
+
+
+def reported_gb_types(result) -> set[str]:
+    """The graph-break types a probe saw: each break's first line and the fullgraph error's type."""
+    types = {reason.splitlines()[0] for reason in result.graph_breaks}
+    for error in (result.fullgraph_error, result.compile_error):
+        for prefix in ("Unsupported: ", "TorchRuntimeError: "):
+            if error and error.startswith(prefix):
+                types.add(error[len(prefix):])
+    return types
 
 
 @pytest.fixture

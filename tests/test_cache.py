@@ -12,7 +12,7 @@ import pytest
 
 from compile_lint.linter import cache
 from compile_lint.linter.config import Config
-from conftest import BREAKING_GATE, run_cli
+from conftest import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE
 CLEAN = """import torch
@@ -36,7 +36,7 @@ def project(tmp_path):
 def _lint(project, *flags):
     result = run_cli("--output-format", "json", *flags, ".", cwd=project)
     assert result.returncode in (0, 1), result.stderr
-    return json.loads(result.stdout)
+    return assert_findings_json(result.stdout)
 
 
 def _entries(project) -> list[str]:

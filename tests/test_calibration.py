@@ -10,43 +10,40 @@ as every other rule's."""
 from __future__ import annotations
 
 import pytest
+from conftest import case_id, example_cases, flagged_lines, only, reported_gb_types
 
-from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.rules import ALL_RULES
 
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import compare_compiled_outputs, probe_example  # noqa: E402
 
-INVALID = [(rule, i, ex) for rule in ALL_RULES if rule.kind != "perf" for i, ex in enumerate(rule.invalid)]
-INVALID_PERF = [(rule, i, ex) for rule in ALL_RULES if rule.kind == "perf" for i, ex in enumerate(rule.invalid)]
-VALID = [(rule, i, ex) for rule in ALL_RULES for i, ex in enumerate(rule.valid)]
-
-
-def _id(case) -> str:
-    rule, index, _ = case
-    return f"{rule.code}-{index}"
-
-
-def _select(rule) -> Config:
-    return Config(select=(rule.code,))
+INVALID = example_cases("invalid", lambda rule, example: rule.kind != "perf")
+INVALID_PERF = example_cases("invalid", lambda rule, example: rule.kind == "perf")
+VALID = example_cases("valid")
 
 
 def _assert_flagged(rule, example) -> None:
-    codes = [d.code for d in lint_text(example.code, "example.py", _select(rule))]
-    assert rule.code in codes, f"{rule.code} did not flag its invalid example"
+    lines = flagged_lines(rule, example.code)
+    assert lines, f"{rule.code} did not flag its invalid example"
+    if example.lines:
+        assert lines == sorted(example.lines), f"{rule.code} flags lines {lines}, the example says {example.lines}"
 
 
-@pytest.mark.parametrize("case", INVALID, ids=[_id(c) for c in INVALID])
+@pytest.mark.parametrize("case", INVALID, ids=[case_id(c) for c in INVALID])
 def test_invalid_example_is_flagged_and_really_breaks(case):
     rule, _, example = case
     _assert_flagged(rule, example)
     result = probe_example(example.code, example.entry, example.calls)
     assert result.eager_error is None, result.describe()
     assert result.breaks or result.recompiles, f"compiler copes with it: {result.describe()}"
+    seen = reported_gb_types(result)
+    if rule.gb_type and seen:
+        expected = {rule.gb_type, *rule.gb_types}
+        assert seen & expected, f"{rule.code} predicts {sorted(expected)}, Dynamo reported {sorted(seen)}"
 
 
-@pytest.mark.parametrize("case", INVALID_PERF, ids=[_id(c) for c in INVALID_PERF])
+@pytest.mark.parametrize("case", INVALID_PERF, ids=[case_id(c) for c in INVALID_PERF])
 def test_perf_hint_example_is_flagged_and_compiles_to_eager_outputs(case):
     rule, _, example = case
     _assert_flagged(rule, example)
@@ -54,10 +51,10 @@ def test_perf_hint_example_is_flagged_and_compiles_to_eager_outputs(case):
     assert check.equal, f"error={check.error!r} mismatch={check.mismatch!r}"
 
 
-@pytest.mark.parametrize("case", VALID, ids=[_id(c) for c in VALID])
+@pytest.mark.parametrize("case", VALID, ids=[case_id(c) for c in VALID])
 def test_valid_example_is_silent_and_really_compiles(case):
     rule, _, example = case
-    findings = lint_text(example.code, "example.py", _select(rule))
+    findings = lint_text(example.code, "example.py", only(rule))
     assert not findings, f"false positive: {[(d.code, d.line) for d in findings]}"
     result = probe_example(example.code, example.entry, example.calls)
     assert result.clean, result.describe()

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from conftest import BREAKING_GATE, run_cli
+from conftest import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE
 CLEAN = """import torch
@@ -39,7 +39,7 @@ def test_exit_codes(project):
 def test_json_output_is_the_contract(project):
     result = run_cli("--output-format", "json", str(project))
     assert result.returncode == 1
-    findings = json.loads(result.stdout)
+    findings = assert_findings_json(result.stdout)
     assert len(findings) == 1
     finding = findings[0]
     assert list(finding) == ["path", "line", "column", "end_line", "end_column", "code", "name",
@@ -53,7 +53,7 @@ def test_json_output_is_the_contract(project):
     assert fix["edits"] == [{"line": 7, "column": 9, "end_line": 10, "end_column": 22,
                              "content": "y = torch.where(x.sum() > 0, x * 2, x / 2)"}]
     clean = run_cli("--output-format", "json", str(project / "good.py"))
-    assert json.loads(clean.stdout) == [] and clean.returncode == 0
+    assert assert_findings_json(clean.stdout) == [] and clean.returncode == 0
 
 
 def test_text_concise_and_github_formats(project):
@@ -154,5 +154,5 @@ def test_parallel_run_matches_serial_order(tmp_path):
     serial = run_cli("-j", "1", "--output-format", "json", str(tmp_path))
     parallel = run_cli("-j", "2", "--output-format", "json", str(tmp_path))
     assert serial.stdout == parallel.stdout
-    assert len(json.loads(parallel.stdout)) == 12
+    assert len(assert_findings_json(parallel.stdout)) == 12
     assert run_cli("-j", "0", str(tmp_path)).returncode == 2

@@ -9,9 +9,9 @@ import pytest
 
 from compile_lint.autofix.apply import fix_text
 from compile_lint.linter.config import Config
-from compile_lint.linter.context import FileContext
+from compile_lint.analysis.context import FileContext
 from compile_lint.linter.engine import lint_text
-from compile_lint.rules.custom_ops import DeprecatedImplAbstract
+from compile_lint.rules.custom_ops.jit702_deprecated_impl_abstract import DeprecatedImplAbstract
 
 import libcst as cst
 
@@ -214,7 +214,7 @@ def test_disabled_helper_with_options_or_impure_body_is_left_alone():
 
 
 def test_disabled_pointwise_helper_is_off_by_default():
-    from compile_lint.rules.custom_ops import DisabledPointwiseHelper
+    from compile_lint.rules.custom_ops.jit705_disabled_pointwise_helper import DisabledPointwiseHelper
 
     example = DisabledPointwiseHelper.invalid[0]
     assert [d.code for d in lint_text(example.code, "m.py", Config())] == []

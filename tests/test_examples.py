@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
+from conftest import assert_findings_json, run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -31,7 +31,7 @@ FIXABLE_TARGETS = ("transformer_block", "score_filter", "moe_router_fixed_temper
 def test_linter_finds_every_trap_and_nothing_else():
     result = run_cli("--output-format", "json", EXAMPLES)
     assert result.returncode == 1, result.stderr
-    found = {(os.path.basename(d["path"]), d["code"]) for d in json.loads(result.stdout)}
+    found = {(os.path.basename(d["path"]), d["code"]) for d in assert_findings_json(result.stdout)}
     assert found == EXPECTED
 
 
@@ -53,7 +53,7 @@ def test_fix_makes_fixable_models_compile_as_one_graph_with_equal_outputs(tmp_pa
     verify = run_cli("verify", "--backend", "eager", "--output-format", "json", "--report", str(report),
                      *targets, cwd=str(tmp_path))
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    assert json.loads(verify.stdout) == []
+    assert assert_findings_json(verify.stdout) == []
     for result in json.loads(report.read_text())["results"]:
         analysis = result["analysis"]
         assert analysis["fullgraph_error"] is None, result["target"]

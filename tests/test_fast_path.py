@@ -16,12 +16,13 @@ from types import SimpleNamespace
 
 import libcst as cst
 import pytest
+from conftest import assert_findings_json
 
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.linter.prefilter import needs_lint
 from compile_lint.linter.reporters import render
-from compile_lint.linter.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
+from compile_lint.analysis.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.rules import ALL_RULES
 
 ALL = Config(select=("ALL",))
@@ -49,7 +50,9 @@ def _real_files(count: int) -> list[str]:
 
 
 def _json(text: str, path: str, fast: bool) -> str:
-    return render("json", lint_text(text, path, ALL, fast=fast))
+    rendered = render("json", lint_text(text, path, ALL, fast=fast))
+    assert_findings_json(rendered)
+    return rendered
 
 
 @pytest.mark.parametrize("name,text", EXAMPLES, ids=[name for name, _ in EXAMPLES])

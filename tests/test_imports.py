@@ -2,7 +2,7 @@
 
 import libcst as cst
 
-from compile_lint.linter.imports import ImportMap
+from compile_lint.analysis.imports import ImportMap
 
 from conftest import make_context
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from compile_lint.linter.docs import DOCS_PATH, generate
-from compile_lint.linter.reporters import GRAPH_BREAK_PAGE
+from compile_lint.linter.docs import GRAPH_BREAK_PAGE
 from compile_lint.rules import ALL_RULES
 
 REGENERATE = "docs/rules.md is stale: run `python -m compile_lint.linter.docs --write` and commit it"

@@ -51,3 +51,11 @@ def test_graph_break_ids_match_torch_registry():
         assert rule.gb_id in registry, f"{rule.code}: {rule.gb_id} not in torch's registry"
         types = {entry["Gb_type"] for entry in registry[rule.gb_id]}
         assert rule.gb_type in types, f"{rule.code}: {rule.gb_type!r} is not {rule.gb_id}'s type {types}"
+
+
+def test_other_graph_break_types_are_torch_types():
+    known = {entry["Gb_type"] for entries in _registry().values() for entry in entries}
+    for rule in ALL_RULES:
+        assert rule.gb_type or not rule.gb_types, f"{rule.code}: gb_types without a gb_type"
+        for gb_type in rule.gb_types:
+            assert gb_type in known, f"{rule.code}: {gb_type!r} is not a graph-break type torch knows"

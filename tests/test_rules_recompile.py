@@ -9,7 +9,8 @@ import pytest
 from compile_lint.autofix.apply import fix_text
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
-from compile_lint.rules.recompile import MutatedModuleState, PythonScalarArgument
+from compile_lint.rules.recompile.jit501_mutated_module_state import MutatedModuleState
+from compile_lint.rules.recompile.jit504_python_scalar_argument import PythonScalarArgument
 
 
 def _lint(code: str, rule: str):

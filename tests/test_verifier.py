@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import assert_findings_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = os.path.join("tests", "verify_targets", "breaks.py")
@@ -59,7 +60,7 @@ def test_verify_reports_breaks_and_recompiles_at_their_lines_and_confirms_static
     done = run_cli("verify", f"{TARGETS}:make", f"{TARGETS}:clean", "--backend", "eager",
                    "--output-format", "json", "--report", str(report))
     assert done.returncode == 1, done.stderr
-    findings = json.loads(done.stdout)
+    findings = assert_findings_json(done.stdout)
     by_code = {}
     for finding in findings:
         by_code.setdefault(finding["code"], []).append(finding)
@@ -105,7 +106,7 @@ def test_targets_that_raise_hang_or_exhaust_memory_are_reported_and_the_next_tar
     """))
     done = run_cli("verify", *(f"bad.py:{name}" for name in ("raises", "hangs", "exhausts_memory", "good")),
                    "--backend", "eager", "--timeout", "20", "--output-format", "json", "--no-lint", cwd=tmp_path)
-    messages = [f["message"] for f in json.loads(done.stdout) if f["code"] == "JIT904"]
+    messages = [f["message"] for f in assert_findings_json(done.stdout) if f["code"] == "JIT904"]
     assert any("boom in factory" in m for m in messages)
     assert any("timeout" in m and "20 s" in m for m in messages)
     assert any("oom" in m and "MemoryError" in m for m in messages)
@@ -180,7 +181,7 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
 
     # Targets come from the config when none are given; the fixed file now compiles cleanly.
     verified = run_cli("verify", "--backend", "eager", "--output-format", "json", cwd=tmp_path)
-    findings = json.loads(verified.stdout)
+    findings = assert_findings_json(verified.stdout)
     assert not [f for f in findings if f["path"] == "gated.py"]
     assert [f for f in findings if f["path"] == "pool_layers.py" and f["code"] == "JIT900"]
 

@@ -8,6 +8,7 @@ import os
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from compile_lint import __version__
@@ -15,7 +16,7 @@ from compile_lint.linter.config import Config, ConfigError, load_config, validat
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.files import discover
 from compile_lint.linter.progress import track
-from compile_lint.linter.reporters import FORMATS, GRAPH_BREAK_PAGE, render
+from compile_lint.linter.reporters import FORMATS, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "verify", "clean", "server")
@@ -72,66 +73,68 @@ def build_parser() -> argparse.ArgumentParser:
 
 def explain(code: str) -> Optional[str]:
     """The documentation of rule `code`, or None if there is no such rule."""
+    from compile_lint.linter.docs import explain as render_explanation
     from compile_lint.rules import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code.upper())
-    if rule is None:
-        return None
-    lines = [f"{rule.code} ({rule.name})", ""]
-    lines.append(f"Kind: {rule.kind}" + ("" if rule.default_enabled else " (off by default; enable with --extend-select)"))
-    if rule.gb_type:
-        gb = f" ({rule.gb_id}, {GRAPH_BREAK_PAGE.format(gb=rule.gb_id.lower())})" if rule.gb_id else ""
-        lines.append(f"Dynamo graph break: {rule.gb_type}{gb}")
-    lines.append(f"Fix: {rule.fix_applicability or 'none'}")
-    if rule.torch_versions:
-        lines.append(f"Holds for torch {rule.torch_versions}")
-    if rule.config_note:
-        lines.append(f"Config: {rule.config_note}")
-    lines += ["", rule.documentation(), ""]
-    for number, example in enumerate(rule.invalid, 1):
-        lines.append(f"Flagged example {number}:")
-        lines += ["    " + line for line in example.code.rstrip().splitlines()]
-        if example.fixed is not None:
-            lines.append("Fixed:")
-            lines += ["    " + line for line in example.fixed.rstrip().splitlines()]
-        lines.append("")
-    for number, example in enumerate(rule.valid, 1):
-        lines.append(f"Not flagged, example {number}:")
-        lines += ["    " + line for line in example.code.rstrip().splitlines()]
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return render_explanation(rule) if rule is not None else None
 
 
-def _lint_one(args: tuple[str, Config]):
-    """Lint one file in a worker: (path, findings, error, text if findings, content digest)."""
+@dataclass
+class FileOutcome:
+    """What linting (or fixing) one file produced, as the report needs it."""
+
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # findings left in the file
+    error: Optional[str] = None  # a one-line reason the file could not be linted or fixed
+    text: str = ""  # the file's text (after fixing), kept only when it has findings
+    digest: Optional[str] = None  # the content digest the cache keys on
+    applied: list[Diagnostic] = field(default_factory=list)  # fixes applied
+    original: str = ""  # the text before fixing, for --diff
+
+
+@dataclass(frozen=True)
+class FixJob:
+    """One file to fix, and how."""
+
+    path: str
+    config: Config
+    unsafe: bool
+    write: bool
+    verify: bool
+
+
+def _lint_one(job: tuple[str, Config]) -> FileOutcome:
+    """Lint one file (in a worker process when there are many)."""
     from compile_lint.linter.cache import content_digest
     from compile_lint.linter.engine import lint_text
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
-    path, config = args
+    path, config = job
     try:
         data = read_bytes(path)
         source = decode_source(data, path)
     except SourceError as error:
-        return path, [], f"{path}: {error}", "", None
+        return FileOutcome(path, error=f"{path}: {error}")
     diagnostics = lint_text(source.text, path, config)
-    return path, diagnostics, None, source.text if diagnostics else "", content_digest(path, data)
+    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=content_digest(path, data))
 
 
-def _fix_one(args: tuple):
+def _fix_one(job: FixJob) -> FileOutcome:
+    """Fix one file to a fixed point (with --verify, keeping only fixes the verifier confirms)."""
     from compile_lint.autofix.apply import fix_file
 
-    path, config, unsafe, write = args[:4]
     accept = None
-    if len(args) > 4 and args[4]:
+    if job.verify:
         from compile_lint.verifier.fixcheck import accept_hook
 
-        accept = accept_hook(config.verify_targets, config.root)
-    result = fix_file(path, config, unsafe=unsafe, write=write, accept=accept)
+        accept = accept_hook(job.config.verify_targets, job.config.root)
+    result = fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, accept=accept)
     outcome = result.outcome
     if outcome is None:
-        return path, [], [], result.error, "", ""
-    return path, outcome.remaining, outcome.applied, result.error, result.original, outcome.text
+        return FileOutcome(job.path, error=result.error)
+    return FileOutcome(job.path, outcome.remaining, result.error, text=outcome.text,
+                       applied=outcome.applied, original=result.original)
 
 
 def _by_size_descending(paths: Sequence[str]) -> list[str]:
@@ -157,13 +160,13 @@ def _map(function, items: list, jobs: int, description: str = "Linting"):
         return list(track(results, len(items), description))
 
 
-def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool):
-    """(path, findings, error, text) for each file, from the cache where it can."""
+def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[FileOutcome]:
+    """The outcome for each file, in the order given, from the cache where it can."""
     from compile_lint.linter.cache import LintCache, cache_root, content_digest
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
     cache = LintCache(cache_root(config), config) if use_cache else None
-    results = []
+    outcomes: list[FileOutcome] = []
     misses = []
     for path in files:
         if cache is None:
@@ -185,13 +188,13 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
             except SourceError:
                 misses.append(path)
                 continue
-        results.append((path, cached, None, text))
-    for path, found, error, text, digest in _map(_lint_one, [(f, config) for f in _by_size_descending(misses)], jobs):
-        if cache is not None and error is None and digest is not None:
-            cache.put(path, digest, found)
-        results.append((path, found, error, text))
+        outcomes.append(FileOutcome(path, cached, text=text))
+    for outcome in _map(_lint_one, [(f, config) for f in _by_size_descending(misses)], jobs):
+        if cache is not None and outcome.error is None and outcome.digest is not None:
+            cache.put(outcome.path, outcome.digest, outcome.diagnostics)
+        outcomes.append(outcome)
     order = {path: index for index, path in enumerate(files)}
-    return sorted(results, key=lambda result: order[result[0]])
+    return sorted(outcomes, key=lambda outcome: order[outcome.path])
 
 
 def _plural(count: int, noun: str) -> str:
@@ -234,6 +237,76 @@ def _error(message: str) -> None:
     sys.stderr.write(f"compile-lint: error: {message}\n")
 
 
+def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
+    """The configuration file's settings with the command line's on top; raises ConfigError."""
+    config = load_config(args.config, start=paths[0] if os.path.isdir(paths[0]) else ".")
+    select, extend, ignore = _codes(args.select), _codes(args.extend_select), _codes(args.ignore)
+    validate_codes((select or ()) + (extend or ()) + (ignore or ()), "command line")
+    return config.with_cli(
+        select=select,
+        extend_select=(config.extend_select + extend) if extend else None,
+        ignore=(config.ignore + ignore) if ignore else None,
+    )
+
+
+def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[str]:
+    """Why `--verify` cannot run as asked, or None."""
+    import importlib.util
+
+    if not args.fix:
+        return "--verify needs --fix"
+    if not config.verify_targets:
+        return "--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]"
+    if importlib.util.find_spec("torch") is None:
+        return "--verify needs torch: pip install 'compile-lint[verify]'"
+    return None
+
+
+def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[FileOutcome]:
+    fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
+    # Verification runs the user's code in a subprocess per target: one file at a time.
+    return _map(_fix_one, fix_jobs, 1 if args.verify else jobs, "Fixing")
+
+
+def _report_diff(outcomes: Sequence[FileOutcome], errors: Sequence[str], args: argparse.Namespace) -> int:
+    """Print what --fix would change; write nothing."""
+    fixed = 0
+    for outcome in outcomes:
+        fixed += len(outcome.applied)
+        if outcome.applied:
+            sys.stdout.write("".join(difflib.unified_diff(
+                outcome.original.splitlines(keepends=True), outcome.text.splitlines(keepends=True),
+                fromfile=outcome.path, tofile=outcome.path)))
+    sys.stderr.write(f"Would fix {_plural(fixed, 'finding')}.\n" if fixed else "No fixes available.\n")
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if fixed and not args.exit_zero else EXIT_CLEAN
+
+
+def _report(
+    outcomes: Sequence[FileOutcome], errors: Sequence[str], files: Sequence[str], args: argparse.Namespace
+) -> int:
+    """Print the findings (or their statistics) and the summary; return the exit code."""
+    diagnostics = sorted((d for outcome in outcomes for d in outcome.diagnostics), key=Diagnostic.sort_key)
+    sources = {outcome.path: outcome.text for outcome in outcomes if outcome.diagnostics}
+    fixed = sum(len(outcome.applied) for outcome in outcomes)
+    if args.show_fixes:
+        for outcome in outcomes:
+            for d in outcome.applied:
+                sys.stdout.write(f"Fixed {outcome.path}:{d.line}:{d.column}: {d.code} {d.fix.message}\n")  # type: ignore[union-attr]
+    if args.statistics:
+        sys.stdout.write(_statistics(diagnostics))
+    else:
+        sys.stdout.write(render(args.output_format, diagnostics, sources))
+    if args.output_format in ("text", "concise") and not args.statistics and (files or not errors):
+        sys.stdout.write(_summary(diagnostics, len(files), fixed, args.unsafe_fixes))
+    if errors:
+        return EXIT_ERROR
+    if diagnostics and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
 def check(argv: Sequence[str]) -> int:
     """`compile-lint [check] [PATHS...]`: lint, and with --fix/--diff, fix."""
     args = build_parser().parse_args(list(argv))
@@ -249,86 +322,28 @@ def check(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     paths = args.paths or ["."]
     try:
-        config = load_config(args.config, start=paths[0] if os.path.isdir(paths[0]) else ".")
-        select, extend, ignore = _codes(args.select), _codes(args.extend_select), _codes(args.ignore)
-        validate_codes((select or ()) + (extend or ()) + (ignore or ()), "command line")
-        config = config.with_cli(
-            select=select,
-            extend_select=(config.extend_select + extend) if extend else None,
-            ignore=(config.ignore + ignore) if ignore else None,
-        )
+        config = _configure(args, paths)
     except ConfigError as error:
         _error(str(error))
         return EXIT_ERROR
-
     if args.verify:
-        import importlib.util
-
-        if not args.fix:
-            _error("--verify needs --fix")
-            return EXIT_ERROR
-        if not config.verify_targets:
-            _error("--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]")
-            return EXIT_ERROR
-        if importlib.util.find_spec("torch") is None:
-            _error("--verify needs torch: pip install 'compile-lint[verify]'")
+        problem = _verify_usage_error(args, config)
+        if problem:
+            _error(problem)
             return EXIT_ERROR
     errors: list[str] = []
     files = discover(paths, config, errors)
     jobs = args.jobs or os.cpu_count() or 1
-    fixing = args.fix or args.diff
-    diagnostics: list[Diagnostic] = []
-    sources: dict[str, str] = {}
-    fixed = 0
-    diffs: list[str] = []
-    if fixing:
-        # Verification runs the user's code in a subprocess per target: one file at a time.
-        results = _map(_fix_one, [(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files],
-                       1 if args.verify else jobs, "Fixing")
-        for path, remaining, applied, error, original, new in results:
-            if error:
-                errors.append(error)
-            diagnostics.extend(remaining)
-            fixed += len(applied)
-            if remaining:
-                sources[path] = new
-            if args.diff and applied:
-                diffs.append("".join(difflib.unified_diff(
-                    original.splitlines(keepends=True), new.splitlines(keepends=True),
-                    fromfile=path, tofile=path)))
-            if args.show_fixes and applied and not args.diff:
-                for d in applied:
-                    sys.stdout.write(f"Fixed {path}:{d.line}:{d.column}: {d.code} {d.fix.message}\n")  # type: ignore[union-attr]
+    if args.fix or args.diff:
+        outcomes = _fix_files(files, config, args, jobs)
     else:
-        for path, found, error, text in _lint_files(files, config, jobs, use_cache=not args.no_cache):
-            if error:
-                errors.append(error)
-            diagnostics.extend(found)
-            if found:
-                sources[path] = text
-    diagnostics.sort(key=Diagnostic.sort_key)
+        outcomes = _lint_files(files, config, jobs, use_cache=not args.no_cache)
+    errors.extend(outcome.error for outcome in outcomes if outcome.error)
     for error in errors:
         _error(error)
-
     if args.diff:
-        sys.stdout.write("".join(diffs))
-        would_fix = fixed
-        sys.stderr.write(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}.\n" if would_fix else "No fixes available.\n")
-        if errors:
-            return EXIT_ERROR
-        return EXIT_FINDINGS if would_fix and not args.exit_zero else EXIT_CLEAN
-
-    if args.statistics:
-        sys.stdout.write(_statistics(diagnostics))
-    else:
-        sys.stdout.write(render(args.output_format, diagnostics, sources))
-    if args.output_format in ("text", "concise") and not args.statistics and (files or not errors):
-        sys.stdout.write(_summary(diagnostics, len(files), fixed, args.unsafe_fixes))
-    if errors:
-        return EXIT_ERROR
-    if diagnostics and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
+        return _report_diff(outcomes, errors, args)
+    return _report(outcomes, errors, files, args)
 
 
 def clean_command(argv: Sequence[str]) -> int:

@@ -70,7 +70,7 @@ class Diagnostic:
         return (self.path, self.line, self.column, self.code)
 
     def to_json(self) -> dict:
-        """The finding as the JSON contract in DESIGN.md spells it."""
+        """The finding as docs/findings.schema.json specifies it."""
         data = {
             "path": self.path,
             "line": self.line,

@@ -12,15 +12,15 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from compile_lint.autofix.edits import FixBuilder
+from compile_lint.analysis.context import FileContext
+from compile_lint.analysis.walk import WHITESPACE_TYPES, walk
 from compile_lint.linter.config import Config, rule_enabled
-from compile_lint.linter.context import FileContext
 from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.linter.fix_rendering import FixBuilder
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
-from compile_lint.linter.source import SourceError, SourceFile, decode_source, read_source
+from compile_lint.linter.source import SourceError, SourceFile, read_source
 from compile_lint.linter.suppressions import is_suppressed
 from compile_lint.linter.versions import holds_for, target_torch_version
-from compile_lint.linter.walk import WHITESPACE_TYPES, walk
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
 
@@ -200,7 +200,8 @@ def lint_module(
     context = FileContext(path, module, module_bases, source if prune else None)
     rules = [rule_class(context) for rule_class in rule_classes]
     _Dispatcher(context, rules, prune).run(module)
-    if not context.findings:
+    findings = [finding for rule in rules for finding in rule.findings]
+    if not findings:
         return []
     try:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -210,8 +211,8 @@ def lint_module(
         # are iterative, so this is where deep files now fail: retry on a deep stack.
         raise RecursionError("too deeply nested to resolve positions") from error
     diagnostics = []
-    builder = FixBuilder(module, context.parents) if any(f.fix for f in context.findings) else None
-    for finding in context.findings:
+    builder = FixBuilder(module, context.parents) if any(f.fix for f in findings) else None
+    for finding in findings:
         code_range = positions[finding.node]
         fix = None
         if finding.fix is not None and builder is not None:
@@ -321,11 +322,3 @@ def lint_file(path: str, config: Config) -> FileResult:
         return FileResult(path=path, error=f"{path}: {error}")
     return FileResult(path=path, diagnostics=lint_text(source.text, path, config), source=source)
 
-
-def lint_bytes(data: bytes, path: str, config: Config) -> FileResult:
-    """Lint raw file content (used by the flake8 plugin and tests)."""
-    try:
-        source = decode_source(data, path)
-    except SourceError as error:
-        return FileResult(path=path, error=f"{path}: {error}")
-    return FileResult(path=path, diagnostics=lint_text(source.text, path, config), source=source)

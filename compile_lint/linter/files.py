@@ -135,10 +135,6 @@ def _excluded(path: str, config: Config) -> bool:
     return any(path_matches(path, pattern, config.root) for pattern in patterns)
 
 
-class MissingPath(Exception):
-    """A path named on the command line does not exist."""
-
-
 def discover(paths: list[str], config: Config, errors: Optional[list[str]] = None) -> list[str]:
     """Python files under `paths`, sorted, de-duplicated; missing paths go to `errors`.
 

@@ -21,7 +21,7 @@ import ast
 import warnings
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from compile_lint.linter.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
+from compile_lint.analysis.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule

@@ -11,7 +11,6 @@ from typing import Callable, Optional, Sequence
 from compile_lint import __version__
 from compile_lint.linter.diagnostics import Diagnostic
 
-GRAPH_BREAK_PAGE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{gb}.html"
 FORMATS = ("text", "concise", "json", "github", "sarif")
 
 
@@ -49,7 +48,7 @@ def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> s
 
 
 def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
-    """A JSON array of findings, exactly the contract in DESIGN.md."""
+    """A JSON array of findings, as docs/findings.schema.json specifies."""
     return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
 
 
@@ -85,6 +84,7 @@ def _artifact_uri(path: str) -> str:
 
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """SARIF 2.1.0, one run, with a rule entry per code that appears."""
+    from compile_lint.linter.docs import graph_break_url
     from compile_lint.rules import RULES_BY_CODE
 
     codes = sorted({d.code for d in diagnostics})
@@ -97,7 +97,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
             entry["shortDescription"] = {"text": rule.message}
             entry["fullDescription"] = {"text": rule.documentation() or rule.message}
             if rule.gb_id:
-                entry["helpUri"] = GRAPH_BREAK_PAGE.format(gb=rule.gb_id.lower())
+                entry["helpUri"] = graph_break_url(rule.gb_id)
             entry["properties"] = {"kind": rule.kind}
         rules.append(entry)
     index = {code: i for i, code in enumerate(codes)}

@@ -17,8 +17,8 @@ from compile_lint import __version__
 from compile_lint.autofix.apply import fix_text, is_applicable
 from compile_lint.linter.config import Config, ConfigError, load_config
 from compile_lint.linter.diagnostics import Diagnostic, Edit
+from compile_lint.linter.docs import graph_break_url
 from compile_lint.linter.engine import lint_text
-from compile_lint.linter.reporters import GRAPH_BREAK_PAGE
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
@@ -44,7 +44,7 @@ def _severity(types, diagnostic: Diagnostic):
 
 
 def _to_lsp(types, document, diagnostic: Diagnostic):
-    href = GRAPH_BREAK_PAGE.format(gb=diagnostic.gb_id.lower()) if diagnostic.gb_id else None
+    href = graph_break_url(diagnostic.gb_id) if diagnostic.gb_id else None
     return types.Diagnostic(
         range=_range(types, document, diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column),
         message=diagnostic.message,

@@ -9,19 +9,13 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from compile_lint.linter.facts import Kind, annotation_kind
+from compile_lint.analysis.facts import Kind, annotation_kind
+from compile_lint.analysis.walk import visit
+from compile_lint.rules._conditions import data_dependent
 from compile_lint.rules.base import Rule
-from compile_lint.rules.control_flow import data_dependent
-from compile_lint.linter.walk import visit
 
 # Receivers that are certainly not a tensor or an array: `.item()` on them is not ours.
 NOT_ARRAYS = frozenset({Kind.PY, Kind.SHAPE, Kind.LIST, Kind.DICT, Kind.MODULE, Kind.SELF})
-
-
-def assigned_values(rule: Rule, name: str) -> list[object]:
-    """What the visited function assigns to local `name` (flow-insensitive)."""
-    function = rule.context.function
-    return rule.context.facts._assigned(function).get(name, []) if function is not None else []
 
 
 def bound_only_to(
@@ -30,7 +24,7 @@ def bound_only_to(
     """True when `expr` is a local name and every value assigned to it passes `test`."""
     if not isinstance(expr, cst.Name) or depth > 6:
         return False
-    values = assigned_values(rule, expr.value)
+    values = rule.context.local_values(expr.value)
     return bool(values) and all(isinstance(v, cst.BaseExpression) and test(rule, v, depth + 1) for v in values)
 
 
@@ -72,7 +66,7 @@ def _unpacked_from_untyped_param(rule: Rule, expr: cst.BaseExpression, depth: in
     if isinstance(expr, cst.Subscript):
         inner = expr.value
         return (isinstance(inner, cst.Name) and _untyped_param(rule, inner.value)
-                and not assigned_values(rule, inner.value)) or _unpacked_from_untyped_param(rule, inner, depth + 1)
+                and not rule.context.local_values(inner.value)) or _unpacked_from_untyped_param(rule, inner, depth + 1)
     if isinstance(expr, cst.BinaryOperation):
         # `(self.ws - W % self.ws) % self.ws` is as much a size as W itself.
         sides = [side for side in (expr.left, expr.right) if rule.context.kind(side).tensorish]
@@ -81,13 +75,13 @@ def _unpacked_from_untyped_param(rule: Rule, expr: cst.BaseExpression, depth: in
         return _unpacked_from_untyped_param(rule, expr.expression, depth + 1)
     if not isinstance(expr, cst.Name) or _untyped_param(rule, expr.value):
         return False
-    values = assigned_values(rule, expr.value)
+    values = rule.context.local_values(expr.value)
     if not values:
         return False
     for value in values:
         if isinstance(value, tuple) and value[0] == "element" and isinstance(value[1], cst.Name):
             source = value[1]
-            if _untyped_param(rule, source.value) and not assigned_values(rule, source.value):
+            if _untyped_param(rule, source.value) and not rule.context.local_values(source.value):
                 continue
             if _unpacked_from_untyped_param(rule, source, depth + 1):
                 continue
@@ -116,7 +110,7 @@ def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bo
             if kind is Kind.TENSOR:
                 found = True
             elif kind is Kind.NDARRAY:
-                for value in assigned_values(rule, node.value):
+                for value in rule.context.local_values(node.value):
                     if isinstance(value, cst.BaseExpression) and _derived_from_tensor(rule, value, depth + 1):
                         found = True
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from compile_lint.linter.context import FileContext
+    from compile_lint.analysis.context import FileContext
 
 CODE_PREFIX = "JIT"
 
@@ -21,19 +21,25 @@ class Example:
 
     `calls` is a Python expression (with `torch` in scope) that evaluates to the list of
     argument tuples the calibration test calls the compiled entry with. `fixed` is the
-    expected source after `--fix` (with `--unsafe-fixes` when the fix is unsafe).
+    expected source after `--fix --unsafe-fixes`; an invalid example whose rule fixes it
+    must state it. `fixed_calls`, when the fix changes how the entry is called (a Python
+    float becomes a tensor), are the calls for the fixed code. `lines`, when given, are
+    the lines (1-based, of the dedented code) the rule must flag, no more, no fewer.
     """
 
     code: str
     calls: str = "[(torch.randn(4, 8),)]"
     entry: str = "Model"
     fixed: Optional[str] = None
+    fixed_calls: Optional[str] = None
+    lines: Sequence[int] = ()
     note: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "code", textwrap.dedent(self.code).lstrip("\n"))
         if self.fixed is not None:
             object.__setattr__(self, "fixed", textwrap.dedent(self.fixed).lstrip("\n"))
+        object.__setattr__(self, "lines", tuple(self.lines))
 
 
 def Invalid(code: str, **kwargs) -> Example:  # noqa: N802 - reads like Fixit's examples
@@ -56,6 +62,16 @@ class FixPlan:
     imports: Sequence[str] = field(default_factory=tuple)
 
 
+@dataclass
+class Finding:
+    """What a rule reported, before positions are resolved."""
+
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    fix: Optional[FixPlan]
+
+
 class Rule:
     """Base class: subclasses set the metadata and define libcst `visit_*` methods.
 
@@ -70,6 +86,9 @@ class Rule:
     message: ClassVar[str]
     gb_type: ClassVar[Optional[str]] = None
     gb_id: ClassVar[Optional[str]] = None
+    # Other graph-break types Dynamo reports for the same pattern (`repr(t)` vs `str(t)`);
+    # the calibration test accepts any of them, `gb_type` first.
+    gb_types: ClassVar[tuple[str, ...]] = ()
     fix_applicability: ClassVar[Optional[str]] = None  # "safe" | "unsafe" | None
     default_enabled: ClassVar[bool] = True
     scope: ClassVar[str] = "region"
@@ -86,6 +105,7 @@ class Rule:
 
     def __init__(self, context: "FileContext") -> None:
         self.context = context
+        self.findings: list[Finding] = []
 
     def report(
         self,
@@ -93,8 +113,8 @@ class Rule:
         message: Optional[str] = None,
         fix: Optional[FixPlan] = None,
     ) -> None:
-        """Record a finding at `node`, with an optional fix."""
-        self.context.add_finding(self, node, message or self.message, fix)
+        """Record a finding at `node`, with an optional fix; positions are resolved after the walk."""
+        self.findings.append(Finding(self, node, message or self.message, fix))
 
     @classmethod
     def summary(cls) -> str:

@@ -86,12 +86,6 @@ class Analysis:
         """A plain dict (for the worker's result file)."""
         return asdict(self)
 
-    @property
-    def problem_count(self) -> int:
-        """Breaks plus recompiles plus a fullgraph failure that no break accounts for."""
-        extra = 1 if self.fullgraph_error and not self.graph_breaks else 0
-        return len(self.graph_breaks) + len(self.recompiles) + extra
-
 
 def _library_roots() -> tuple[str, ...]:
     import sysconfig

@@ -1,0 +1,161 @@
+"""Per-file state shared by every rule: the parse and the analyses, each computed once, lazily.
+
+This is the analysis's public face: rules ask the context, never a `_name` of an analysis.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from compile_lint.analysis import module_facts
+from compile_lint.analysis.facts import AssignedValue, Facts, Kind
+from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.module_index import ModuleIndex
+from compile_lint.analysis.regions import Regions, find_regions
+from compile_lint.analysis.walk import visit
+
+
+class FileContext:
+    """One parsed file and the analyses rules share; each is computed lazily, once.
+
+    The engine keeps `function_stack` in step with its walk, so `function` and
+    `owner_class` name where the rule being called is looking.
+    """
+
+    def __init__(
+        self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
+    ) -> None:
+        self.path = path
+        self.module = module
+        self.source = source  # the module's text, when known: lets analyses skip work
+        self.module_bases = tuple(module_bases)
+        self.function_stack: list[cst.FunctionDef] = []
+
+    # ----- analyses ------------------------------------------------------------------
+    @cached_property
+    def imports(self) -> ImportMap:
+        """Local names resolved to qualified names."""
+        return ImportMap(self.module)
+
+    @cached_property
+    def regions(self) -> Regions:
+        """The functions torch.compile traces in this file."""
+        return find_regions(self.module, self.imports, self.module_bases, self.source)
+
+    @cached_property
+    def facts(self) -> Facts:
+        """Kinds of expressions inside traced functions."""
+        return Facts(self.imports, self.regions)
+
+    @cached_property
+    def module_index(self) -> ModuleIndex:
+        """Calls, assignments, functions, decorators and loops of the whole module (one walk)."""
+        return ModuleIndex(self.module)
+
+    @cached_property
+    def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Child node -> parent node, for the whole module (built on first use)."""
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        stack: list[cst.CSTNode] = []
+
+        class _Parents(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if stack:
+                    parents[node] = stack[-1]
+                stack.append(node)
+                return True
+
+            def on_leave(self, original_node: cst.CSTNode) -> None:
+                stack.pop()
+
+        visit(self.module, _Parents())
+        return parents
+
+    # ----- module-wide facts ---------------------------------------------------------
+    @cached_property
+    def compiled_callables(self) -> dict[str, Optional[cst.Call]]:
+        """Name (`model`, `self.model`, a decorated `fn`) -> its torch.compile call (None: bare decorator)."""
+        return module_facts.compiled_callables(self.module_index, self.imports)
+
+    @cached_property
+    def fake_registrations(self) -> set[str]:
+        """Ops this file gives a fake implementation, by Python name or "ns::name"."""
+        return module_facts.fake_registrations(self.module_index, self.imports)
+
+    @cached_property
+    def library_ops(self) -> module_facts.LibraryOps:
+        """Ops defined through `torch.library`, with the dispatch keys of their kernels."""
+        return module_facts.library_ops(self.module_index, self.imports)
+
+    @cached_property
+    def native_handles(self) -> module_facts.NativeHandles:
+        """Names and `self.` attributes bound to a loaded native library (ctypes, cpp_extension)."""
+        return module_facts.native_handles(self.module_index, self.imports)
+
+    @cached_property
+    def module_assignments(self) -> dict[str, list[cst.BaseExpression]]:
+        """Top-level `NAME = value` bindings (also inside top-level if/try blocks)."""
+        return module_facts.module_assignments(self.module)
+
+    def calls_named(self, name: str) -> list[cst.Call]:
+        """Every call in the module whose callee is spelled `name` (`f`, `self.model`)."""
+        return [call for call in self.module_index.calls if dotted_name(call.func) == name]
+
+    # ----- where the walk is ---------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The node that contains `node`, or None for the module."""
+        return self.parents.get(node)
+
+    @property
+    def function(self) -> Optional[cst.FunctionDef]:
+        """The innermost function being visited."""
+        return self.function_stack[-1] if self.function_stack else None
+
+    @property
+    def owner_class(self) -> Optional[cst.ClassDef]:
+        """The class whose method is being visited, if any."""
+        function = self.function
+        return self.regions.owner_class.get(function) if function is not None else None
+
+    # ----- questions about expressions -----------------------------------------------
+    def kind(self, expr: cst.BaseExpression) -> Kind:
+        """The kind of `expr` in the function being visited."""
+        return self.facts.kind(expr, self.function)
+
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The qualified name `expr` refers to, through the file's imports."""
+        return self.imports.qualname(expr)
+
+    def local_assignments(self, function: Optional[cst.FunctionDef] = None) -> dict[str, list[AssignedValue]]:
+        """Local name -> what `function` (default: the one being visited) assigns to it.
+
+        Flow-insensitive and in source order; nested functions and classes are not
+        looked into. Besides expressions, a value may be a tuple describing how the
+        name was bound (see `facts.AssignedValue`).
+        """
+        function = function or self.function
+        return self.facts.assignments(function) if function is not None else {}
+
+    def local_values(self, name: str, function: Optional[cst.FunctionDef] = None) -> list[AssignedValue]:
+        """What `function` (default: the one being visited) assigns to local `name`."""
+        return self.local_assignments(function).get(name, [])
+
+    def bound_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The expressions `expr` was bound to: a local, else a module-level name, or `self.attr`."""
+        function = self.function
+        if isinstance(expr, cst.Name):
+            if function is not None:
+                local = self.local_values(expr.value, function)
+                if local:
+                    return [value for value in local if isinstance(value, cst.BaseExpression)]
+            return list(self.module_assignments.get(expr.value, ()))
+        if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+                and expr.value.value == "self"):
+            cls = self.owner_class
+            if cls is not None:
+                return list(self.facts.self_attributes(cls).values.get(expr.attr.value, ()))
+        return []
+

@@ -1,0 +1,945 @@
+"""Facts: what kind of value an expression in a traced function holds.
+
+This is what lets a rule tell `if x.sum() > 0:` (a tensor: data-dependent) from
+`if x.dim() == 4:` (a shape: guarded), `if mask is not None:` and `if self.training:`.
+The analysis is intraprocedural and flow-insensitive over local names, with return
+kinds of same-file helpers and parameter kinds from their call sites.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Iterable, Optional, Union
+
+import libcst as cst
+
+from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.regions import Regions
+from compile_lint.analysis.walk import visit
+
+
+class Kind(enum.Enum):
+    """What an expression holds, as far as compile-lint can tell."""
+
+    TENSOR = "tensor"  # certainly a tensor (or a tuple of tensors)
+    MAYBE_TENSOR = "maybe-tensor"  # an optional tensor, or a tensor on some paths only
+    SHAPE = "shape"  # sizes: x.shape, x.size(i), x.dim(), len(x); guarded by Dynamo
+    DATA = "data"  # a Python value read out of tensor data: .item(), .tolist(), float(t)
+    PY = "python"  # a Python value that does not depend on tensor data
+    NDARRAY = "ndarray"
+    LIST = "list"
+    DICT = "dict"
+    MODULE = "module"
+    SELF = "self"
+    UNKNOWN = "unknown"
+    # A name read while its own definition is being analysed (`x = self.norm(x)`):
+    # neutral in merges, so the other assignments decide.
+    PENDING = "pending"
+
+    @property
+    def tensorish(self) -> bool:
+        """True for certain and possible tensors."""
+        return self in (Kind.TENSOR, Kind.MAYBE_TENSOR)
+
+
+# torch functions whose result is not a tensor.
+_TORCH_NON_TENSOR = {
+    "torch.is_tensor": Kind.PY,
+    "torch.is_floating_point": Kind.PY,
+    "torch.is_complex": Kind.PY,
+    "torch.is_grad_enabled": Kind.PY,
+    "torch.is_inference_mode_enabled": Kind.PY,
+    "torch.get_default_dtype": Kind.PY,
+    "torch.numel": Kind.SHAPE,
+    "torch.Size": Kind.SHAPE,
+    "torch.broadcast_shapes": Kind.SHAPE,
+    "torch.device": Kind.PY,
+    "torch.dtype": Kind.PY,
+    "torch.finfo": Kind.PY,
+    "torch.iinfo": Kind.PY,
+    "torch.get_autocast_dtype": Kind.PY,
+    "torch.is_autocast_enabled": Kind.PY,
+    "torch.sym_int": Kind.SHAPE,
+    "torch.sym_float": Kind.SHAPE,
+    "torch.sym_max": Kind.SHAPE,
+    "torch.sym_min": Kind.SHAPE,
+    "torch._assert": Kind.PY,
+}
+_TORCH_NON_TENSOR_PREFIXES = (
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.jit.",
+    "torch.cuda.",
+    "torch.backends.",
+    "torch.distributed.",
+    "torch.library.",
+    "torch.utils.",
+    "torch.autograd.",
+    "torch.testing.",
+    "torch.amp.",
+    "torch.autocast",
+    "torch.no_grad",
+    "torch.enable_grad",
+    "torch.inference_mode",
+    "torch.set_grad_enabled",
+    "torch.compile",
+    "torch.manual_seed",
+    "torch.set_",
+    "torch.use_deterministic",
+    "torch.nn.init.",
+    "torch.nn.utils.",
+    "torch.fx.",
+    "torch.export.",
+    "torch.onnx.",
+    "torch.profiler.",
+    "torch._C.",
+    "torch.ops.",
+)
+TENSOR_SHAPE_METHODS = frozenset(
+    {"size", "dim", "ndimension", "numel", "nelement", "stride", "element_size",
+     "storage_offset", "__len__"}
+)
+TENSOR_PY_METHODS = frozenset(
+    {"is_floating_point", "is_complex", "is_contiguous", "is_signed", "get_device",
+     "is_pinned", "is_shared", "is_set_to", "has_names", "is_nonzero_shape"}
+)
+TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr"})
+TENSOR_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
+TENSOR_PY_ATTRIBUTES = frozenset(
+    {"dtype", "device", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",
+     "requires_grad", "layout", "is_leaf", "grad_fn", "names", "is_mps", "is_nested"}
+)
+TENSOR_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data", "grad"})
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "complex", "bytes"})
+_DICT_ANNOTATIONS = frozenset({"dict", "Dict", "typing.Dict", "Mapping", "typing.Mapping"})
+_LIST_ANNOTATIONS = frozenset({"list", "List", "typing.List", "Sequence", "typing.Sequence"})
+_CONTAINER_TYPES = {"builtins.list": Kind.LIST, "builtins.dict": Kind.DICT, "builtins.set": Kind.PY}
+
+
+def join(kinds: Iterable[Kind]) -> Kind:
+    """The kind of a name assigned several values (flow-insensitive merge)."""
+    found = set(kinds) - {Kind.PENDING}
+    if not found:
+        return Kind.PENDING if Kind.PENDING in set(kinds) else Kind.UNKNOWN
+    if len(found) == 1:
+        return found.pop()
+    if found <= {Kind.PY, Kind.SHAPE}:
+        return Kind.SHAPE
+    if found & {Kind.TENSOR, Kind.MAYBE_TENSOR}:
+        return Kind.MAYBE_TENSOR
+    if Kind.DATA in found:
+        return Kind.DATA
+    return Kind.UNKNOWN
+
+
+def _combine(kinds: list[Kind]) -> Kind:
+    """The kind of arithmetic or a comparison over operands of `kinds`."""
+    kinds = [k for k in kinds if k is not Kind.PENDING] or [Kind.PENDING]
+    if kinds == [Kind.PENDING]:
+        return Kind.PENDING
+    if Kind.TENSOR in kinds:
+        return Kind.TENSOR
+    if Kind.MAYBE_TENSOR in kinds:
+        return Kind.MAYBE_TENSOR
+    if Kind.NDARRAY in kinds:
+        return Kind.NDARRAY
+    if Kind.DATA in kinds:
+        return Kind.DATA
+    if Kind.SHAPE in kinds and all(k in (Kind.SHAPE, Kind.PY) for k in kinds):
+        return Kind.SHAPE
+    if all(k is Kind.PY for k in kinds):
+        return Kind.PY
+    return Kind.UNKNOWN
+
+
+# Every torch.Tensor method named get_* or is_* (torch 2.13); any other such name is not a tensor's.
+_TENSOR_GET_IS_METHODS = frozenset({
+    "get_device", "is_coalesced", "is_complex", "is_conj", "is_contiguous", "is_cpu", "is_cuda",
+    "is_distributed", "is_floating_point", "is_inference", "is_ipu", "is_leaf", "is_maia", "is_meta",
+    "is_mkldnn", "is_mps", "is_mtia", "is_neg", "is_nested", "is_nonzero", "is_pinned", "is_quantized",
+    "is_same_size", "is_set_to", "is_shared", "is_signed", "is_sparse", "is_sparse_csr", "is_vulkan",
+    "is_xla", "is_xpu",
+})
+
+# torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
+_TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
+
+
+def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
+    """The kind an annotation promises, or None when it says nothing we use."""
+    if annotation is None:
+        return None
+    expr = annotation.annotation
+    if isinstance(expr, cst.SimpleString):
+        return None
+    optional = False
+    if isinstance(expr, cst.Subscript):
+        head = dotted_name(expr.value) or ""
+        if head.rsplit(".", 1)[-1] == "Optional" and expr.slice:
+            inner = expr.slice[0].slice
+            if isinstance(inner, cst.Index):
+                expr, optional = inner.value, True
+        else:
+            expr = expr.value
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        sides = [expr.left, expr.right]
+        non_none = [s for s in sides if not (isinstance(s, cst.Name) and s.value == "None")]
+        if len(non_none) == 1:
+            expr, optional = non_none[0], True
+    name = imports.qualname(expr) or dotted_name(expr) or ""
+    short = name.rsplit(".", 1)[-1]
+    if name in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor") or short == "Tensor":
+        return Kind.MAYBE_TENSOR if optional else Kind.TENSOR
+    if short in _SCALAR_ANNOTATIONS:
+        return Kind.PY
+    if name == "torch.Size":
+        # `input_shape: torch.Size` (transformers' positional embeddings): sizes, not a tensor.
+        return Kind.SHAPE
+    if name in _DICT_ANNOTATIONS or short in ("Dict", "dict"):
+        return Kind.DICT
+    if name in _LIST_ANNOTATIONS or short in ("List", "list", "Tuple", "tuple"):
+        return Kind.LIST  # `size: Tuple[int, int]` is a sequence, not a tensor
+    return None
+
+
+def _is_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
+                         cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_literal(expr.expression)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(_is_literal(el.value) for el in expr.elements)
+    return False
+
+
+def _is_none(expr: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+# What a local name is bound to: an expression, or how it was bound from one:
+# ("element", value, index) / ("starred", value) for unpacking, ("aug", target, value) for
+# `x += value`, ("iter", iterable) for loop and comprehension targets, ("with", item).
+AssignedValue = Union[cst.BaseExpression, tuple]
+
+
+class _Assignments(cst.CSTVisitor):
+    """Name -> assigned value expressions in one function, not descending into nested defs."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.values: dict[str, list[object]] = {}
+        # name -> expressions added to it with .append / .insert / .extend / +=
+        self.added: dict[str, list[cst.BaseExpression]] = {}
+
+    def _add(self, target: cst.BaseExpression, value: object) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.elements):
+                inner = element.value
+                if isinstance(element, cst.StarredElement):
+                    self._add(inner, ("starred", value))
+                else:
+                    self._add(inner, ("element", value, index))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._add(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._add(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target, ("aug", node.target, node.value))
+        if isinstance(node.target, cst.Name) and isinstance(node.value, (cst.List, cst.Tuple)):
+            self.added.setdefault(node.target.value, []).extend(e.value for e in node.value.elements)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and node.args):
+            return
+        method, name = func.attr.value, func.value.value
+        if method == "append":
+            self.added.setdefault(name, []).append(node.args[0].value)
+        elif method == "insert" and len(node.args) == 2:
+            self.added.setdefault(name, []).append(node.args[1].value)
+        elif method == "extend":
+            self.added.setdefault(name, []).append(("iter", node.args[0].value))  # type: ignore[arg-type]
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._add(node.target, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add(node.target, ("iter", node.iter))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._add(node.asname.name, ("with", node.item))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._add(node.target, ("iter", node.iter))
+
+
+class SelfAttributes:
+    """What `__init__` (and other methods) assign to `self.NAME` in a class."""
+
+    def __init__(self, cls: cst.ClassDef, imports: ImportMap) -> None:
+        self.values: dict[str, list[cst.BaseExpression]] = {}
+        self.buffers: set[str] = set()
+        # A Name assigned to self.X -> the method whose parameter it may be.
+        self.assigned_in: dict[cst.BaseExpression, cst.FunctionDef] = {}
+        outer = self
+        functions: list[cst.FunctionDef] = []
+
+        class _Collect(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                functions.append(node)
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                functions.pop()
+
+            def _note(self, value: cst.BaseExpression) -> None:
+                if functions:
+                    outer.assigned_in[value] = functions[-1]
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                self._note(node.value)
+                for target in node.targets:
+                    outer._add(target.target, node.value)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                if node.value is not None:
+                    self._note(node.value)
+                    outer._add(node.target, node.value)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
+                        and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args):
+                    name = node.args[0].value
+                    if isinstance(name, cst.SimpleString):
+                        outer.buffers.add(name.evaluated_value)
+
+        visit(cls.body, _Collect())
+
+    def _add(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                and target.value.value == "self"):
+            self.values.setdefault(target.attr.value, []).append(value)
+
+
+class Facts:
+    """Kinds of expressions within the traced functions of one file."""
+
+    def __init__(self, imports: ImportMap, regions: Regions) -> None:
+        self.imports = imports
+        self.regions = regions
+        self._assignments: dict[cst.FunctionDef, dict[str, list[object]]] = {}
+        self._added: dict[cst.FunctionDef, dict[str, list[object]]] = {}
+        self._name_cache: dict[tuple[cst.FunctionDef, str], Kind] = {}
+        self._in_progress: set[object] = set()
+        self._self_attrs: dict[cst.ClassDef, SelfAttributes] = {}
+        self._returns: dict[cst.FunctionDef, Kind] = {}
+        self._call_sites: Optional[dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]] = None
+        self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+
+    # ----- names -------------------------------------------------------------
+    def assignments(self, function: cst.FunctionDef) -> dict[str, list[AssignedValue]]:
+        """Local name -> the values `function` binds it to (flow-insensitive, source order)."""
+        if function not in self._assignments:
+            collector = _Assignments(function)
+            visit(function, collector)
+            self._assignments[function] = collector.values
+            self._added[function] = collector.added  # type: ignore[assignment]
+        return self._assignments[function]
+
+    def _added_to(self, function: cst.FunctionDef, name: str) -> list[object]:
+        self.assignments(function)
+        return self._added[function].get(name, [])
+
+    def param_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
+        """The kind of parameter `name` of `function`, or None if it is not one."""
+        params = function.params
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param) and star.name.value == name:
+                return Kind.UNKNOWN
+        for index, param in enumerate([*params.posonly_params, *params.params, *params.kwonly_params]):
+            if param.name.value != name:
+                continue
+            if index == 0 and name in ("self", "cls") and function in self.regions.owner_class:
+                return Kind.SELF
+            annotated = annotation_kind(param.annotation, self.imports)
+            if annotated is not None:
+                return annotated
+            default = param.default
+            if default is not None and _is_literal(default):
+                return Kind.PY
+            if function in self.regions.roots:
+                return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
+            return self._param_from_call_sites(function, name)
+        return None
+
+    def _param_from_call_sites(self, function: cst.FunctionDef, name: str) -> Kind:
+        key = ("param", function, name)
+        if key in self._in_progress:
+            return Kind.UNKNOWN
+        self._in_progress.add(key)
+        try:
+            positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+            is_method = function in self.regions.owner_class and positional[:1] == ["self"]
+            if is_method:
+                positional = positional[1:]
+            kinds = []
+            for caller, call in self.call_sites().get(function, []):
+                arg_expr = None
+                for pos, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+                    if pos < len(positional) and positional[pos] == name:
+                        arg_expr = arg.value
+                for arg in call.args:
+                    if arg.keyword is not None and arg.keyword.value == name:
+                        arg_expr = arg.value
+                if arg_expr is not None:
+                    kinds.append(self.kind(arg_expr, caller))
+            return join(kinds) if kinds else Kind.UNKNOWN
+        finally:
+            self._in_progress.discard(key)
+
+    def call_sites(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:
+        """Traced function -> (caller, call) pairs for calls made from traced functions."""
+        if self._call_sites is None:
+            by_name: dict[str, list[cst.FunctionDef]] = {}
+            for function in self.regions.functions:
+                by_name.setdefault(function.name.value, []).append(function)
+            sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
+            for caller in self.regions.functions:
+                calls: list[cst.Call] = []
+
+                class _Calls(cst.CSTVisitor):
+                    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                        return node is caller
+
+                    def visit_Call(self, node: cst.Call) -> None:
+                        calls.append(node)
+
+                visit(caller, _Calls())
+                for call in calls:
+                    func = call.func
+                    name = func.value if isinstance(func, cst.Name) else (
+                        func.attr.value if isinstance(func, cst.Attribute) else None)
+                    for target in by_name.get(name or "", []):
+                        sites.setdefault(target, []).append((caller, call))
+            self._call_sites = sites
+        return self._call_sites
+
+    def name_kind(self, name: str, function: cst.FunctionDef) -> Kind:
+        """The kind of local or parameter `name` in `function` (flow-insensitive)."""
+        key = (function, name)
+        if key in self._name_cache:
+            return self._name_cache[key]
+        if key in self._in_progress:
+            # A recursive definition such as `x = self.norm(x)`: judge by the other paths.
+            param = self.param_kind(function, name)
+            return param if param is not None else Kind.PENDING
+        self._in_progress.add(key)
+        try:
+            kinds = []
+            param = self.param_kind(function, name)
+            if param is not None:
+                kinds.append(param)
+            for value in self.assignments(function).get(name, []):
+                kinds.append(self._value_kind(value, function))
+            if not kinds:
+                result = self._global_kind(name)
+            elif param is not None and len(kinds) > 1:
+                # Reassigned parameters keep the kind of what they are reassigned to.
+                others = kinds[1:]
+                result = join(others) if param in others or param is Kind.UNKNOWN else join(kinds)
+            else:
+                result = join(kinds)
+        finally:
+            self._in_progress.discard(key)
+        if result is Kind.PENDING:
+            result = Kind.UNKNOWN
+        if not any(k[0] == function for k in self._in_progress if isinstance(k, tuple) and len(k) == 2):
+            self._name_cache[key] = result  # cache only results not built on a pending guess
+        return result
+
+    def _global_kind(self, name: str) -> Kind:
+        if name in ("True", "False", "None"):
+            return Kind.PY
+        if name in self.imports.names:
+            return Kind.UNKNOWN
+        if name.isupper():
+            return Kind.PY  # module-level constants
+        return Kind.UNKNOWN
+
+    def _value_kind(self, value: object, function: cst.FunctionDef) -> Kind:
+        if isinstance(value, tuple):
+            tag = value[0]
+            if tag == "element":
+                unpacked = self._unpacked_iteration_kind(value[1], value[2], function)
+                if unpacked is not None:
+                    return unpacked
+                inner = self._value_kind(value[1], function)
+                return Kind.TENSOR if inner is Kind.TENSOR else (
+                    Kind.SHAPE if inner is Kind.SHAPE else Kind.UNKNOWN if inner is not Kind.MAYBE_TENSOR else inner)
+            if tag == "starred":
+                return Kind.LIST
+            if tag == "aug":
+                return _combine([self.kind(value[1], function), self.kind(value[2], function)])
+            if tag == "iter":
+                iterable = self.kind(value[1], function)
+                if iterable in (Kind.TENSOR, Kind.MAYBE_TENSOR):
+                    return iterable
+                if iterable is Kind.MODULE:
+                    return Kind.MODULE
+                if iterable is Kind.LIST:
+                    element = self.element_kind(value[1], function)
+                    return element if element in (Kind.TENSOR, Kind.MODULE, Kind.SHAPE) else Kind.UNKNOWN
+                return Kind.UNKNOWN
+            if tag == "with":
+                return Kind.UNKNOWN
+        assert isinstance(value, cst.BaseExpression)
+        return self.kind(value, function)
+
+    # ----- containers --------------------------------------------------------
+    def element_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
+        """The kind of the elements of the list, tuple or iterable `expr` (joined).
+
+        `[x, x * 2]`, `torch.stack`-style accumulators (`out = []; out.append(x)`) and
+        `x.unbind(0)` hold tensors; `self.layers` (a ModuleList) holds modules. The
+        elements' kinds are joined: tensors mixed with unknown values give MAYBE_TENSOR,
+        unknown values alone give UNKNOWN.
+        """
+        return join(self._element_kinds(expr, function))
+
+    def _element_kinds(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> list[Kind]:
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            kinds: list[Kind] = []
+            for element in expr.elements:
+                if isinstance(element, cst.StarredElement):
+                    kinds.extend(self._element_kinds(element.value, function))
+                else:
+                    kinds.append(self.kind(element.value, function))
+            return kinds
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return [self.kind(expr.elt, function)]
+        if isinstance(expr, cst.Subscript):
+            return self._element_kinds(expr.value, function)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            return self._element_kinds(expr.left, function) + self._element_kinds(expr.right, function)
+        if isinstance(expr, cst.Name):
+            return self._name_element_kinds(expr.value, function)
+        if isinstance(expr, cst.Call):
+            qualified = self.imports.qualname(expr.func) or ""
+            if qualified in ("builtins.list", "builtins.tuple", "builtins.sorted", "builtins.reversed",
+                             "builtins.set") and expr.args:
+                return self._element_kinds(expr.args[0].value, function)
+            if qualified in ("torch.unbind", "torch.split", "torch.chunk", "torch.tensor_split"):
+                return [Kind.TENSOR]
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                receiver = self.kind(func.value, function)
+                if receiver is Kind.TENSOR and func.attr.value in ("unbind", "split", "chunk", "tensor_split"):
+                    return [Kind.TENSOR]
+                if func.attr.value == "values" and not expr.args:
+                    return [self.dict_value_kind(func.value, function)]
+        whole = self.kind(expr, function)
+        if whole in (Kind.TENSOR, Kind.MODULE):
+            return [whole]  # iterating a tensor gives tensors; a ModuleList gives modules
+        if whole is Kind.LIST and isinstance(expr, cst.Attribute):
+            cls = self.regions.owner_class.get(function)
+            if cls is not None and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                values = self.self_attributes(cls).values.get(expr.attr.value, [])
+                if all(isinstance(v, (cst.List, cst.Tuple)) for v in values):
+                    return [Kind.PY if _is_literal(v) else Kind.UNKNOWN for v in values]
+        return [Kind.UNKNOWN]
+
+    def _name_element_kinds(self, name: str, function: cst.FunctionDef) -> list[Kind]:
+        key = ("elements", function, name)
+        if key in self._in_progress:
+            return []
+        self._in_progress.add(key)
+        try:
+            if self.param_kind(function, name) not in (None, Kind.LIST):
+                return [Kind.UNKNOWN]
+            kinds: list[Kind] = []
+            if self.param_kind(function, name) is Kind.LIST:
+                kinds.append(Kind.UNKNOWN)
+            for value in self.assignments(function).get(name, []):
+                if isinstance(value, cst.BaseExpression):
+                    kinds.extend(self._element_kinds(value, function))
+                elif isinstance(value, tuple) and value[0] == "aug" and isinstance(value[2], cst.BaseExpression):
+                    kinds.extend(self._element_kinds(value[2], function))
+                else:
+                    kinds.append(Kind.UNKNOWN)
+            for added in self._added_to(function, name):
+                if isinstance(added, tuple):
+                    kinds.extend(self._element_kinds(added[1], function))
+                else:
+                    kinds.append(self.kind(added, function))  # type: ignore[arg-type]
+            return kinds
+        finally:
+            self._in_progress.discard(key)
+
+    def kind_with_bindings(self, expr: cst.BaseExpression, function: cst.FunctionDef,
+                           bindings: dict[str, Kind]) -> Kind:
+        """The kind of `expr` with some names bound to given kinds (a lambda's parameters).
+
+        Name kinds worked out meanwhile may depend on the bindings, so the name cache is
+        restored afterwards.
+        """
+        saved = dict(self._name_cache)
+        self._name_cache.update({(function, name): kind for name, kind in bindings.items()})
+        try:
+            return self.kind(expr, function)
+        finally:
+            self._name_cache = saved
+
+    def _unpacked_iteration_kind(self, value: object, index: int, function: cst.FunctionDef) -> Optional[Kind]:
+        """Kind of `b` in `for a, b in enumerate(xs)` / `zip(xs, ys)` / `d.items()`, or None."""
+        if not (isinstance(value, tuple) and value[0] == "iter" and isinstance(value[1], cst.Call)):
+            return None
+        call = value[1]
+        qualified = self.imports.qualname(call.func) or ""
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        element: Optional[Kind] = None
+        if qualified == "builtins.enumerate" and args:
+            element = Kind.SHAPE if index == 0 else self.element_kind(args[0], function) if index == 1 else None
+        elif qualified == "builtins.zip" and index < len(args) and len(args) == len(call.args):
+            element = self.element_kind(args[index], function)
+        elif (isinstance(call.func, cst.Attribute) and call.func.attr.value == "items" and not call.args
+                and index == 1):
+            element = self.dict_value_kind(call.func.value, function)
+        if element is None:
+            return None
+        return element if element in (Kind.TENSOR, Kind.MODULE, Kind.SHAPE, Kind.PY) else Kind.UNKNOWN
+
+    def dict_value_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
+        """The kind of the values of the dict `expr` (joined); UNKNOWN when unsure."""
+        if isinstance(expr, cst.Dict):
+            return join(self.kind(e.value, function) if isinstance(e, cst.DictElement) else Kind.UNKNOWN
+                        for e in expr.elements)
+        if isinstance(expr, cst.DictComp):
+            return self.kind(expr.value, function)
+        if isinstance(expr, cst.Name):
+            annotated = self._dict_annotation_value_kind(expr.value, function)
+            if annotated is not None:
+                return annotated
+            values = self.assignments(function).get(expr.value, [])
+            if values and all(isinstance(v, (cst.Dict, cst.DictComp)) for v in values):
+                return join(self.dict_value_kind(v, function) for v in values)  # type: ignore[arg-type]
+        return Kind.UNKNOWN
+
+    def _dict_annotation_value_kind(self, name: str, function: cst.FunctionDef) -> Optional[Kind]:
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value != name or param.annotation is None:
+                continue
+            annotation = param.annotation.annotation
+            if isinstance(annotation, cst.Subscript) and len(annotation.slice) == 2:
+                value = annotation.slice[1].slice
+                if isinstance(value, cst.Index):
+                    return annotation_kind(cst.Annotation(value.value), self.imports)
+        return None
+
+    # ----- self attributes ---------------------------------------------------
+    def self_attributes(self, cls: cst.ClassDef) -> SelfAttributes:
+        """The values assigned to `self.NAME` anywhere in `cls`."""
+        if cls not in self._self_attrs:
+            self._self_attrs[cls] = SelfAttributes(cls, self.imports)
+        return self._self_attrs[cls]
+
+    def _methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        if cls not in self._methods:
+            self._methods[cls] = {
+                stmt.name.value: stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)
+            }
+        return self._methods[cls]
+
+    def self_attribute_kind(self, attr: str, function: cst.FunctionDef) -> Kind:
+        """The kind of `self.attr` read in a method of a module class."""
+        cls = self.regions.owner_class.get(function)
+        if cls is None:
+            return Kind.UNKNOWN
+        if attr == "training":
+            return Kind.PY
+        attrs = self.self_attributes(cls)
+        if attr in attrs.buffers:
+            return Kind.TENSOR
+        values = attrs.values.get(attr)
+        if not values:
+            return Kind.UNKNOWN
+        kinds = [self._attribute_value_kind(v, attrs.assigned_in.get(v)) for v in values]
+        return join(kinds)
+
+    def _attribute_value_kind(self, value: cst.BaseExpression, method: Optional[cst.FunctionDef] = None) -> Kind:
+        if _is_literal(value) or _is_none(value):
+            return Kind.PY
+        if isinstance(value, cst.Name) and method is not None:
+            # `self.eps = eps`: the constructor parameter's default or annotation tells.
+            params = method.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                if param.name.value == value.value:
+                    annotated = annotation_kind(param.annotation, self.imports)
+                    if annotated is not None:
+                        return annotated
+                    if param.default is not None and _is_literal(param.default):
+                        return Kind.PY
+            return Kind.UNKNOWN
+        if isinstance(value, cst.Call):
+            name = self.imports.qualname(value.func) or dotted_name(value.func) or ""
+            if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
+                return Kind.TENSOR
+            if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+                return Kind.MODULE
+            if name in self.regions.module_classes:
+                return Kind.MODULE
+            if name.startswith("torch.") and name not in _TORCH_NON_TENSOR and not name.startswith(_TORCH_NON_TENSOR_PREFIXES):
+                return Kind.TENSOR
+            if name in ("builtins.list",) or isinstance(value, cst.List):
+                return Kind.LIST
+            if name in ("builtins.dict",):
+                return Kind.DICT
+            short = name.rsplit(".", 1)[-1]
+            if short[:1].isupper():
+                return Kind.MODULE  # a constructed submodule, most likely
+            return Kind.UNKNOWN
+        if isinstance(value, (cst.List, cst.ListComp)):
+            return Kind.LIST
+        if isinstance(value, (cst.Dict, cst.DictComp)):
+            return Kind.DICT
+        if isinstance(value, cst.Attribute):
+            return Kind.PY  # e.g. self.eps = config.layer_norm_eps
+        return Kind.UNKNOWN
+
+    # ----- returns -----------------------------------------------------------
+    def return_kind(self, function: cst.FunctionDef) -> Kind:
+        """The join of what `function` returns."""
+        if function in self._returns:
+            return self._returns[function]
+        key = ("return", function)
+        if key in self._in_progress:
+            return Kind.UNKNOWN
+        self._in_progress.add(key)
+        values: list[cst.BaseExpression] = []
+
+        class _Returns(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_Return(self, node: cst.Return) -> None:
+                if node.value is not None:
+                    values.append(node.value)
+
+        try:
+            visit(function, _Returns())
+            kinds = [self.kind(v, function) for v in values]
+            result = join(kinds) if kinds else Kind.PY
+        finally:
+            self._in_progress.discard(key)
+        self._returns[function] = result
+        return result
+
+    # ----- expressions -------------------------------------------------------
+    def kind(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Kind:
+        """The kind of `expr` evaluated inside `function`."""
+        if function is None:
+            return Kind.UNKNOWN
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
+                             cst.ConcatenatedString, cst.FormattedString)):
+            return Kind.PY
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return Kind.PY
+            return self.name_kind(expr.value, function)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute_kind(expr, function)
+        if isinstance(expr, cst.Call):
+            return self._call_kind(expr, function)
+        if isinstance(expr, cst.Subscript):
+            base = self.kind(expr.value, function)
+            if base is Kind.PENDING:
+                return base
+            if base in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.SHAPE, Kind.NDARRAY):
+                return base
+            return Kind.UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            return _combine([self.kind(expr.left, function), self.kind(expr.right, function)])
+        if isinstance(expr, cst.UnaryOperation):
+            inner = self.kind(expr.expression, function)
+            if isinstance(expr.operator, cst.Not):
+                return Kind.DATA if inner.tensorish else (Kind.PY if inner in (Kind.PY, Kind.SHAPE) else inner)
+            return inner
+        if isinstance(expr, cst.Comparison):
+            if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in expr.comparisons):
+                return Kind.PY
+            kinds = [self.kind(expr.left, function)] + [self.kind(t.comparator, function) for t in expr.comparisons]
+            return _combine(kinds)
+        if isinstance(expr, cst.BooleanOperation):
+            return _combine([self.kind(expr.left, function), self.kind(expr.right, function)])
+        if isinstance(expr, cst.IfExp):
+            return join([self.kind(expr.body, function), self.kind(expr.orelse, function)])
+        if isinstance(expr, (cst.List, cst.ListComp, cst.Tuple)):
+            return Kind.LIST
+        if isinstance(expr, (cst.Dict, cst.DictComp)):
+            return Kind.DICT
+        if isinstance(expr, cst.NamedExpr):
+            return self.kind(expr.value, function)
+        return Kind.UNKNOWN
+
+    def _attribute_kind(self, expr: cst.Attribute, function: cst.FunctionDef) -> Kind:
+        attr = expr.attr.value
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            if self.param_kind(function, "self") is Kind.SELF or function in self.regions.owner_class:
+                return self.self_attribute_kind(attr, function)
+        qualified = self.imports.qualname(expr)
+        if qualified is not None:
+            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16", "long", "int64", "bool", "float", "int32"):
+                return Kind.PY
+            return Kind.UNKNOWN
+        base = self.kind(expr.value, function)
+        if base is Kind.PENDING:
+            return base
+        if base.tensorish:
+            if attr in TENSOR_SHAPE_ATTRIBUTES:
+                return Kind.SHAPE
+            if attr in TENSOR_PY_ATTRIBUTES:
+                return Kind.PY
+            if attr in TENSOR_TENSOR_ATTRIBUTES:
+                return base
+            return Kind.UNKNOWN
+        if base is Kind.SHAPE:
+            return Kind.SHAPE
+        if base is Kind.PY:
+            return Kind.PY
+        return Kind.UNKNOWN
+
+    def _call_kind(self, call: cst.Call, function: cst.FunctionDef) -> Kind:
+        func = call.func
+        qualified = self.imports.qualname(func)
+        if qualified is not None:
+            return self._qualified_call_kind(qualified, call, function)
+        if isinstance(func, cst.Name):
+            target = self._local_function(func.value, function)
+            if target is not None:
+                return self.return_kind(target)
+            if func.value in self.regions.module_classes:
+                return Kind.MODULE
+            callee = self.name_kind(func.value, function)
+            return Kind.TENSOR if callee is Kind.MODULE else Kind.UNKNOWN
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self":
+                cls = self.regions.owner_class.get(function)
+                if cls is not None:
+                    target = self._find_method(cls, method)
+                    if target is not None:
+                        return self.return_kind(target)
+                    attr_kind = self.self_attribute_kind(method, function)
+                    if attr_kind is Kind.MODULE:
+                        return Kind.TENSOR
+                return Kind.UNKNOWN
+            base = self.kind(receiver, function)
+            if base is Kind.PENDING:
+                return base
+            if base is Kind.MAYBE_TENSOR and method.startswith(("get_", "is_")) and method not in _TENSOR_GET_IS_METHODS:
+                # An optional parameter that is not a tensor: `past_key_values.get_seq_length(i)`,
+                # `cache_params.is_recording_past(i)` (transformers caches). torch.Tensor has no such method.
+                return Kind.UNKNOWN
+            if base.tensorish:
+                if method in TENSOR_SHAPE_METHODS:
+                    return Kind.SHAPE
+                if method in TENSOR_PY_METHODS:
+                    return Kind.PY
+                if method in TENSOR_DATA_METHODS:
+                    return Kind.DATA
+                if method == "numpy":
+                    return Kind.NDARRAY
+                if method == "type" and not call.args:
+                    return Kind.PY
+                return Kind.TENSOR if base is Kind.TENSOR or method not in ("get", "items", "keys", "values", "pop", "copy") else Kind.UNKNOWN
+            if base is Kind.MODULE:
+                return Kind.TENSOR if method in ("forward", "__call__") else Kind.UNKNOWN
+            if base is Kind.NDARRAY:
+                return Kind.NDARRAY
+            if base is Kind.SHAPE and method in ("numel", "index", "count"):
+                return Kind.SHAPE
+            if base is Kind.DICT and method in ("keys", "values", "items"):
+                return Kind.LIST
+        return Kind.UNKNOWN
+
+    def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
+        if qualified in _TORCH_NON_TENSOR:
+            return _TORCH_NON_TENSOR[qualified]
+        if qualified in _TORCH_SIZE_ARITHMETIC and call.args and all(
+            self.kind(arg.value, function) in (Kind.SHAPE, Kind.PY) for arg in call.args if arg.keyword is None
+        ):
+            # `torch.div(seq_len, window, rounding_mode="trunc")` on sizes (Longformer, LED): Dynamo
+            # keeps it symbolic, and it works as a size with static and dynamic shapes (measured, 2.13).
+            return Kind.SHAPE
+        if qualified.startswith("torch."):
+            if qualified.startswith(_TORCH_NON_TENSOR_PREFIXES):
+                return Kind.UNKNOWN
+            last = qualified.rsplit(".", 1)[-1]
+            if qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.") and last[:1].isupper():
+                return Kind.MODULE
+            return Kind.TENSOR
+        if qualified.startswith(("numpy.", "scipy.")):
+            return Kind.NDARRAY
+        if qualified.startswith("math."):
+            return Kind.DATA if any(self.kind(a.value, function).tensorish for a in call.args) else Kind.PY
+        if qualified.startswith("builtins."):
+            name = qualified[len("builtins."):]
+            arg_kinds = [self.kind(a.value, function) for a in call.args]
+            if name == "len":
+                return Kind.SHAPE
+            if name in ("int", "float", "bool", "complex", "round"):
+                if any(k.tensorish for k in arg_kinds):
+                    return Kind.DATA
+                return _combine(arg_kinds) if arg_kinds else Kind.PY
+            if name in ("isinstance", "issubclass", "hasattr", "callable", "id", "str", "repr", "type"):
+                return Kind.PY
+            if name in ("list", "sorted", "reversed"):
+                return Kind.LIST
+            if name in ("dict",):
+                return Kind.DICT
+            if name in ("abs", "min", "max", "sum", "pow", "divmod"):
+                return _combine(arg_kinds) if arg_kinds else Kind.UNKNOWN
+            if name in ("tuple",):
+                return Kind.LIST
+            return Kind.UNKNOWN
+        return Kind.UNKNOWN
+
+    def _local_function(self, name: str, function: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+        for candidate in self.regions.functions:
+            if candidate.name.value == name and candidate not in self.regions.owner_class:
+                return candidate
+        return None
+
+    def _find_method(self, cls: cst.ClassDef, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
+        method = self._methods_of(cls).get(name)
+        if method is not None or depth > 20:
+            return method
+        for arg in cls.bases:
+            base_name = dotted_name(arg.value)
+            for candidate in self.regions.owner_class.values():
+                if candidate.name.value == base_name and candidate is not cls:
+                    found = self._find_method(candidate, name, depth + 1)
+                    if found is not None:
+                        return found
+        return None

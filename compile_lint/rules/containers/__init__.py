@@ -1,0 +1,1 @@
+"""JIT3xx: lists and dicts. One rule per module, named after its code."""

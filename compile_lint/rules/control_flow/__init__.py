@@ -1,0 +1,1 @@
+"""JIT1xx: tensor-valued control flow. One rule per module, named after its code."""

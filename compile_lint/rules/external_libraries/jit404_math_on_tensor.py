@@ -1,0 +1,179 @@
+"""JIT404 math-on-tensor: A `math.*` function applied to a tensor (`math.exp(self.logit_scale)`) breaks the graph."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from compile_lint.analysis.facts import Kind
+from compile_lint.rules._fixes import spell
+from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+
+
+class MathOnTensor(Rule):
+    """A `math.*` function applied to a tensor (`math.exp(self.logit_scale)`) breaks the graph.
+
+    Why: `math` functions need a Python float, so Dynamo must read the tensor's value
+    ("Data dependent operator"); with `fullgraph=True` it is a hard error, with or
+    without `capture_scalar_outputs`. `math` on sizes (`math.sqrt(x.shape[-1])`) and
+    constants is fine.
+
+    Instead: the torch twin keeps it in the graph: `torch.exp(t)`, `t.sqrt()`. The fix
+    (unsafe: the result becomes a 0-d tensor, computed in the tensor's dtype instead of
+    float64) rewrites one-argument calls with a torch twin.
+    """
+
+    code = "JIT404"
+    name = "math-on-tensor"
+    kind = "break"
+    gb_type = "Data dependent operator"
+    gb_id = "GB0033"
+    fix_applicability = "unsafe"
+    message = "math.* on a tensor reads its value and breaks the graph; use the torch function"
+    invalid = [
+        Invalid(
+            """
+            import math
+
+            import torch
+            from torch import nn
+
+            class ClipHead(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+                def forward(self, image, text):
+                    scale = math.exp(self.logit_scale)
+                    return scale * image @ text.t()
+            """,
+            fixed="""
+            import math
+
+            import torch
+            from torch import nn
+
+            class ClipHead(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+                def forward(self, image, text):
+                    scale = torch.exp(self.logit_scale)
+                    return scale * image @ text.t()
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
+            entry="ClipHead",
+            lines=[12],
+        ),
+        Invalid(
+            """
+            from math import sqrt
+
+            from torch import nn
+
+            class RmsScale(nn.Module):
+                def forward(self, x):
+                    return x / sqrt(x.pow(2).mean() + 1e-6)
+            """,
+            fixed="""
+            from math import sqrt
+
+            from torch import nn
+            import torch
+
+            class RmsScale(nn.Module):
+                def forward(self, x):
+                    return x / torch.sqrt(x.pow(2).mean() + 1e-6)
+            """,
+            entry="RmsScale",
+            lines=[7],
+        ),
+        Invalid(
+            """
+            import math
+
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if math.isfinite(x.sum()):
+                        return x
+                    return x.nan_to_num()
+            """,
+            lines=[7],
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import math
+
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, q, k):
+                    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+                    return scores.softmax(-1)
+            """,
+            calls="[(torch.randn(2, 4, 8), torch.randn(2, 4, 8))]",
+            entry="Attention",
+        ),
+        Valid(
+            """
+            import math
+
+            import torch
+            from torch import nn
+
+            class ClipHead(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+                def forward(self, image, text):
+                    return self.logit_scale.exp() * image @ text.t()
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
+            entry="ClipHead",
+        ),
+        Valid(
+            """
+            import math
+
+            import torch
+            from torch import nn
+
+            class Flatten(nn.Module):
+                def forward(self, x):
+                    n = math.prod(x.shape[1:])
+                    half = math.ceil(n / 2)
+                    return x.reshape(x.shape[0], n)[:, :half] * math.pi
+            """,
+            entry="Flatten",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.context.qualname(node.func) or ""
+        if not name.startswith("math."):
+            return
+        if any(self.context.kind(arg.value) is Kind.TENSOR for arg in node.args):
+            self.report(node, fix=self._torch_twin(node, name[len("math."):]))
+
+    def _torch_twin(self, node: cst.Call, function: str) -> Optional[FixPlan]:
+        if function not in _MATH_TO_TORCH or len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
+            return None
+        twin, imports = spell(self.context, f"torch.{function}")
+        call = node.with_changes(func=cst.parse_expression(twin))
+        return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports)
+
+
+# math functions with a torch twin of the same meaning on a one-element tensor.
+_MATH_TO_TORCH = frozenset(
+    {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "asin",
+     "acos", "atan", "sinh", "cosh", "tanh", "erf", "erfc"}
+)
+

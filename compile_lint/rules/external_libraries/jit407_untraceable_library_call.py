@@ -1,0 +1,136 @@
+"""JIT407 untraceable-library-call: A call into scipy, pandas, scikit-learn, OpenCV, PIL, librosa... in a compiled region."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.rules.base import Invalid, Rule, Valid
+
+
+class UntraceableLibraryCall(Rule):
+    """A call into scipy, pandas, scikit-learn, OpenCV, PIL, librosa... in a compiled region.
+
+    Why: Dynamo traces torch and (through torch's own implementation) numpy; other
+    libraries run compiled C code or numpy internals it does not model, so the graph
+    breaks ("Unsupported method call", "Attempted to call function marked as skipped";
+    measured with scipy and pandas on torch 2.13).
+
+    Instead: use the torch equivalent (`torch.special.expit`, `torch.signal.windows`,
+    `torch.fft`), precompute constants in `__init__`, or wrap the call in a
+    `torch.library.custom_op` so it becomes one opaque node of the graph.
+    """
+
+    code = "JIT407"
+    name = "untraceable-library-call"
+    kind = "break"
+    gb_type = "Unsupported method call"
+    gb_id = "GB0156"
+    gb_types = (  # the same pattern, reported differently
+        "Attempted to call function marked as skipped",
+        "Attempted to inline function marked as skipped",
+    )
+    message = (
+        "calls into this library are not traceable and break the graph; use a torch "
+        "equivalent, precompute in __init__, or wrap it in a custom op"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from scipy.optimize import linear_sum_assignment
+            from torch import nn
+
+            class HungarianMatcher(nn.Module):
+                @torch.no_grad()
+                def forward(self, pred_logits, tgt_ids):
+                    cost = -pred_logits.softmax(-1)[:, tgt_ids]
+                    rows, cols = linear_sum_assignment(cost.cpu())
+                    return torch.as_tensor(rows), torch.as_tensor(cols)
+            """,
+            calls="[(torch.randn(6, 5), torch.tensor([0, 2, 4]))]",
+            entry="HungarianMatcher",
+            lines=[9],
+        ),
+        Invalid(
+            """
+            import scipy.special
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    return torch.from_numpy(scipy.special.expit(x.numpy()))
+            """,
+            entry="Gate",
+            lines=[7],
+        ),
+        Invalid(
+            """
+            import pandas as pd
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    frame = pd.DataFrame(x.numpy())
+                    return torch.as_tensor(frame.values) * 2
+            """,
+            lines=[7],
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import scipy.signal
+            import torch
+            from torch import nn
+
+            class Spectrogram(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    window = scipy.signal.get_window("hann", 8)
+                    self.register_buffer("window", torch.as_tensor(window, dtype=torch.float32))
+
+                def forward(self, x):
+                    return x * self.window
+            """,
+            entry="Spectrogram",
+        ),
+        Valid(
+            """
+            import pandas as pd
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    if isinstance(x, pd.DataFrame):
+                        x = torch.as_tensor(x.values)
+                    return torch.special.expit(x)
+            """,
+        ),
+        Valid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    return torch.from_numpy(1 / (1 + np.exp(-x.numpy())))
+            """,
+            entry="Gate",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.context.qualname(node.func) or ""
+        if name.startswith(_UNTRACEABLE_LIBRARIES):
+            self.report(node)
+
+
+_UNTRACEABLE_LIBRARIES = (
+    "scipy.", "pandas.", "sklearn.", "cv2.", "PIL.", "skimage.", "librosa.", "soundfile.",
+    "numba.", "tensorflow.", "jax.",
+)
+

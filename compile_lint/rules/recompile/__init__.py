@@ -1,0 +1,1 @@
+"""JIT5xx: recompile triggers. One rule per module, named after its code."""

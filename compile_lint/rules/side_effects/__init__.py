@@ -1,0 +1,1 @@
+"""JIT6xx: side effects and untraceable calls. One rule per module, named after its code."""

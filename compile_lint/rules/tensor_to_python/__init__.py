@@ -1,0 +1,1 @@
+"""JIT2xx: tensor data read into Python (`.item()`, `.tolist()`, data-dependent sizes). One rule per module, named after its code."""

@@ -1,0 +1,209 @@
+"""JIT201 tensor-item: `.item()` on a tensor reads its value into Python and breaks the graph."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._tensor_data import (
+    NOT_ARRAYS,
+    method_call,
+)
+from compile_lint.rules.base import Invalid, Rule, Valid
+
+
+class TensorItem(Rule):
+    """`.item()` on a tensor reads its value into Python and breaks the graph.
+
+    Why: a Python number cannot live in the graph, so the default `torch.compile` stops
+    the graph at `.item()` ("Unsupported Tensor.item() call with capture_scalar_outputs=
+    False"), runs it eagerly and starts a new graph; the GPU also has to sync.
+    `fullgraph=True` passes (the value becomes an unbacked symbol) until Python branches
+    on it or indexes with it. With `torch._dynamo.config.capture_scalar_outputs = True`
+    the default compile captures it too.
+
+    Instead: keep the value as a 0-d tensor (`t.detach()` where `.item()` cut the
+    gradient) and do the arithmetic with tensors; branch with `torch.where`. The fix
+    replaces `.item()` with `.detach()` when the number only feeds tensor arithmetic.
+    It is unsafe: measured identical for floating-point operands, but an integer tensor
+    combined with a float16/bfloat16/float64 `t` then takes `t`'s dtype, not float32.
+    """
+
+    code = "JIT201"
+    name = "tensor-item"
+    kind = "break"
+    gb_type = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    gb_id = "GB0124"
+    fix_applicability = "unsafe"
+    config_note = SCALAR_CONFIG_NOTE
+    message = (
+        "`.item()` reads tensor data into Python and breaks the graph; "
+        "keep it a tensor (`.detach()`) and compute with tensors"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class AbsMaxQuant(nn.Module):
+                def forward(self, x):
+                    scale = x.abs().max().item()
+                    q = torch.round(x / scale * 127)
+                    return q * scale / 127
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class AbsMaxQuant(nn.Module):
+                def forward(self, x):
+                    scale = x.abs().max().detach()
+                    q = torch.round(x / scale * 127)
+                    return q * scale / 127
+            """,
+            entry="AbsMaxQuant",
+            lines=[6],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class TemperatureSoftmax(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.log_temp = nn.Parameter(torch.zeros(()))
+
+                def forward(self, logits):
+                    return (logits / (self.log_temp.exp().item())).softmax(-1)
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class TemperatureSoftmax(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.log_temp = nn.Parameter(torch.zeros(()))
+
+                def forward(self, logits):
+                    return (logits / (self.log_temp.exp().detach())).softmax(-1)
+            """,
+            entry="TemperatureSoftmax",
+            lines=[10],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class GreedyPolicy(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.q = nn.Linear(8, 4)
+
+                def forward(self, obs):
+                    values = self.q(obs)
+                    action = values[0].argmax().item()
+                    return values[:, action]
+            """,
+            entry="GreedyPolicy",
+            lines=[11],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MeanPooler(nn.Module):
+                def forward(self, hidden_states, attention_mask):
+                    mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
+                    num_tokens = attention_mask.sum().item()
+                    return (hidden_states * mask).sum(dim=(0, 1)) / num_tokens
+            """,
+            calls="[(torch.randn(2, 4, 8), torch.ones(2, 4, dtype=torch.long))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class MeanPooler(nn.Module):
+                def forward(self, hidden_states, attention_mask):
+                    mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
+                    num_tokens = attention_mask.sum().detach()
+                    return (hidden_states * mask).sum(dim=(0, 1)) / num_tokens
+            """,
+            entry="MeanPooler",
+            lines=[7],
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class AbsMaxQuant(nn.Module):
+                def forward(self, x):
+                    scale = x.abs().max().clamp(min=1e-8)
+                    return torch.round(x / scale * 127) * scale / 127
+            """,
+            entry="AbsMaxQuant",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Losses(nn.Module):
+                def forward(self, x):
+                    losses = {"l1": x.abs().mean(), "l2": x.pow(2).mean()}
+                    total = sum(v for k, v in losses.items())
+                    return total
+            """,
+            entry="Losses",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Normalize(nn.Module):
+                def forward(self, x):
+                    n = x.size(-1)
+                    d = x.shape[1]
+                    return x / (n * d) ** 0.5
+            """,
+            entry="Normalize",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Classifier(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(8, 4)
+                    self.last_confidence = 0.0
+
+                def forward(self, x):
+                    probs = self.head(x).softmax(-1)
+                    if not torch.compiler.is_compiling():
+                        self.last_confidence = probs.max().item()
+                    return probs
+            """,
+            entry="Classifier",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        receiver = method_call(node, frozenset({"item"}))
+        if receiver is None or self.context.kind(receiver) in NOT_ARRAYS:
+            return
+        fix = None
+        if self.context.kind(receiver).tensorish:
+            assert isinstance(node.func, cst.Attribute)
+            fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
+        self.report(node, fix=fix)
+

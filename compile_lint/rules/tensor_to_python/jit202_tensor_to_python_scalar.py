@@ -1,0 +1,220 @@
+"""JIT202 tensor-to-python-scalar: `int(t)`, `float(t)`, `bool(t)` or `complex(t)` on a tensor breaks the graph."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.facts import Kind
+from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._tensor_data import (
+    builtin_conversion,
+)
+from compile_lint.rules.base import Invalid, Rule, Valid
+
+
+class TensorToPythonScalar(Rule):
+    """`int(t)`, `float(t)`, `bool(t)` or `complex(t)` on a tensor breaks the graph.
+
+    Why: the conversion calls `t.item()`, so the default `torch.compile` breaks the graph
+    there ("Unsupported Tensor.item() call with capture_scalar_outputs=False").
+    `fullgraph=True` passes while the number is only used in arithmetic, but fails as
+    soon as Python decides something with it (`if bool(t):`, `range(int(t))`). The same
+    holds for a numpy array in forward: Dynamo traces arrays as tensors.
+
+    Instead: keep tensors (`t.detach()`, `t.float()`, `t.long()`), branch with
+    `torch.where`. `capture_scalar_outputs = True` removes the break for arithmetic
+    uses. The fix turns `float(t)` into `t.detach().float()` when only tensor arithmetic
+    uses it; unsafe because a float64 `t` is rounded to float32 (otherwise measured
+    identical in dtype and value).
+    """
+
+    code = "JIT202"
+    name = "tensor-to-python-scalar"
+    kind = "break"
+    gb_type = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    gb_id = "GB0124"
+    gb_types = ("Data dependent operator",)  # the same pattern, reported differently
+    fix_applicability = "unsafe"
+    config_note = SCALAR_CONFIG_NOTE
+    message = (
+        "`int()`/`float()`/`bool()` on a tensor reads its data into Python and breaks the graph; "
+        "keep a tensor (`t.detach()`, `t.float()`) and use torch ops"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LayerScale(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gamma = nn.Parameter(torch.full((), 0.1))
+
+                def forward(self, x):
+                    gamma = float(self.gamma)
+                    return x * gamma + x
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class LayerScale(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gamma = nn.Parameter(torch.full((), 0.1))
+
+                def forward(self, x):
+                    gamma = self.gamma.detach().float()
+                    return x * gamma + x
+            """,
+            entry="LayerScale",
+            lines=[10],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MaskedMean(nn.Module):
+                def forward(self, x, mask):
+                    total = x.masked_fill(~mask, 0).sum()
+                    return total / float(mask.sum() + 1)
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8) > 0)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class MaskedMean(nn.Module):
+                def forward(self, x, mask):
+                    total = x.masked_fill(~mask, 0).sum()
+                    return total / (mask.sum() + 1).detach().float()
+            """,
+            entry="MaskedMean",
+            lines=[7],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class EarlyExit(nn.Module):
+                def forward(self, x):
+                    done = bool((x.abs() < 1e-3).all())
+                    return x * 2 if done else x + 1
+            """,
+            entry="EarlyExit",
+            lines=[6],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class RepeatSteps(nn.Module):
+                def forward(self, x):
+                    steps = int(x.abs().mean() > 0.5) + 1
+                    for _ in range(steps):
+                        x = torch.tanh(x)
+                    return x
+            """,
+            entry="RepeatSteps",
+            lines=[6],
+        ),
+        Invalid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class NumpyScale(nn.Module):
+                def forward(self, x):
+                    peak = float(np.abs(x.numpy()).max())
+                    return x / peak
+            """,
+            entry="NumpyScale",
+            lines=[7],
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, q, k):
+                    scale = float(q.size(-1)) ** -0.5
+                    heads = int(q.shape[1])
+                    return (q @ k.transpose(-1, -2) * scale).softmax(-1) * heads
+            """,
+            calls="[(torch.randn(2, 4, 8), torch.randn(2, 4, 8))]",
+            entry="Attention",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Dropout(nn.Module):
+                def __init__(self, p=0.1, inplace=False):
+                    super().__init__()
+                    self.p = float(p)
+                    self.inplace = bool(inplace)
+
+                def forward(self, x):
+                    keep = int(self.p * 10)
+                    return x * (1 - self.p) + keep
+            """,
+            entry="Dropout",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class LayerScale(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gamma = nn.Parameter(torch.full((), 0.1))
+
+                def forward(self, x):
+                    return x * self.gamma.float() + x.to(torch.float32)
+            """,
+            entry="LayerScale",
+        ),
+        Valid(
+            """
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class NumpyClip(nn.Module):
+                def forward(self, x):
+                    return torch.from_numpy(np.clip(x.numpy(), -1.0, 1.0)) * float(np.pi)
+            """,
+            entry="NumpyClip",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = builtin_conversion(self, node, ("int", "float", "bool", "complex"))
+        if name is None:
+            return
+        fix = None
+        value = node.args[0].value
+        if name == "float" and self.context.kind(value) is Kind.TENSOR:
+            fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"))
+        message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
+        self.report(node, message=message, fix=fix)
+
+
+def _chain(value: cst.BaseExpression, *methods: str) -> cst.BaseExpression:
+    """`value.m1().m2()`, parenthesising `value` when the call would bind tighter."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    for method in methods:
+        value = cst.Call(func=cst.Attribute(value=value, attr=cst.Name(method)))
+    return value
+

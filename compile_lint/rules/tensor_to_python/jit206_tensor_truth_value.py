@@ -1,0 +1,194 @@
+"""JIT206 tensor-truth-value: `and`/`or`/`not` on tensor data outside a condition breaks the graph."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.rules._tensor_data import holds_tensor_data
+from compile_lint.rules.base import Invalid, Rule, Valid
+
+
+class TensorTruthValue(Rule):
+    """`and`/`or`/`not` on tensor data outside a condition breaks the graph.
+
+    Why: `a and b`, `a or b` and `not a` call `bool(a)`; on a tensor that needs its
+    value ("Data-dependent branching"), so `fullgraph=True` fails. This includes
+    `y = mask.any() and z`, `valid = not torch.isnan(x).any()` and `assert not
+    x.isnan().any()` (a plain `assert (x > 0).all()` compiles).
+
+    Instead: use tensor logic: `a & b`, `a | b`, `~a` or `torch.logical_and/or/not`,
+    and `torch.where(cond, a, b)` to pick values. (`if`/`while`/ternary conditions are
+    reported by JIT101-JIT103.)
+    """
+
+    code = "JIT206"
+    name = "tensor-truth-value"
+    kind = "break"
+    gb_type = "Data-dependent branching"
+    gb_id = "GB0170"
+    message = (
+        "`and`/`or`/`not` on a tensor calls bool() on its data and breaks the graph; "
+        "use `&`, `|`, `~` (torch.logical_*) or torch.where"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x, z):
+                    mask = x > 0
+                    y = mask.any() and z
+                    return y * 2
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
+            entry="Gate",
+            lines=[7],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class NanGuard(nn.Module):
+                def forward(self, x):
+                    finite = not torch.isnan(x).any()
+                    return x * finite
+            """,
+            entry="NanGuard",
+            lines=[6],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class CheckedNorm(nn.Module):
+                def forward(self, x):
+                    assert not torch.isnan(x).any(), "NaN in input"
+                    return x / x.norm()
+            """,
+            entry="CheckedNorm",
+            lines=[6],
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x, z):
+                    mask = x > 0
+                    y = torch.where(mask.any(), z, mask.to(z.dtype))
+                    valid = ~torch.isnan(x) & (x < 10) | mask
+                    return y * 2 + valid
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
+            entry="Gate",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Options(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.use_bias = True
+                    self.bias = nn.Parameter(torch.zeros(8))
+
+                def forward(self, x, scale=None, mask=None):
+                    scale = scale or 1.0
+                    apply = self.use_bias and not self.training
+                    mask = mask is not None and mask
+                    return x * scale + (self.bias if apply else 0)
+            """,
+            entry="Options",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Checked(nn.Module):
+                def forward(self, x):
+                    assert x.dim() == 2 and (x == x).all(), "bad input"
+                    if x.shape[0] > 1 and not x.is_floating_point():
+                        x = x.float()
+                    return x * 2
+            """,
+            entry="Checked",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # if/while/ternary/comprehension tests are JIT101-JIT103's to report.
+        self._in_conditions: set[cst.BaseExpression] = set()
+        # Inner links of an `a and b and c` chain: the outermost one reports.
+        self._inner: set[cst.BooleanOperation] = set()
+
+    def _condition(self, test: cst.BaseExpression) -> None:
+        self._in_conditions.update(_condition_chain(test))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._condition(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._condition(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._condition(node.test)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        self._condition(node.test)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        for side in (node.left, node.right):
+            if isinstance(side, cst.BooleanOperation) and not side.lpar:
+                self._inner.add(side)
+        if node in self._inner or node in self._in_conditions:
+            return
+        for operand in _truth_tested(node):
+            if holds_tensor_data(self, operand):
+                self.report(operand)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if not isinstance(node.operator, cst.Not) or node in self._in_conditions:
+            return
+        if holds_tensor_data(self, node.expression):
+            self.report(node)
+
+
+def _condition_chain(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`test` and the and/or/not operations inside it, down to their operands."""
+    chain: list[cst.BaseExpression] = []
+    pending = [test]
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, cst.BooleanOperation):
+            chain.append(expr)
+            pending += [expr.left, expr.right]
+        elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            chain.append(expr)
+            pending.append(expr.expression)
+    return chain
+
+
+def _truth_tested(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of an and/or chain whose truth Python tests: all but the last."""
+    operands: list[cst.BaseExpression] = []
+
+    def flatten(value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.BooleanOperation) and not value.lpar:
+            flatten(value.left)
+            flatten(value.right)
+        else:
+            operands.append(value)
+
+    flatten(expr)
+    return operands[:-1]
+

@@ -1,0 +1,278 @@
+"""JIT207 data-dependent-shape: Boolean-mask indexing and ops like `nonzero` give outputs whose size depends on data."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from compile_lint.analysis.facts import Kind
+from compile_lint.rules._tensor_data import bound_only_to
+from compile_lint.rules.base import Invalid, Rule, Valid
+
+
+class DataDependentShape(Rule):
+    """Boolean-mask indexing and ops like `nonzero` give outputs whose size depends on data.
+
+    Why: `x[mask]`, `torch.nonzero`, one-argument `torch.where(mask)`, `masked_select`,
+    `unique`, `bincount` and `repeat_interleave` with tensor repeats cannot know their
+    output size without the values, so the default `torch.compile` breaks the graph
+    ("Dynamic shape operator"). `fullgraph=True` passes (the size becomes an unbacked
+    symbol), and so does the default compile with
+    `torch._dynamo.config.capture_dynamic_output_shape_ops = True`.
+
+    Instead: keep shapes static: `torch.where(mask, x, 0)`, `x * mask`,
+    `x.masked_fill(~mask, 0)`, masked sums (`(x * mask).sum() / mask.sum()`); assigning
+    through a mask (`x[mask] = 0`) is fine, but `x[mask] += 1` reads `x[mask]` and
+    breaks (write `x = x + mask`); pass `output_size=` to `repeat_interleave`.
+    """
+
+    code = "JIT207"
+    name = "data-dependent-shape"
+    kind = "break"
+    gb_type = "Dynamic shape operator"
+    gb_id = "GB0036"
+    config_note = (
+        "With torch._dynamo.config.capture_dynamic_output_shape_ops = True the default "
+        "compile captures these ops without a break; fullgraph=True passes either way."
+    )
+    message = (
+        "output size depends on tensor data (mask indexing, nonzero, one-arg where...) and "
+        "breaks the graph; keep shapes static with torch.where(mask, x, 0) or x * mask"
+    )
+    invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MaskedMean(nn.Module):
+                def forward(self, loss, weights):
+                    valid = weights > 0
+                    return loss[valid].mean()
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
+            entry="MaskedMean",
+            lines=[7],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class FgIndices(nn.Module):
+                def forward(self, labels):
+                    fg = torch.where(labels > 0)[0]
+                    return fg.float().mean()
+            """,
+            calls="[(torch.randint(0, 3, (16,)),)]",
+            entry="FgIndices",
+            lines=[6],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class ActiveTokens(nn.Module):
+                def forward(self, x):
+                    keep = torch.isfinite(x) & (x.abs() > 0.1)
+                    return x.masked_select(keep).sum() + keep.nonzero().sum()
+            """,
+            entry="ActiveTokens",
+            lines=[7],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Classes(nn.Module):
+                def forward(self, labels):
+                    return torch.unique(labels).sum()
+            """,
+            calls="[(torch.randint(0, 5, (16,)),)]",
+            entry="Classes",
+            lines=[6],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class ScoreFilter(nn.Module):
+                def __init__(self, score_thresh=0.05):
+                    super().__init__()
+                    self.score_thresh = score_thresh
+
+                def forward(self, boxes, scores):
+                    keep = scores > self.score_thresh
+                    boxes, scores = boxes[keep], scores[keep]
+                    return boxes * scores[:, None]
+            """,
+            calls="[(torch.rand(10, 4), torch.rand(10))]",
+            entry="ScoreFilter",
+            lines=[11],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class BumpPositives(nn.Module):
+                def forward(self, x):
+                    y = x.clone()
+                    y[y > 0] += 1
+                    return y
+            """,
+            entry="BumpPositives",
+            lines=[7],
+        ),
+    ]
+    valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class MaskedMean(nn.Module):
+                def forward(self, loss, weights):
+                    valid = weights > 0
+                    total = torch.where(valid, loss, 0).sum()
+                    return total / valid.sum().clamp(min=1) + (loss * valid).mean()
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
+            entry="MaskedMean",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class ClampNegatives(nn.Module):
+                def forward(self, x):
+                    y = x.clone()
+                    y[y < 0] = 0
+                    y[torch.isnan(y)] = 0.0
+                    return y.masked_fill(y > 5, 5)
+            """,
+            entry="ClampNegatives",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Gather(nn.Module):
+                def forward(self, x, idx):
+                    rows = x[idx]
+                    last = x[:, -1]
+                    return rows + last.unsqueeze(-1) + x[x.shape[0] - 1]
+            """,
+            calls="[(torch.randn(4, 8), torch.tensor([0, 2, 1, 3]))]",
+            entry="Gather",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Repeat(nn.Module):
+                def forward(self, x, counts):
+                    fixed = torch.repeat_interleave(x, 2, dim=0)
+                    sized = x.repeat_interleave(counts, dim=0, output_size=8)
+                    return fixed + sized
+            """,
+            calls="[(torch.randn(4, 8), torch.tensor([2, 2, 2, 2]))]",
+            entry="Repeat",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._store_targets: set[cst.BaseExpression] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        # `x[mask] = v` writes in place (index_put) and keeps shapes static. `x[mask] += v`
+        # is no such target: it reads `x[mask]` first, and that breaks (measured).
+        self._store_targets.add(node.target)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if node in self._store_targets or not self.context.kind(node.value).tensorish:
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and _is_mask(self, index.value):
+                self.report(node)
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.context.qualname(func)
+        if qualified is not None:
+            if not qualified.startswith("torch."):
+                return
+            op = qualified[len("torch."):]
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if op in _DYNAMIC_SHAPE_OPS or (op == "where" and len(node.args) == 1 and positional):
+                self.report(node)
+            elif op == "repeat_interleave" and self._tensor_repeats(node, positional[1:2]):
+                self.report(node)
+            return
+        if isinstance(func, cst.Attribute) and self.context.kind(func.value) is Kind.TENSOR:
+            method = func.attr.value
+            if method in _DYNAMIC_SHAPE_OPS:
+                self.report(node)
+            elif method == "repeat_interleave":
+                positional = [a for a in node.args if a.keyword is None and not a.star]
+                if self._tensor_repeats(node, positional[:1]):
+                    self.report(node)
+
+    def _tensor_repeats(self, node: cst.Call, repeats: list[cst.Arg]) -> bool:
+        """`repeat_interleave` with a tensor of repeats and no `output_size=`."""
+        if any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args):
+            return False
+        values = [a.value for a in repeats] + [
+            a.value for a in node.args if a.keyword is not None and a.keyword.value == "repeats"
+        ]
+        return any(self.context.kind(value) is Kind.TENSOR for value in values)
+
+
+# Ops whose output size depends on tensor values.
+_DYNAMIC_SHAPE_OPS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"})
+
+
+_MASK_FUNCTIONS = frozenset({
+    "torch.isnan", "torch.isinf", "torch.isfinite", "torch.isneginf", "torch.isposinf", "torch.isin",
+    "torch.logical_and", "torch.logical_or", "torch.logical_not", "torch.logical_xor",
+    "torch.eq", "torch.ne", "torch.gt", "torch.ge", "torch.lt", "torch.le", "torch.isclose",
+})
+
+
+_MASK_METHODS = frozenset({
+    "bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "logical_xor",
+    "eq", "ne", "gt", "ge", "lt", "le", "isclose",
+})
+
+
+_ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+
+
+def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """True for an expression that is certainly a boolean tensor (a comparison, `~m`, `m & n`...)."""
+    context = rule.context
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Comparison):
+        return all(isinstance(t.operator, _ORDERING) for t in expr.comparisons) and context.kind(expr).tensorish
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return _is_mask(rule, expr.expression, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return _is_mask(rule, expr.left, depth + 1) or _is_mask(rule, expr.right, depth + 1)
+    if isinstance(expr, cst.Call):
+        qualified = context.qualname(expr.func)
+        if qualified is not None:
+            return qualified in _MASK_FUNCTIONS
+        func = expr.func
+        return (isinstance(func, cst.Attribute) and func.attr.value in _MASK_METHODS
+                and context.kind(func.value).tensorish)
+    return bound_only_to(rule, expr, _is_mask, depth)
+

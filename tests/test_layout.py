@@ -1,0 +1,149 @@
+"""The package reads one way: one rule per file, named after its code; layers import downwards only.
+
+analysis <- rules <- engine <- reporters and the fix loop <- verifier <- cli, server, flake8
+plugin; no module imports a module that (transitively) imports it back.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import re
+import sys
+
+import pytest
+
+import compile_lint
+from compile_lint.rules import ALL_RULES
+from compile_lint.rules.base import Rule
+
+PACKAGE_ROOT = os.path.dirname(os.path.abspath(compile_lint.__file__))
+FAMILIES = {
+    "1": "control_flow", "2": "tensor_to_python", "3": "containers", "4": "external_libraries",
+    "5": "recompile", "6": "side_effects", "7": "custom_ops", "8": "perf_hints",
+}
+# A module may import only from its own layer or a layer listed after it.
+LAYERS = [
+    ("frontends", ("compile_lint.linter.cli.", "compile_lint.linter.server.", "compile_lint.linter.flake8_plugin.",
+                   "compile_lint.__main__.")),
+    ("verifier", "compile_lint.verifier."),
+    ("reporters and the fix loop", ("compile_lint.linter.reporters.", "compile_lint.autofix.")),
+    ("engine", "compile_lint.linter."),
+    ("rules", "compile_lint.rules."),
+    ("analysis", "compile_lint.analysis."),
+]
+# Plain values every layer passes around; they import nothing of the package.
+VALUES = ("compile_lint.linter.diagnostics.", "compile_lint.linter.text_offsets.")
+
+
+def _module_files() -> dict[str, str]:
+    """Dotted module name -> file, for every module of the package."""
+    found = {}
+    for directory, _, files in os.walk(PACKAGE_ROOT):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            relative = os.path.relpath(path, os.path.dirname(PACKAGE_ROOT))[:-3].replace(os.sep, ".")
+            found[relative[: -len(".__init__")] if relative.endswith(".__init__") else relative] = path
+    return found
+
+
+MODULES = _module_files()
+
+
+def _runtime_imports(path: str) -> set[str]:
+    """compile_lint modules a file imports when run (not under `if TYPE_CHECKING:`)."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
+               and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
+               for node in ast.walk(stmt)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name in MODULES and name.startswith("compile_lint."))
+    return found
+
+
+def _layer(module: str) -> int:
+    if (module + ".").startswith(VALUES):
+        return len(LAYERS)
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if (module + ".").startswith(prefixes):
+            return index
+    return len(LAYERS)  # compile_lint itself (the version): below everything
+
+
+def _layer_name(module: str) -> str:
+    index = _layer(module)
+    return LAYERS[index][0] if index < len(LAYERS) else "values and the package root"
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=[rule.code for rule in ALL_RULES])
+def test_each_rule_lives_in_its_own_file_named_after_its_code(rule):
+    family = FAMILIES[rule.code[3]]
+    expected_module = f"compile_lint.rules.{family}.{rule.code.lower()}_{rule.name.replace('-', '_')}"
+    assert rule.__module__ == expected_module
+    assert rule.__name__ == "".join(part.capitalize() for part in rule.name.split("-"))
+    module = sys.modules[rule.__module__]
+    rules_here = [value for value in vars(module).values()
+                  if isinstance(value, type) and issubclass(value, Rule) and "code" in vars(value)
+                  and value.__module__ == module.__name__]
+    assert rules_here == [rule], f"{rule.__module__} must define exactly one rule"
+    assert inspect.getdoc(module), f"{rule.__module__} needs a module docstring"
+
+
+def test_every_rule_file_is_discovered():
+    rule_files = {name for name in MODULES if re.search(r"\.jit\d{3}_\w+$", name)}
+    assert rule_files == {rule.__module__ for rule in ALL_RULES}
+
+
+def test_layers_import_downwards_only():
+    wrong = []
+    for module, path in MODULES.items():
+        for imported in _runtime_imports(path):
+            if _layer(imported) < _layer(module):
+                wrong.append(f"{module} ({_layer_name(module)}) imports {imported} ({_layer_name(imported)})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycles_between_modules():
+    graph = {module: _runtime_imports(path) for module, path in MODULES.items()}
+    # A package's __init__ is run by importing any module in it: an edge from its modules too.
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> bool:
+        state[node] = 1
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                cycle.extend(stack[stack.index(target):] + [target] if target in stack else [node, target])
+                return True
+            if state.get(target) is None and visit(target, stack + [target]):
+                return True
+        state[node] = 2
+        return False
+
+    for module in sorted(graph):
+        if state.get(module) is None and visit(module, [module]):
+            break
+    assert not cycle, " -> ".join(cycle)
+
+
+def test_rules_read_only_the_public_analysis_api():
+    private_use = re.compile(r"\b(?:context|facts|regions|imports|module_index)\.(_[a-z]\w*)")
+    offenders = []
+    for module, path in MODULES.items():
+        if module.startswith("compile_lint.rules."):
+            for number, line in enumerate(open(path, encoding="utf-8"), 1):
+                if private_use.search(line):
+                    offenders.append(f"{path}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
