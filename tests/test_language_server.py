@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import queue
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
+from lsp_client import LspClient
 
 from compile_lint.autofix.apply import fix_text
 from compile_lint.autofix.edits import apply_fixes
@@ -21,67 +17,6 @@ from compile_lint.rules import RULES_BY_CODE
 pytest.importorskip("pygls")
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "ecosystem", "gated.py")
-TIMEOUT = 60
-
-
-class LspClient:
-    """A minimal LSP client: frames JSON-RPC messages and collects what the server sends."""
-
-    def __init__(self, cwd: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "compile_lint", "server", "--stdio"], cwd=cwd,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.messages: "queue.Queue[dict]" = queue.Queue()
-        self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        stream = self.process.stdout
-        while True:
-            headers = {}
-            while True:
-                line = stream.readline()
-                if not line:
-                    return
-                line = line.decode("ascii").strip()
-                if not line:
-                    break
-                name, _, value = line.partition(":")
-                headers[name.lower()] = value.strip()
-            body = stream.read(int(headers["content-length"]))
-            self.messages.put(json.loads(body))
-
-    def send(self, message: dict) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
-
-    def notify(self, method: str, params: dict) -> None:
-        self.send({"method": method, "params": params})
-
-    def request(self, method: str, params: dict):
-        self.next_id += 1
-        request_id = self.next_id
-        self.send({"id": request_id, "method": method, "params": params})
-        message = self.wait(lambda m: m.get("id") == request_id and "method" not in m)
-        assert "error" not in message, message
-        return message["result"]
-
-    def wait(self, predicate) -> dict:
-        """The next message that matches `predicate`; others (logs, other notifications) are skipped."""
-        while True:
-            message = self.messages.get(timeout=TIMEOUT)
-            if predicate(message):
-                return message
-
-    def diagnostics(self, uri: str) -> dict:
-        return self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                         and m["params"]["uri"] == uri)["params"]
-
-    def close(self) -> int:
-        self.request("shutdown", None)
-        self.notify("exit", None)
-        return self.process.wait(timeout=TIMEOUT)
 
 
 @pytest.fixture
@@ -92,9 +27,7 @@ def client(tmp_path):
     assert result["capabilities"]["codeActionProvider"]
     lsp.notify("initialized", {})
     yield lsp
-    if lsp.process.poll() is None:
-        lsp.process.kill()
-        lsp.process.wait()
+    lsp.kill()
 
 
 def _open(client, path: Path, text: str, version: int = 1) -> str:

@@ -15,7 +15,7 @@ from compile_lint.analysis.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.imports import ImportMap, dotted_name
 from compile_lint.analysis.module_index import ModuleIndex
 from compile_lint.analysis.regions import Regions, find_regions
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.walk import children
 
 
 class FileContext:
@@ -33,6 +33,7 @@ class FileContext:
         self.source = source  # the module's text, when known: lets analyses skip work
         self.module_bases = tuple(module_bases)
         self.function_stack: list[cst.FunctionDef] = []
+        self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property
@@ -58,21 +59,7 @@ class FileContext:
     @cached_property
     def parents(self) -> dict[cst.CSTNode, cst.CSTNode]:
         """Child node -> parent node, for the whole module (built on first use)."""
-        parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        stack: list[cst.CSTNode] = []
-
-        class _Parents(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                if stack:
-                    parents[node] = stack[-1]
-                stack.append(node)
-                return True
-
-            def on_leave(self, original_node: cst.CSTNode) -> None:
-                stack.pop()
-
-        visit(self.module, _Parents())
-        return parents
+        return _parents_below(self.module)
 
     # ----- module-wide facts ---------------------------------------------------------
     @cached_property
@@ -93,6 +80,8 @@ class FileContext:
     @cached_property
     def native_handles(self) -> module_facts.NativeHandles:
         """Names and `self.` attributes bound to a loaded native library (ctypes, cpp_extension)."""
+        if self.source is not None and not any(word in self.source for word in module_facts.NATIVE_LOADER_WORDS):
+            return module_facts.NativeHandles(self.imports)  # no loader can be named: no module walk
         return module_facts.native_handles(self.module_index, self.imports)
 
     @cached_property
@@ -107,6 +96,16 @@ class FileContext:
     # ----- where the walk is ---------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The node that contains `node`, or None for the module."""
+        if "parents" not in self.__dict__ and self.function_stack:
+            # Rules ask about nodes near the walk: the outermost function being visited
+            # usually holds them, and its parent map is much smaller than the module's.
+            root = self.function_stack[0]
+            local = self._function_parents.get(root)
+            if local is None:
+                local = self._function_parents[root] = _parents_below(root)
+            found = local.get(node)
+            if found is not None:
+                return found
         return self.parents.get(node)
 
     @property
@@ -159,3 +158,16 @@ class FileContext:
                 return list(self.facts.self_attributes(cls).values.get(expr.attr.value, ()))
         return []
 
+
+
+def _parents_below(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Child node -> parent node for every node below `root` (whitespace included)."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    stack = [root]
+    pop, push = stack.pop, stack.append
+    while stack:
+        current = pop()
+        for child in children(current):
+            parents[child] = current
+            push(child)
+    return parents

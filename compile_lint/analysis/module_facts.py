@@ -26,6 +26,8 @@ NATIVE_LOADERS = frozenset(
         "torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline",
     }
 )
+# Every loader's qualified name holds one of these, so a file that spells none loads nothing.
+NATIVE_LOADER_WORDS = ("ctypes", "cpp_extension")
 LIBRARY_CLASS = "torch.library.Library"
 KERNEL_REGISTRARS = frozenset({"torch.library.impl", "torch.library.register_kernel"})
 

@@ -29,10 +29,10 @@ class ModuleIndex:
         self.nodes: list[cst.CSTNode] = []
         self.enclosing_function: dict[cst.CSTNode, Optional[cst.FunctionDef]] = {}
         functions: list[cst.FunctionDef] = []
-        kept = INDEXED_TYPES
+        kept = frozenset(INDEXED_TYPES)  # concrete node classes: no subclasses, so type() is isinstance
 
         def on_visit(node: cst.CSTNode) -> bool:
-            if isinstance(node, kept):
+            if type(node) in kept:
                 self.nodes.append(node)
                 self.enclosing_function[node] = functions[-1] if functions else None
             if type(node) is cst.FunctionDef:

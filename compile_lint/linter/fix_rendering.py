@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState  # what Module.code_for_node renders with
 
 from compile_lint.analysis.imports import ImportMap
+from compile_lint.analysis.walk import children
 from compile_lint.linter.diagnostics import Edit, Fix
 from compile_lint.linter.text_offsets import line_and_column, line_starts, split_lines
+
+if TYPE_CHECKING:
+    from compile_lint.linter.positions import Anchor, NodePositions
 
 
 class _Replace(cst.CSTTransformer):
@@ -116,24 +121,124 @@ def _shift(edit: Edit, lines: int) -> Edit:
     return Edit(edit.line + lines, edit.column, edit.end_line + lines, edit.end_column, edit.content)
 
 
+def _render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str]) -> str:
+    """The code of `node` at an indentation, as the module's code generation writes it there."""
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline,
+                         indent_tokens=list(indent_tokens))
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def parses_at(statement: str, indent: str, newline: str) -> bool:
+    """Whether `statement`, a statement's code indented by `indent`, parses where it stands.
+
+    Python's grammar accepts a statement at some indentation or not whatever code is
+    around it (a statement ends with its line or its block; `return`, `yield`, `break`
+    or `await` in the wrong place are the compiler's errors, not the parser's), so one
+    `if 1:` block gives it the indentation it has in its file. A statement that does
+    not end its line cannot be judged alone.
+    """
+    if not statement.endswith(("\n", "\r")):
+        return False
+    try:
+        cst.parse_module(("if 1:" + newline if indent else "") + statement)
+    except Exception:  # noqa: BLE001 - any failure means it does not parse
+        return False
+    return True
+
+
+_NO_FIX = object()
+
+
 class FixBuilder:
     """Builds fixes for one module, re-rendering only the top-level statement each fix touches.
 
     Rendering and diffing the whole module per fix is quadratic in file size; a fix only
     changes its own top-level statement (plus, perhaps, an import line), so that is all
-    we render. Fixes spanning several top-level statements take the whole-module path.
+    we diff. Fixes spanning several top-level statements take the whole-module path.
+
+    With the finding's anchors (see `positions`), the builder finds the top-level
+    statement without a module-wide parent map or layout, rewrites only the innermost
+    statement that holds every replaced node, splices its new code into the top-level
+    statement's text, and checks that this statement parses where it stands instead of
+    parsing the whole top-level statement again. The text diffed is the same either way,
+    so are the edits.
     """
 
-    def __init__(self, module: cst.Module, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        parents: "Mapping[cst.CSTNode, cst.CSTNode] | Callable[[], Mapping[cst.CSTNode, cst.CSTNode]]",
+        code: Optional[str] = None,
+        positions: "Optional[NodePositions]" = None,
+    ) -> None:
         self.module = module
-        self.parents = parents
-        self.code = module.code
+        self._parents = parents
+        self.code = code if code is not None else module.code
+        self.positions = positions
         self._layout: Optional[list[tuple[int, int, int]]] = None  # (offset, length, first line)
+        self._subtrees: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
+        self._top_texts: dict[int, Optional[tuple[str, int, int]]] = {}
+        self._imports: Optional[ImportMap] = None
+
+    @property
+    def parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
+        """Child -> parent for the whole module (built on first use)."""
+        if callable(self._parents):
+            self._parents = self._parents()
+        return self._parents  # type: ignore[return-value]
 
     def _top_level(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        while node in self.parents and self.parents[node] is not self.module:
-            node = self.parents[node]
-        return node if self.parents.get(node) is self.module else None
+        parents = self.parents
+        while node in parents and parents[node] is not self.module:
+            node = parents[node]
+        return node if parents.get(node) is self.module else None
+
+    def _subtree(self, node: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Child -> parent below `node` (computed once per node)."""
+        key = id(node)
+        if key not in self._subtrees:
+            parents: dict[cst.CSTNode, cst.CSTNode] = {}
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                for child in children(current):
+                    parents[child] = current
+                    stack.append(child)
+            self._subtrees[key] = parents
+        return self._subtrees[key]
+
+    def _holder(self, anchors: Sequence[Anchor], olds: Sequence[cst.CSTNode]) -> Optional[int]:
+        """Index of the innermost anchor holding every node of `olds`, or None."""
+        for index in range(len(anchors) - 1, -1, -1):
+            anchor = anchors[index]
+            rendering = self.positions.rendering(anchor) if self.positions.is_rendered(anchor) else None
+            if rendering is not None:
+                inside = rendering.spans
+            elif index == 0:
+                inside = self._subtree(anchor[0])
+                if all(old in inside or old is anchor[0] for old in olds):
+                    return 0
+                return None
+            else:
+                continue
+            if all(old in inside for old in olds):
+                return index
+        return None
+
+    def _top_text(self, top: cst.CSTNode) -> Optional[tuple[str, int, int]]:
+        """(code, offset, first line) of a top-level statement, placed by its text; None if unsure."""
+        key = id(top)
+        if key not in self._top_texts:
+            found = None
+            if self.positions is not None:
+                text = self.module.code_for_node(top)
+                offset = self.positions.locate(text)
+                if offset is not None:
+                    text = self.code[offset:offset + len(text)]  # without a line break the file lacks at its end
+                    found = (text, offset, self.positions.line_of(offset))
+            self._top_texts[key] = found
+        return self._top_texts[key]
 
     def layout(self) -> Optional[list[tuple[int, int, int]]]:
         """Offset, length and first line of each top-level statement, or None if unsure."""
@@ -152,23 +257,100 @@ class FixBuilder:
             self._layout = layout if consistent and offset <= len(self.code) else []
         return self._layout or None
 
+    def _statement_offset(self, index: int) -> Optional[int]:
+        """Where top-level statement `index` starts (or where the module's statements end)."""
+        if self._layout is None and index < len(self.module.body):
+            # The statements before an import insertion point are the docstring and the
+            # imports: summing their lengths is what `layout` does, without the rest.
+            offset = sum(len(self.module.code_for_node(line)) for line in self.module.header)
+            offset += sum(len(self.module.code_for_node(statement)) for statement in self.module.body[:index])
+            return offset
+        layout = self.layout()
+        if layout is None:
+            return None
+        return layout[index][0] if index < len(layout) else layout[-1][0] + layout[-1][1] if layout else 0
+
+    def imports(self) -> ImportMap:
+        """The module's imports (computed once)."""
+        if self._imports is None:
+            self._imports = ImportMap(self.module)
+        return self._imports
+
     def _import_edit(self, modules: Sequence[str]) -> Optional[Edit]:
-        imports = ImportMap(self.module)
+        imports = self.imports()
         missing = [name for name in dict.fromkeys(modules)
                    if imports.names.get(name.split(".")[0]) != name.split(".")[0]]
         if not missing:
             return None
-        layout = self.layout()
-        if layout is None:
-            return None
         index = _insertion_index(list(self.module.body))
-        offset = layout[index][0] if index < len(layout) else layout[-1][0] + layout[-1][1] if layout else 0
-        if index >= len(layout) and not self.code[:offset].endswith(("\n", "\r")) and offset:
+        offset = self._statement_offset(index)
+        if offset is None:
+            return None
+        if index >= len(self.module.body) and not self.code[:offset].endswith(("\n", "\r")) and offset:
             return None  # no newline to insert after: let the slow path handle it
         newline = self.module.default_newline
         content = "".join(f"import {name}{newline}" for name in missing)
         line, column = line_and_column(line_starts(self.code), offset)
         return Edit(line, column, line, column, content)
+
+    def _placed_top(self, olds: Sequence[cst.CSTNode], anchors: Sequence[Anchor]):
+        """(holder index, top-level statement, its code, offset, first line) when the anchors place the fix."""
+        if not anchors or self.positions is None or anchors[0][0] not in self.module.body:
+            return None
+        holder = self._holder(anchors, olds)
+        if holder is None:
+            return None
+        placed = self._top_text(anchors[0][0])
+        return None if placed is None else (holder, anchors[0][0], *placed)
+
+    def _statement_holding(self, root: cst.CSTNode, olds: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
+        """The innermost statement of a block below `root` that holds every node of `olds` (none of them itself)."""
+        parents = self._subtree(root)
+        chains = []
+        for old in olds:
+            chain = []
+            node = parents.get(old)
+            while node is not None:
+                chain.append(node)
+                node = parents.get(node)
+            chains.append(chain)
+        common = set(map(id, chains[0])).intersection(*(map(id, chain) for chain in chains[1:]))
+        for node in chains[0]:
+            if id(node) in common and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                if isinstance(parents.get(node), cst.IndentedBlock):
+                    return node
+        return None
+
+    def _narrowed(self, mapping, olds, anchors: Sequence[Anchor], holder: int, top_text: str, top_offset: int):
+        """The new code of the top-level statement, rewriting only the innermost statement that holds every
+        replaced node; None when it cannot be placed, `_NO_FIX` when the rewrite does not render or parse."""
+        anchor = anchors[holder]
+        rendering = self.positions.rendering(anchor)  # type: ignore[union-attr]
+        if rendering is None:
+            return None
+        statement = self._statement_holding(anchor[0], olds)
+        if statement is None or statement in mapping:
+            return None
+        first_line, first_column, last_line, last_column = rendering.extents[statement]
+        starts = line_starts(rendering.text)
+        if last_line > len(starts):
+            return None
+        start, end = starts[first_line - 1] + first_column, starts[last_line - 1] + last_column
+        old_text = rendering.text[start:end]
+        code_line, code_column = rendering.spans[statement][:2]
+        indent = rendering.text[starts[code_line - 1]:starts[code_line - 1] + code_column]
+        if _render_at(self.module, statement, [indent]) != old_text:
+            return None
+        try:
+            new_text = _render_at(self.module, statement.visit(_Replace(mapping)), [indent])
+        except Exception:  # a fix that cannot be rendered is no fix
+            return _NO_FIX
+        if not parses_at(new_text, indent, self.module.default_newline):
+            return _NO_FIX
+        relative = rendering.offset + start - top_offset
+        if relative < 0 or top_text[relative:relative + len(old_text)] != old_text:
+            return None
+        return top_text[:relative] + new_text + top_text[relative + len(old_text):]
 
     def build(
         self,
@@ -176,31 +358,47 @@ class FixBuilder:
         message: str,
         applicability: str,
         imports: Sequence[str] = (),
+        anchors: Sequence[Anchor] = (),
     ) -> Optional[Fix]:
-        """The Fix for `replacements`; None when the result would not parse."""
-        layout = self.layout()
-        tops = {self._top_level(old) for old, _ in replacements}
-        if layout is None or len(tops) != 1 or None in tops:
-            return build_fix(self.module, replacements, message, applicability, imports)
-        top = tops.pop()
-        index = next(i for i, statement in enumerate(self.module.body) if statement is top)
-        start, length, first_line = layout[index]
+        """The Fix for `replacements`; None when the result would not parse.
+
+        `anchors` (the finding's, see `positions`) let the builder avoid the module-wide
+        parent map and layout; the fix is the same either way.
+        """
         mapping = dict(replacements)
-        try:
-            replaced = mapping[top] if top in mapping else top.visit(_Replace(mapping))
-            new_text = _render(self.module, replaced)
-            if new_text:
-                cst.parse_module(new_text)
-        except Exception:  # a fix that cannot be rendered or parsed is no fix
-            return None
-        old_text = self.code[start:start + length]
+        olds = [old for old, _ in replacements]
+        placed = self._placed_top(olds, anchors) if olds else None
+        new_text: Optional[str] = None
+        if placed is not None:
+            holder, top, old_text, start, first_line = placed
+            narrowed = self._narrowed(mapping, olds, anchors, holder, old_text, start)
+            if narrowed is _NO_FIX:
+                return None
+            new_text = narrowed  # type: ignore[assignment]
+        else:
+            layout = self.layout()
+            tops = {self._top_level(old) for old, _ in replacements}
+            if layout is None or len(tops) != 1 or None in tops:
+                return build_fix(self.module, replacements, message, applicability, imports)
+            top = tops.pop()
+            index = next(i for i, statement in enumerate(self.module.body) if statement is top)
+            start, length, first_line = layout[index]
+            old_text = self.code[start:start + length]
+        if new_text is None:
+            try:
+                replaced = mapping[top] if top in mapping else top.visit(_Replace(mapping))
+                new_text = _render(self.module, replaced)
+                if new_text:
+                    cst.parse_module(new_text)
+            except Exception:  # a fix that cannot be rendered or parsed is no fix
+                return None
         edits = [_shift(edit, first_line - 1) for edit in diff_edits(old_text, new_text)]
         if not edits:
             return None
         if imports:
             import_edit = self._import_edit(imports)
             if import_edit is None and any(
-                ImportMap(self.module).names.get(m.split(".")[0]) != m.split(".")[0] for m in imports
+                self.imports().names.get(m.split(".")[0]) != m.split(".")[0] for m in imports
             ):
                 return build_fix(self.module, replacements, message, applicability, imports)
             if import_edit is not None:

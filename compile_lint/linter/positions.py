@@ -1,0 +1,187 @@
+"""Positions of the reported nodes, rendering only the statements that hold them.
+
+libcst's `PositionProvider` regenerates the code of the whole module (and its
+`MetadataWrapper` rebuilds the tree first) to place every node: on a 2,000-line model file
+that costs more than the parse. A linter needs the positions of the few nodes it reports.
+
+Each finding comes with its anchors: the statements that held it while the rules walked
+(the top-level statement, then each enclosing function, innermost last), with the
+indentation libcst's code generation has at each. An anchor is rendered alone, with
+libcst's own position-tracking code generation, and placed in the source by its text:
+the module's code is the source (libcst round-trips it), so an anchor's rendering occurs
+in the source at the anchor's offset, and when it occurs there once, that is where the
+anchor is. A node whose anchors are all ambiguous (the same text twice) falls back to
+libcst's `PositionProvider`, so every position is exactly the one it computes
+(tests/test_positions.py compares them on the rule examples and real files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+from compile_lint.linter.text_offsets import line_and_column, line_starts
+
+# (start line 1-based, start column 0-based, end line, end column), as libcst's CodeRange.
+Span = tuple[int, int, int, int]
+# A statement that holds a node, and the indentation libcst's codegen has at its start.
+Anchor = tuple[cst.CSTNode, tuple[str, ...]]
+
+
+class _Recorder:
+    """`record_syntactic_position` as a plain context manager (libcst's is a generator)."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: "_PositionState", node, start_node, end_node) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, exc_type, *exc_info) -> None:
+        if exc_type is not None:
+            return  # let a RecursionError from deep code through, as it is
+        state = self.state
+        computed = state.spans
+        start = computed[self.start_node][:2] if self.start_node is not None else self.start
+        end = computed[self.end_node][2:] if self.end_node is not None else (state.line, state.column)
+        computed[self.node] = start + end
+
+
+class _PositionState(PositionProvidingCodegenState):
+    """libcst's position-tracking codegen state, with tuples instead of dataclasses.
+
+    Same rules as `PositionProvidingCodegenState` (a node's span is where its code
+    starts and ends, narrowed to its syntactic part where libcst records one), at a
+    fraction of the cost: most tokens hold no line break and skip the regular expression.
+    """
+
+    __slots__ = ("spans", "extents", "starts")
+
+    def __init__(self, default_indent: str, default_newline: str, indent_tokens: Sequence[str]) -> None:
+        super().__init__(default_indent=default_indent, default_newline=default_newline, provider=None,
+                         indent_tokens=list(indent_tokens))
+        self.spans: dict[cst.CSTNode, Span] = {}
+        self.extents: dict[cst.CSTNode, Span] = {}  # whitespace included: where the node's code starts and ends
+        self.starts: list[tuple[int, int]] = []
+
+    def _update_position(self, value: str) -> None:
+        if "\n" not in value and "\r" not in value:
+            self.column += len(value)
+        else:
+            super()._update_position(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        extent = self.starts.pop() + (self.line, self.column)
+        self.extents[node] = extent
+        if node not in self.spans:
+            self.spans[node] = extent
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        return _Recorder(self, node, start_node, end_node)
+
+
+@dataclass
+class Rendering:
+    """An anchor rendered alone: its code, where that is in the source, and its nodes' spans and extents.
+
+    Spans and extents count lines from 1 at the anchor's first line; add `shift` for the file's.
+    """
+
+    text: str
+    offset: int
+    shift: int
+    spans: dict
+    extents: dict
+
+
+def render_with_spans(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str] = ()) -> tuple[str, dict, dict]:
+    """The code of `node` as it is in `module` at that indentation, and every node's span and extent in it."""
+    state = _PositionState(module.default_indent, module.default_newline, indent_tokens)
+    node._codegen(state)
+    return "".join(state.tokens), state.spans, state.extents
+
+
+class NodePositions:
+    """Spans of chosen nodes of one module, each computed from the smallest anchor that places it."""
+
+    def __init__(self, module: cst.Module, source: str) -> None:
+        self.module = module
+        self.source = source
+        self._starts: Optional[list[int]] = None
+        self._rendered: dict[int, Optional[Rendering]] = {}  # by id of the anchor's node
+        self._whole: Optional[dict] = None
+
+    def line_of(self, offset: int) -> int:
+        """1-based line of a character offset of the source."""
+        if self._starts is None:
+            self._starts = line_starts(self.source)
+        return line_and_column(self._starts, offset)[0]
+
+    def locate(self, text: str) -> Optional[int]:
+        """The offset where `text`, the rendering of some statement of the module, is in the source; None if unsure.
+
+        The module's last statement renders with a line break the source may lack
+        (libcst drops it at the end of a file without one).
+        """
+        source = self.source
+        if not text:
+            return None
+        if source.count(text) == 1:
+            return source.find(text)
+        if not self.module.has_trailing_newline:
+            for newline in ("\r\n", "\n", "\r"):
+                if text.endswith(newline):
+                    stripped = text[: -len(newline)]
+                    if stripped and source.endswith(stripped) and source.count(stripped) == 1:
+                        return len(source) - len(stripped)
+                    break
+        return None
+
+    def rendering(self, anchor: Anchor) -> Optional[Rendering]:
+        """The anchor rendered and placed in the source (once), or None when it cannot be placed."""
+        node, indent_tokens = anchor
+        key = id(node)
+        if key not in self._rendered:
+            text, spans, extents = render_with_spans(self.module, node, indent_tokens)
+            offset = self.locate(text)
+            self._rendered[key] = None if offset is None else Rendering(
+                self.source[offset:offset + len(text)], offset, self.line_of(offset) - 1, spans, extents)
+        return self._rendered[key]
+
+    def is_rendered(self, anchor: Anchor) -> bool:
+        """Whether the anchor has been rendered already (asking for its rendering then costs nothing)."""
+        return id(anchor[0]) in self._rendered
+
+    def span(self, node: cst.CSTNode, anchors: Sequence[Anchor] = ()) -> Span:
+        """The span PositionProvider gives `node`, from the innermost anchor that places it."""
+        for anchor in reversed(anchors):
+            rendering = self.rendering(anchor)
+            if rendering is not None:
+                span = rendering.spans.get(node)
+                if span is not None:
+                    shift = rendering.shift
+                    return (span[0] + shift, span[1], span[2] + shift, span[3])
+        return self.whole()[node]
+
+    def whole(self) -> dict:
+        """Every node's span, from libcst's PositionProvider over the whole module (the fallback)."""
+        if self._whole is None:
+            try:
+                ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            except KeyError as error:
+                # libcst's position codegen recurses per nesting level; on very deep code its
+                # RecursionError surfaces as a KeyError in its context managers.
+                raise RecursionError("too deeply nested to resolve positions") from error
+            self._whole = {
+                node: (r.start.line, r.start.column, r.end.line, r.end.column) for node, r in ranges.items()
+            }
+        return self._whole
