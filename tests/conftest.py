@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -50,6 +52,21 @@ def assert_findings_json(text: str) -> list:
         schema = json.load(handle)
     jsonschema.validate(data, schema)
     return data
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def real_files(count: int) -> list[str]:
+    """Real nn.Module code: torch's own modules, plus the benchmark corpus when it was fetched."""
+    torch = pytest.importorskip("torch")
+    base = os.path.dirname(torch.__file__)
+    found = sorted(glob.glob(os.path.join(base, "nn", "modules", "*.py")))
+    found += sorted(glob.glob(os.path.join(base, "_dynamo", "*.py")))[:10]
+    corpus = os.path.join(REPO, "benchmarks", ".cache", "corpus")
+    found += sorted(glob.glob(os.path.join(corpus, "**", "*.py"), recursive=True))
+    random.Random(9).shuffle(found)
+    return found[:count]
 
 
 def make_context(code: str, path: str = "m.py") -> FileContext:

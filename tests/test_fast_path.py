@@ -7,16 +7,13 @@ two must be byte-identical on every rule example and on real model code.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import random
 import textwrap
 from types import SimpleNamespace
 
 import libcst as cst
 import pytest
-from conftest import assert_findings_json
+from conftest import assert_findings_json, real_files
 
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
@@ -26,7 +23,6 @@ from compile_lint.analysis.walk import WHITESPACE_TYPES, child_fields, children,
 from compile_lint.rules import ALL_RULES
 
 ALL = Config(select=("ALL",))
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = [
     (f"{rule.code}-{kind}{index}", text)
     for rule in ALL_RULES
@@ -35,18 +31,6 @@ EXAMPLES = [
     for text in (example.code, example.fixed)
     if text is not None
 ]
-
-
-def _real_files(count: int) -> list[str]:
-    """Real nn.Module code: torch's own modules, plus the benchmark corpus when it was fetched."""
-    torch = pytest.importorskip("torch")
-    base = os.path.dirname(torch.__file__)
-    found = sorted(glob.glob(os.path.join(base, "nn", "modules", "*.py")))
-    found += sorted(glob.glob(os.path.join(base, "_dynamo", "*.py")))[:10]
-    corpus = os.path.join(REPO, "benchmarks", ".cache", "corpus")
-    found += sorted(glob.glob(os.path.join(corpus, "**", "*.py"), recursive=True))
-    random.Random(9).shuffle(found)
-    return found[:count]
 
 
 def _json(text: str, path: str, fast: bool) -> str:
@@ -61,7 +45,7 @@ def test_rule_examples_lint_identically_both_ways(name, text):
 
 
 def test_real_files_lint_identically_both_ways():
-    files = _real_files(60)
+    files = real_files(60)
     assert len(files) >= 20
     for path in files:
         with open(path, encoding="utf-8") as handle:
@@ -123,7 +107,7 @@ def test_syntax_errors_are_found_even_in_files_without_torch():
 
 def _sources() -> list[str]:
     texts = [text for _, text in EXAMPLES]
-    texts += [open(path, encoding="utf-8").read() for path in _real_files(12)]
+    texts += [open(path, encoding="utf-8").read() for path in real_files(12)]
     texts.append(textwrap.dedent('''
         from . import x as y
         async def f(a, /, b=1, *c, d: int = 2, **e) -> None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from lsp_client import LspClient
+from lsp_client import TIMEOUT, LspClient
 
 from compile_lint.autofix.apply import fix_text
 from compile_lint.autofix.edits import apply_fixes
 from compile_lint.linter.config import Config
 from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.linter.engine import LintCancelled, lint_text
+from compile_lint.linter.server import LintScheduler, Snapshot
 from compile_lint.rules import RULES_BY_CODE
 
 pytest.importorskip("pygls")
@@ -136,3 +140,125 @@ def test_syntax_errors_are_reported_not_fatal(client, tmp_path):
     uri = _open(client, tmp_path / "ok.py", Path(FIXTURE).read_text())
     assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["JIT101"]
     assert client.close() == 0
+
+
+def _lsp_findings(diagnostics: list[dict]) -> list[tuple]:
+    return [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"]) for d in diagnostics]
+
+
+def _cli_findings(text: str, path: Path) -> list[tuple]:
+    return [(d.code, d.line - 1, d.column - 1) for d in lint_text(text, str(path), Config())]
+
+
+def test_typing_is_debounced_and_its_last_version_published(client, tmp_path):
+    path = tmp_path / "gated.py"
+    text = Path(FIXTURE).read_text()
+    uri = _open(client, path, text)
+    client.diagnostics(uri, 1)
+    # Ten keystrokes 100 ms apart, typing a comment at the end of the `if` line.
+    line = 7
+    column = len(text.splitlines()[line])
+    typed = "  # typing"
+    for index, character in enumerate(typed):
+        time.sleep(0.1)
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": index + 2}, "contentChanges": [{
+            "range": {"start": {"line": line, "character": column + index},
+                      "end": {"line": line, "character": column + index}},
+            "text": character}]})
+    last = len(typed) + 1
+    versions: list = []
+
+    def until_last(message: dict) -> bool:
+        if message.get("method") != "textDocument/publishDiagnostics":
+            return False
+        versions.append(message["params"]["version"])
+        return versions[-1] == last
+
+    final = client.wait(until_last)["params"]
+    # Debounced: not one lint per keystroke; the last version's diagnostics, as the CLI finds them.
+    assert len(versions) < len(typed) // 2, versions
+    assert versions == sorted(versions)
+    lines = text.splitlines(True)
+    lines[line] = lines[line].rstrip("\n") + typed + "\n"
+    assert _lsp_findings(final["diagnostics"]) == _cli_findings("".join(lines), path)
+    assert client.close() == 0
+
+
+def test_code_actions_answer_for_the_text_they_are_asked_about(client, tmp_path):
+    example = RULES_BY_CODE["JIT101"].invalid[0]
+    path = tmp_path / "model.py"
+    uri = _open(client, path, example.code)
+    client.diagnostics(uri, 1)
+    # Edit, then ask at once: the answer waits for the lint of version 2, never the stale one.
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "text": "# a new first line\n"}]})
+    new_text = "# a new first line\n" + example.code
+    [expected] = [d for d in lint_text(new_text, str(path), Config()) if d.fix is not None]
+    where = {"start": {"line": expected.line - 1, "character": expected.column - 1},
+             "end": {"line": expected.end_line - 1, "character": expected.end_column - 1}}
+    [action] = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": where, "context": {"diagnostics": [], "only": ["quickfix"]}})
+    assert _apply(new_text, action["edit"]["changes"][uri]) == "# a new first line\n" + example.fixed
+    assert client.close() == 0
+
+
+def _snapshot(text: str, version: int, path: str = "m.py") -> Snapshot:
+    return Snapshot("file:///m.py", path, text, version, Config())
+
+
+def test_a_running_lint_is_cancelled_when_a_newer_version_arrives():
+    text = Path(FIXTURE).read_text()
+    started, proceed = threading.Event(), threading.Event()
+    outcomes: list = []
+    delivered: list = []
+
+    def lint(job, cancelled):
+        started.set()
+        proceed.wait(TIMEOUT)
+        try:
+            findings = lint_text(job.text, job.path, job.config, cancelled=cancelled)
+        except LintCancelled:
+            outcomes.append(("cancelled", job.version))
+            raise
+        outcomes.append(("finished", job.version))
+        return findings
+
+    scheduler = LintScheduler(lint, lambda job, findings: delivered.append((job.version, findings)))
+    try:
+        scheduler.submit(_snapshot(text, 1), edit=False)
+        assert started.wait(TIMEOUT)
+        scheduler.submit(_snapshot(text.replace("x * 2", "x * 3"), 2), edit=False)
+        proceed.set()
+        deadline = time.monotonic() + TIMEOUT
+        while len(outcomes) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        scheduler.close()
+    assert outcomes == [("cancelled", 1), ("finished", 2)]
+    assert [version for version, _ in delivered] == [2]
+    assert [d.code for d in delivered[0][1]] == ["JIT101"]
+
+
+def test_edits_in_quick_succession_are_linted_once():
+    text = Path(FIXTURE).read_text()
+    linted: list = []
+    delivered: list = []
+
+    def lint(job, cancelled):
+        linted.append(job.version)
+        return lint_text(job.text, job.path, job.config, cancelled=cancelled)
+
+    scheduler = LintScheduler(lint, lambda job, findings: delivered.append(job.version), debounce=0.5)
+    try:
+        for version in range(1, 11):  # 20 ms apart: all within the debounce after the first
+            scheduler.submit(_snapshot(text + "#" * version, version))
+            time.sleep(0.02)
+        deadline = time.monotonic() + TIMEOUT
+        while 10 not in delivered and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        scheduler.close()
+    assert linted[0] == 1 and linted[-1] == 10  # the first edit at once, then the last
+    assert len(linted) <= 3, linted
+    assert delivered[-1] == 10

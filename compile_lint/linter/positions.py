@@ -129,22 +129,21 @@ class NodePositions:
     def locate(self, text: str) -> Optional[int]:
         """The offset where `text`, the rendering of some statement of the module, is in the source; None if unsure.
 
-        The module's last statement renders with a line break the source may lack
-        (libcst drops it at the end of a file without one).
+        It is there exactly once, unless it ends the file: libcst renders the module's last
+        line break even when the source lacks one, so there it is the text without it.
         """
         source = self.source
         if not text:
             return None
-        if source.count(text) == 1:
-            return source.find(text)
+        count = source.count(text)
+        at_end = None
         if not self.module.has_trailing_newline:
-            for newline in ("\r\n", "\n", "\r"):
-                if text.endswith(newline):
-                    stripped = text[: -len(newline)]
-                    if stripped and source.endswith(stripped) and source.count(stripped) == 1:
-                        return len(source) - len(stripped)
-                    break
-        return None
+            stripped = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith(("\n", "\r")) else text
+            if stripped != text and stripped and source.endswith(stripped):
+                at_end = len(source) - len(stripped)
+        if count + (at_end is not None) != 1:
+            return None
+        return source.find(text) if count else at_end
 
     def rendering(self, anchor: Anchor) -> Optional[Rendering]:
         """The anchor rendered and placed in the source (once), or None when it cannot be placed."""

@@ -1,0 +1,148 @@
+"""The language server's incremental parser gives exactly the tree a full parse gives.
+
+After each edit, `IncrementalParser.parse` must return a module that `deep_equals` the one
+`libcst.parse_module` returns for the new text (and renders to it), or raise the same kind
+of error when the text does not parse. Random edits (characters, indentation, brackets,
+quotes, comments, copied lines) on rule examples and real model code, and the edits the
+splice must refuse: the first line, the header, the first block, a statement's first
+character, comments the block before may take.
+"""
+
+from __future__ import annotations
+
+import random
+import textwrap
+
+import libcst as cst
+import pytest
+from conftest import real_files
+
+from compile_lint.linter.incremental import IncrementalParser
+from compile_lint.rules import ALL_RULES
+
+SNIPPETS = ["x", " ", "    ", "\n", "\n    ", "(", ")", "'''", '"', "#", "# c\n", "\n\n", "    # c\n", "  # c\n",
+            "pass\n", "\tx", "if x:\n", "\\\n", "]", ":", "def f():\n", "    return 1\n", "class A:\n", "@d\n"]
+
+
+def _edit(text: str, rng: random.Random) -> str:
+    position = rng.randrange(len(text) + 1)
+    kind = rng.random()
+    if kind < 0.45:
+        return text[:position] + rng.choice(SNIPPETS) + text[position:]
+    if kind < 0.75:
+        return text[:position] + text[position + rng.randrange(1, 40):]
+    lines = text.splitlines(True)
+    index = rng.randrange(len(lines) + 1)
+    lines.insert(index, rng.choice(lines) if lines else "x = 1\n")
+    return "".join(lines)
+
+
+def _check_edits(text: str, rng: random.Random, edits: int) -> tuple[int, int]:
+    """Apply random edits; every parse must equal the full parse. (parses compared, splices)"""
+    parser = IncrementalParser()
+    parser.parse(text)
+    good = text
+    compared = spliced = 0
+    for _ in range(edits):
+        text = _edit(text, rng)
+        try:
+            expected = cst.parse_module(text)
+        except Exception as error:  # noqa: BLE001 - whatever the full parse raises, so must the splice
+            with pytest.raises(type(error)):
+                parser.parse(text)
+            text = good  # carry on from the last text that parsed, as an editor would
+            assert parser.parse(text).deep_equals(cst.parse_module(text))
+            continue
+        module = parser.parse(text)
+        assert module.deep_equals(expected), text
+        assert module.code == text
+        compared += 1
+        spliced += parser.reused > 0
+        good = text
+    return compared, spliced
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_random_edits_of_real_files_parse_as_full_parses():
+    rng = random.Random(15)
+    compared = spliced = 0
+    texts = [text for text in map(_read, real_files(40)) if 200 < text.count("\n") < 900][:4]
+    assert texts
+    for text in texts:
+        counts = _check_edits(text, rng, 40)
+        compared += counts[0]
+        spliced += counts[1]
+    assert compared > 40
+    assert spliced > compared // 2  # most edits really were spliced
+
+
+def test_random_edits_of_rule_examples_parse_as_full_parses():
+    rng = random.Random(16)
+    for rule in ALL_RULES[::2]:
+        for example in rule.invalid[:2]:
+            _check_edits(example.code, rng, 12)
+
+
+BASE = textwrap.dedent('''\
+    """Docstring."""
+    import torch
+
+
+    class First(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+
+    # before Second
+    class Second(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x
+            return -x
+
+
+    def helper(y):
+        return y.item()
+
+
+    VALUE = 1
+''')
+
+
+@pytest.mark.parametrize("old,new", [
+    ('"""Docstring."""', '"""Doc."""'),  # the first line
+    ("class First", "class Firsts"),  # the first block
+    ("class Second", "    class Second"),  # a statement's first character: joins the block before
+    ("# before Second", "        # before Second"),  # a comment the block before may take
+    ("def helper(y):", "def helper(y, z):"),  # a middle statement
+    ("        return y.item()\n", "        return y.item()\n    # trailing\n"),  # a footer comment of a block
+    ("VALUE = 1\n", "VALUE = 1\n# last\n"),  # the footer
+    ("VALUE = 1\n", "VALUE = (\n"),  # does not parse
+    ("            return -x\n", "            return -x\n  # odd\n"),  # a comment at no block's indentation
+])
+def test_edits_near_boundaries_parse_as_full_parses(old, new):
+    parser = IncrementalParser()
+    parser.parse(BASE)
+    text = BASE.replace(old, new, 1)
+    try:
+        expected = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        with pytest.raises(cst.ParserSyntaxError):
+            parser.parse(text)
+        return
+    module = parser.parse(text)
+    assert module.deep_equals(expected)
+    assert module.code == text
+
+
+def test_an_edit_in_one_function_keeps_every_other_statement():
+    parser = IncrementalParser()
+    first = parser.parse(BASE)
+    module = parser.parse(BASE.replace("return y.item()", "return y.item() + 1"))
+    assert parser.reused == len(first.body) - 1
+    kept = [statement for statement in module.body if any(statement is old for old in first.body)]
+    assert len(kept) == len(first.body) - 1
