@@ -55,7 +55,7 @@ def _check_edits(text: str, rng: random.Random, edits: int) -> tuple[int, int]:
             continue
         module = parser.parse(text)
         assert module.deep_equals(expected), text
-        assert module.code == text
+        assert module.code == expected.code
         compared += 1
         spliced += parser.reused > 0
         good = text

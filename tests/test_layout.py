@@ -147,3 +147,9 @@ def test_rules_read_only_the_public_analysis_api():
                 if private_use.search(line):
                     offenders.append(f"{path}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_rule_codes_are_read_from_the_rule_files_without_importing_them():
+    from compile_lint.rules import rule_codes
+
+    assert rule_codes() == {rule.code for rule in ALL_RULES}

@@ -142,3 +142,16 @@ def test_ambiguous_statements_fall_back_to_the_whole_module():
     positions = NodePositions(module, code)
     assert positions.locate(module.code_for_node(module.body[1])) is None  # the same text twice
     assert positions.locate(module.code_for_node(module.body[0])) == 0
+
+
+def test_sources_libcst_does_not_reproduce_are_placed_as_position_provider_places_them():
+    # libcst parses a backslash continuation inside indentation but regenerates it otherwise
+    # (its issue #951): positions then come from PositionProvider, as they always did.
+    code = ("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n"
+            "            y = 1\n          \\\n  z = x.item()\n        return x.item()\n\n\ndef g(x):\n"
+            "    return x.item()\n")
+    module = cst.parse_module(code)
+    assert module.code != code
+    assert not NodePositions(module, code).faithful
+    placed, expected = _placed(code)
+    assert placed == expected

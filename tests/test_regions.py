@@ -1,6 +1,9 @@
 """Regions: exactly the functions torch.compile traces."""
 
+import pytest
 from conftest import make_context
+
+from compile_lint.analysis.regions import may_call_compile
 
 
 def _traced(code: str) -> set[str]:
@@ -148,3 +151,13 @@ def test_eager_only_branches_are_excluded():
     context = make_context(code)
     assert _traced(code) == {"forward"}
     assert len(context.regions.eager_only) == 3
+
+
+@pytest.mark.parametrize("source,possible", [
+    ("torch.compile(f)", True), ("torch.compile (f)", True), ("torch.compile\\\n(f)", True),
+    ("x = [torch.compile  # why\n (f)]", True), ("from torch import compile as c", True),
+    ("from torch import (compile\n  as c)", True), ("torch._dynamo.optimize('eager')(f)", True),
+    ("if is_torchdynamo_compiling():", False), ("optimizer.step()", False), ("# torch.compile it", False),
+])
+def test_compile_calls_are_looked_for_only_where_the_text_can_hold_one(source, possible):
+    assert may_call_compile(source) is possible

@@ -20,10 +20,11 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    # `type() is`: libcst's node classes are ABCs (slow isinstance) and these have no subclasses.
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

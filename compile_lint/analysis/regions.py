@@ -10,6 +10,7 @@ are an intended break), and neither are branches guarded by `not is_compiling()`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
@@ -191,9 +192,32 @@ class _EagerBranches(cst.CSTVisitor):
             self.eager_only.add(node.orelse)
 
 
-# Every compile function's name ends in one of these, and so does every eager predicate's.
-_COMPILE_WORDS = ("compile", "optimize")
+class _CompileCallsAndEagerBranches(cst.CSTVisitor):
+    """Both collectors in one walk of the module."""
+
+    def __init__(self, calls: _CompileCalls, branches: _EagerBranches) -> None:
+        self.visit_Call = calls.visit_Call  # type: ignore[method-assign]
+        self.visit_If = branches.visit_If  # type: ignore[method-assign]
+        self.visit_IfExp = branches.visit_IfExp  # type: ignore[method-assign]
+
+    def visit_Call(self, node: cst.Call) -> None: ...  # replaced per instance; declared for the walk's plan
+
+    def visit_If(self, node: cst.If) -> None: ...
+
+    def visit_IfExp(self, node: cst.IfExp) -> None: ...
+
+
+# Every eager predicate's name ends in one of these.
 _PREDICATE_WORDS = ("compiling", "is_scripting", "is_tracing")
+# A call of a compile function spells its name (or an alias's) then `(`, maybe after spaces,
+# line breaks, backslashes or comments; an alias is imported as `compile as NAME`.
+_SEPARATORS = r"(?:\s|\\|#[^\r\n]*)"
+_COMPILE_CALL_OR_ALIAS = re.compile(rf"(?:compile|optimize){_SEPARATORS}*\(|(?:compile|optimize){_SEPARATORS}+as\b")
+
+
+def may_call_compile(source: str) -> bool:
+    """False when no call in `source` can resolve to `torch.compile` or `torch._dynamo.optimize`."""
+    return _COMPILE_CALL_OR_ALIAS.search(source) is not None
 
 
 def find_regions(
@@ -204,8 +228,8 @@ def find_regions(
 ) -> Regions:
     """Compute the compiled regions of `module`.
 
-    `source`, the module's text when the caller has it, lets the expression-level walks
-    be skipped for files that never spell a compile function or an eager predicate
+    `source`, the module's text when the caller has it, lets the expression-level walk
+    be skipped for files that never call a compile function or spell an eager predicate
     (a name can only resolve to one if the file spells it, in the call or its import).
     """
     return _RegionFinder(module, imports, extra_module_bases, source).find()
@@ -220,11 +244,16 @@ class _RegionFinder:
         self.imports = imports
         self.index = _Index(imports)
         visit(module, self.index, statements_only=True)
-        if source is None or any(word in source for word in _COMPILE_WORDS):
-            visit(module, _CompileCalls(imports, self.index.compiled_names))
         self.regions = Regions(owner_class=dict(self.index.owner))
+        calls = branches = None
+        if source is None or may_call_compile(source):
+            calls = _CompileCalls(imports, self.index.compiled_names)
         if source is None or any(word in source for word in _PREDICATE_WORDS):
-            visit(module, _EagerBranches(imports, self.regions.eager_only))
+            branches = _EagerBranches(imports, self.regions.eager_only)
+        if calls is not None and branches is not None:
+            visit(module, _CompileCallsAndEagerBranches(calls, branches))
+        elif calls is not None or branches is not None:
+            visit(module, calls or branches)
         self.base_names = DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases)
 
     def find(self) -> Regions:

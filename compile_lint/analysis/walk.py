@@ -122,8 +122,26 @@ STATEMENT_CONTAINERS = (
 )
 
 
+def concrete_types(*bases: type) -> frozenset[type]:
+    """Every node class that is one of `bases` or derives from one: `type(node) in` it is `isinstance`.
+
+    libcst's node classes are ABCs, and `isinstance` against an ABC costs several times a
+    set lookup; walks ask it for every node.
+    """
+    found: set[type] = set()
+    pending = list(bases)
+    while pending:
+        kind = pending.pop()
+        found.add(kind)
+        pending.extend(kind.__subclasses__())
+    return frozenset(found)
+
+
+_STATEMENT_CONTAINER_TYPES = concrete_types(*STATEMENT_CONTAINERS)
+
+
 def _holds_statements(node: cst.CSTNode) -> bool:
-    return isinstance(node, STATEMENT_CONTAINERS)
+    return type(node) in _STATEMENT_CONTAINER_TYPES
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor, statements_only: bool = False) -> None:
@@ -214,10 +232,11 @@ def iter_nodes(node: cst.CSTNode, skip: Optional[frozenset] = WHITESPACE_TYPES) 
         pending: list = []
         for name in fields_for(type(current)):
             value = getattr(current, name)
-            if isinstance(value, cst.CSTNode):
-                pending.append(value)
-            elif type(value) is tuple or type(value) is list:
+            value_type = type(value)
+            if value_type is tuple or value_type is list:
                 pending.extend(value)
+            elif value is not None and value_type is not cst.MaybeSentinel:
+                pending.append(value)  # a child field holds a node, a sequence, None or MaybeSentinel
         pending.reverse()
         stack.extend(pending)
 

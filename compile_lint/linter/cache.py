@@ -26,6 +26,7 @@ CACHE_DIR_NAME = ".compile-lint-cache"
 FORMAT = 1
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprint: Optional[str] = None
+_RUN_CACHES: dict = {}
 
 
 def tool_fingerprint() -> str:
@@ -90,6 +91,16 @@ class LintCache:
     def __init__(self, root: str, config: Config) -> None:
         self.root = root
         self.directory = os.path.join(root, settings_key(config))
+        self._made: set[str] = set()  # entry directories known to exist
+
+    @classmethod
+    def for_run(cls, root: str, config: Config) -> "LintCache":
+        """The cache of `root` for `config`, made once per process (workers write entries through it)."""
+        key = (root, config)
+        cache = _RUN_CACHES.get(key)
+        if cache is None:
+            cache = _RUN_CACHES[key] = cls(root, config)
+        return cache
 
     def _entry(self, digest: str) -> str:
         return os.path.join(self.directory, digest[:2], digest + ".json")
@@ -114,8 +125,10 @@ class LintCache:
         ).encode()
         try:
             directory = os.path.dirname(entry)
-            os.makedirs(directory, exist_ok=True)
-            self._mark_root()
+            if directory not in self._made:
+                os.makedirs(directory, exist_ok=True)
+                self._mark_root()
+                self._made.add(directory)
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
             try:
                 with os.fdopen(fd, "wb") as handle:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import multiprocessing
 import os
 import sys
 from collections import Counter
@@ -104,20 +105,30 @@ class FixJob:
     verify: bool
 
 
-def _lint_one(job: tuple[str, Config]) -> FileOutcome:
-    """Lint one file (in a worker process when there are many)."""
-    from compile_lint.linter.cache import content_digest
+@dataclass(frozen=True)
+class LintSettings:
+    """What every file of one run is linted with; a worker receives it once, then only paths."""
+
+    config: Config
+    cache_root: Optional[str] = None  # write each file's findings to this cache, if set
+
+
+def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
+    """Lint one file and cache its findings (in a worker process when there are many)."""
+    from compile_lint.linter.cache import LintCache, content_digest
     from compile_lint.linter.engine import lint_text
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
-    path, config = job
     try:
         data = read_bytes(path)
         source = decode_source(data, path)
     except SourceError as error:
         return FileOutcome(path, error=f"{path}: {error}")
-    diagnostics = lint_text(source.text, path, config)
-    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=content_digest(path, data))
+    diagnostics = lint_text(source.text, path, settings.config)
+    digest = content_digest(path, data)
+    if settings.cache_root is not None:
+        LintCache.for_run(settings.cache_root, settings.config).put(path, digest, diagnostics)
+    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=digest)
 
 
 def _fix_one(job: FixJob) -> FileOutcome:
@@ -147,16 +158,39 @@ def _by_size_descending(paths: Sequence[str]) -> list[str]:
     return sorted(paths, key=size, reverse=True)
 
 
-def _map(function, items: list, jobs: int, description: str = "Linting"):
+_WORKER: dict = {}  # in a worker process: the function to run and what every call shares
+
+
+def _start_worker(function, shared) -> None:
+    _WORKER["function"], _WORKER["shared"] = function, shared
+
+
+def _run_chunk(chunk: list) -> list:
+    function, shared = _WORKER["function"], _WORKER["shared"]
+    return [function(item) if shared is None else function(item, shared) for item in chunk]
+
+
+def _map(function, items: list, jobs: int, description: str = "Linting", shared=None):
+    """`function(item[, shared])` for each item, in order; with `jobs` > 1, in a pool of forked workers.
+
+    Workers are forked once (the engine and every rule imported already), receive
+    `shared` once, then items in chunks, and send back one list of results per chunk.
+    """
+    call = (lambda item: function(item)) if shared is None else (lambda item: function(item, shared))
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return list(track((function(item) for item in items), len(items), description))
+        return list(track((call(item) for item in items), len(items), description))
     # Import the engine (libcst, every rule) once here; forked workers inherit it.
     import compile_lint.autofix.apply  # noqa: F401
     import compile_lint.linter.engine  # noqa: F401
+    from compile_lint.rules import ALL_RULES  # noqa: F401 - collected before the fork, not in each worker
 
     jobs = min(jobs, len(items))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = pool.map(function, items, chunksize=max(1, len(items) // (jobs * CHUNKS_PER_JOB)))
+    size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
+    chunks = [items[start:start + size] for start in range(0, len(items), size)]
+    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
+                             initargs=(function, shared)) as pool:
+        results = (result for chunk in pool.map(_run_chunk, chunks) for result in chunk)
         return list(track(results, len(items), description))
 
 
@@ -165,7 +199,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
     from compile_lint.linter.cache import LintCache, cache_root, content_digest
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
-    cache = LintCache(cache_root(config), config) if use_cache else None
+    cache = LintCache.for_run(cache_root(config), config) if use_cache else None
     outcomes: list[FileOutcome] = []
     misses = []
     for path in files:
@@ -189,10 +223,8 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
                 misses.append(path)
                 continue
         outcomes.append(FileOutcome(path, cached, text=text))
-    for outcome in _map(_lint_one, [(f, config) for f in _by_size_descending(misses)], jobs):
-        if cache is not None and outcome.error is None and outcome.digest is not None:
-            cache.put(outcome.path, outcome.digest, outcome.diagnostics)
-        outcomes.append(outcome)
+    settings = LintSettings(config, cache.root if cache is not None else None)
+    outcomes.extend(_map(_lint_one, _by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
 

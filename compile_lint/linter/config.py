@@ -13,7 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from compile_lint.rules.base import CODE_PREFIX
+from compile_lint.linter.diagnostics import CODE_PREFIX
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
@@ -112,9 +112,9 @@ def _looks_like_version(text: str) -> bool:
 
 def validate_codes(codes: Iterable[str], source: str) -> None:
     """Reject selectors that match no rule (a typo would otherwise silently select nothing)."""
-    from compile_lint.rules import ALL_RULES
+    from compile_lint.rules import rule_codes
 
-    known = [rule.code for rule in ALL_RULES] + [CODE_PREFIX + "000"]
+    known = [*rule_codes(), CODE_PREFIX + "000"]
     for code in codes:
         if code == "ALL":
             continue

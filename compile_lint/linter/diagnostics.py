@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+# Every rule code starts with it (JIT101); JIT000 is a file compile-lint cannot parse.
+CODE_PREFIX = "JIT"
 Kind = Literal["break", "recompile", "perf", "error"]
 Applicability = Literal["safe", "unsafe"]
 

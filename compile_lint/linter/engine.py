@@ -14,9 +14,10 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.context import FileContext
-from compile_lint.analysis.walk import WHITESPACE_TYPES, walk
+from compile_lint.analysis.walk import WHITESPACE_TYPES, concrete_types, walk
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.linter.fast_parse import parse_module
 from compile_lint.linter.fix_rendering import FixBuilder
 from compile_lint.linter.positions import Anchor, NodePositions
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
@@ -59,7 +60,7 @@ def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
 
 # Nodes that can contain a function definition; outside compiled regions nothing else
 # needs walking when only region-scoped rules run.
-_DEF_CONTAINERS = (
+_DEF_CONTAINERS = concrete_types(
     cst.Module, cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler,
     cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
 )
@@ -140,7 +141,7 @@ class _Dispatcher:
         )
 
     def _descend(self, node: cst.CSTNode) -> bool:
-        return self.traced_depth > 0 or isinstance(node, _DEF_CONTAINERS)
+        return self.traced_depth > 0 or type(node) in _DEF_CONTAINERS
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Enter `node`: track functions and eager-only branches, call the visitors."""
@@ -359,7 +360,7 @@ def lint_text(
     With `fast` (the default), files that provably cannot hold a finding are not parsed
     with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
     when no module-scoped rule runs. `fast=False` parses and walks everything; both give
-    identical findings (the test suite checks it). `parse` replaces `libcst.parse_module`
+    identical findings (the test suite checks it). `parse` replaces `fast_parse.parse_module`
     (the language server's incremental parser gives the same tree faster), and
     `prefilter=False` skips the pre-parse check (for a host that lints the same file over
     and over: it would only cost time there, never change a finding). A host that may
@@ -367,7 +368,7 @@ def lint_text(
     once it turns true (checked between top-level statements).
     """
     with _gc_paused():
-        return _lint_text(text, path, config, noqa, fast, parse or cst.parse_module, prefilter, cancelled)
+        return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled)
 
 
 def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,

@@ -174,12 +174,19 @@ class FixBuilder:
     ) -> None:
         self.module = module
         self._parents = parents
-        self.code = code if code is not None else module.code
-        self.positions = positions
+        self._code = None if positions is not None and not positions.faithful else code
+        self.positions = positions if positions is None or positions.faithful else None
         self._layout: Optional[list[tuple[int, int, int]]] = None  # (offset, length, first line)
         self._subtrees: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self._top_texts: dict[int, Optional[tuple[str, int, int]]] = {}
         self._imports: Optional[ImportMap] = None
+
+    @property
+    def code(self) -> str:
+        """The module's code (its source, given one that libcst reproduces: no codegen then)."""
+        if self._code is None:
+            self._code = self.module.code
+        return self._code
 
     @property
     def parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
@@ -329,16 +336,22 @@ class FixBuilder:
         if rendering is None:
             return None
         statement = self._statement_holding(anchor[0], olds)
-        if statement is None or statement in mapping:
+        if statement is None:
+            if holder == 0 or anchor[0] in mapping:
+                return None
+            # The anchor itself (a function in a block) is the innermost statement holding them.
+            statement, start, old_text, indent = anchor[0], 0, rendering.text, "".join(anchor[1])
+        elif statement in mapping:
             return None
-        first_line, first_column, last_line, last_column = rendering.extents[statement]
-        starts = line_starts(rendering.text)
-        if last_line > len(starts):
-            return None
-        start, end = starts[first_line - 1] + first_column, starts[last_line - 1] + last_column
-        old_text = rendering.text[start:end]
-        code_line, code_column = rendering.spans[statement][:2]
-        indent = rendering.text[starts[code_line - 1]:starts[code_line - 1] + code_column]
+        else:
+            first_line, first_column, last_line, last_column = rendering.extents[statement]
+            starts = line_starts(rendering.text)
+            if last_line > len(starts):
+                return None
+            start, end = starts[first_line - 1] + first_column, starts[last_line - 1] + last_column
+            old_text = rendering.text[start:end]
+            code_line, code_column = rendering.spans[statement][:2]
+            indent = rendering.text[starts[code_line - 1]:starts[code_line - 1] + code_column]
         if _render_at(self.module, statement, [indent]) != old_text:
             return None
         try:

@@ -21,7 +21,8 @@ whenever that cannot be shown from the old tree:
 - the statement after the changed ones has indented blank or comment lines before its
   code (the block before it could take them as its footer): it is parsed again too;
 - the new text does not parse alone, holds no statement, leaves comment lines after its
-  last statement, or detects another default indentation or line break.
+  last statement, or detects another default indentation or line break;
+- libcst does not regenerate the last text exactly (see `positions.round_trips`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ import re
 from typing import Optional, Sequence
 
 import libcst as cst
+
+from compile_lint.linter.fast_parse import parse_module
+from compile_lint.linter.positions import round_trips
 
 _FALLBACK_INDENT = " " * 4  # what libcst assumes when a text has no indented block
 _FIRST_BREAK = re.compile(r"\r\n?|\n")
@@ -72,8 +76,10 @@ class IncrementalParser:
         module = self._splice(text) if self.module is not None else None
         if module is None:
             self.reused = 0
-            module = cst.parse_module(text)
+            module = parse_module(text)
             self._remember(text, module)
+            if not round_trips(module, text):
+                self.module = None  # offsets from libcst's code would not be the text's: parse it all next time
         return module
 
     def _remember(self, text: str, module: cst.Module, starts: Optional[list[int]] = None,
@@ -132,7 +138,7 @@ class IncrementalParser:
             return None
         chunk = text[start:end + delta]
         try:
-            part = cst.parse_module(chunk)
+            part = parse_module(chunk)
         except Exception:  # noqa: BLE001 - a syntax error (or anything else): the full parse reports it
             return None
         if not part.body or part.footer or part.default_newline != module.default_newline:

@@ -4,6 +4,11 @@ libcst's `PositionProvider` regenerates the code of the whole module (and its
 `MetadataWrapper` rebuilds the tree first) to place every node: on a 2,000-line model file
 that costs more than the parse. A linter needs the positions of the few nodes it reports.
 
+This relies on libcst regenerating the source exactly, which it does except around a few
+rare spellings (a backslash continuation inside indentation, a form feed, a lone carriage
+return; see `round_trips`): a source with one of those is checked once, and when libcst
+does not reproduce it, every position comes from PositionProvider, as before.
+
 Each finding comes with its anchors: the statements that held it while the rules walked
 (the top-level statement, then each enclosing function, innermost last), with the
 indentation libcst's code generation has at each. An anchor is rendered alone, with
@@ -110,12 +115,25 @@ def render_with_spans(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequ
     return "".join(state.tokens), state.spans, state.extents
 
 
+# What libcst is known to regenerate differently (its issues #951, #446): backslash
+# continuations (in indentation), form feeds, lone carriage returns.
+_RISKY = ("\\\n", "\\\r", "\x0c")
+
+
+def round_trips(module: cst.Module, source: str) -> bool:
+    """Whether `module.code == source`, checked (a whole-module codegen) only for sources with a risky spelling."""
+    if not any(risky in source for risky in _RISKY) and source.count("\r") == source.count("\r\n"):
+        return True
+    return module.code == source
+
+
 class NodePositions:
     """Spans of chosen nodes of one module, each computed from the smallest anchor that places it."""
 
     def __init__(self, module: cst.Module, source: str) -> None:
         self.module = module
         self.source = source
+        self.faithful = round_trips(module, source)
         self._starts: Optional[list[int]] = None
         self._rendered: dict[int, Optional[Rendering]] = {}  # by id of the anchor's node
         self._whole: Optional[dict] = None
@@ -133,7 +151,7 @@ class NodePositions:
         line break even when the source lacks one, so there it is the text without it.
         """
         source = self.source
-        if not text:
+        if not text or not self.faithful:
             return None
         count = source.count(text)
         at_end = None
@@ -147,6 +165,8 @@ class NodePositions:
 
     def rendering(self, anchor: Anchor) -> Optional[Rendering]:
         """The anchor rendered and placed in the source (once), or None when it cannot be placed."""
+        if not self.faithful:
+            return None
         node, indent_tokens = anchor
         key = id(node)
         if key not in self._rendered:

@@ -12,12 +12,15 @@ the engine first asks, with text search and `ast`, whether any rule could fire:
   `torch._dynamo.optimize`; a file with none of these cannot have a traced function.
 
 Each check is a superset of what `regions.find_regions` accepts, so skipping is exact:
-`tests/test_fast_path.py` lints rule examples and real files both ways and compares.
+`tests/test_fast_path.py` lints rule examples and real files both ways and compares. A
+file that looks like a model (a top-level class with a base and a `def forward(`) skips
+the `ast` check: it would only confirm that the file needs the full lint.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
 
 _ROOT_WORDS = ("forward", "compile", "optimize")
+# A class with a base at the start of a line: with a `def forward(`, most likely an nn.Module.
+_CLASS_WITH_BASE = re.compile(r"^class \w+\(\s*[\w.]", re.MULTILINE)
 
 
 def relevant_words(module_bases: Iterable[str] = ()) -> tuple[str, ...]:
@@ -146,6 +151,9 @@ def needs_lint(
     relevant = bool(rules) and any(word in text for word in relevant_words(module_bases))
     if not relevant and not syntax_enabled:
         return False
+    if relevant and "def forward(" in text and _CLASS_WITH_BASE.search(text):
+        # A model file: the `ast` check would only confirm it (and cost an eighth of a parse).
+        return True
     tree = parse_ast(text)
     if tree is None:
         return True

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
+from compile_lint.linter.diagnostics import CODE_PREFIX
+
 if TYPE_CHECKING:
     from compile_lint.analysis.context import FileContext
 
-CODE_PREFIX = "JIT"
+__all__ = ["CODE_PREFIX", "Example", "FixPlan", "Finding", "Invalid", "Rule", "Valid"]
 
 
 @dataclass(frozen=True)
