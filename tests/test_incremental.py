@@ -146,3 +146,37 @@ def test_an_edit_in_one_function_keeps_every_other_statement():
     assert parser.reused == len(first.body) - 1
     kept = [statement for statement in module.body if any(statement is old for old in first.body)]
     assert len(kept) == len(first.body) - 1
+
+
+def _indented_comment_edit(text: str, rng: random.Random) -> str:
+    """Insert a comment or blank line before a random line, at that line's indentation: the code stays valid."""
+    lines = text.splitlines(True)
+    index = rng.randrange(len(lines))
+    line = lines[index]
+    indent = line[:len(line) - len(line.lstrip(" "))]
+    lines.insert(index, rng.choice([f"{indent}# edited\n", "\n", f"{indent}pass_ = 0\n" if indent else "\n"]))
+    return "".join(lines)
+
+
+def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
+    from compile_lint.linter.config import Config
+    from compile_lint.linter.engine import lint_text
+    from compile_lint.linter.positions import RenderCache
+
+    config = Config(select=("ALL",))
+    rng = random.Random(17)
+    texts = [example.code for rule in ALL_RULES if rule.fix_applicability for example in rule.invalid[:1]]
+    texts += [text for text in map(_read, real_files(20)) if "forward" in text and text.count("\n") < 900][:2]
+    compared = 0
+    for text in texts:
+        parser, cache = IncrementalParser(), RenderCache()
+        for _ in range(6):
+            try:
+                cst.parse_module(text)
+            except cst.ParserSyntaxError:
+                break
+            incremental = lint_text(text, "m.py", config, parse=parser.parse, prefilter=False, render_cache=cache)
+            assert incremental == lint_text(text, "m.py", config)
+            compared += bool(incremental)
+            text = _indented_comment_edit(text, rng)
+    assert compared > 30

@@ -19,7 +19,7 @@ from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.fast_parse import parse_module
 from compile_lint.linter.fix_rendering import FixBuilder
-from compile_lint.linter.positions import Anchor, NodePositions
+from compile_lint.linter.positions import Anchor, NodePositions, RenderCache
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, read_source
 from compile_lint.linter.suppressions import is_suppressed
@@ -244,13 +244,15 @@ def lint_module(
     prune: bool = True,
     source: Optional[str] = None,
     cancelled: Optional[Callable[[], bool]] = None,
+    render_cache: Optional[RenderCache] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
     With `prune`, the walk skips what no rule can see (code outside compiled regions
     when every rule is region-scoped); without, it walks every node. `source`, the
     module's text, saves regenerating it. When `cancelled()` turns true, the walk stops
-    at the next top-level statement with `LintCancelled`.
+    at the next top-level statement with `LintCancelled`. `render_cache` keeps statement
+    renderings from one lint of a document to the next (see `positions.RenderCache`).
     """
     context = FileContext(path, module, module_bases, source if prune else None)
     rules = [rule_class(context) for rule_class in rule_classes]
@@ -264,7 +266,7 @@ def lint_module(
     if cancelled is not None and cancelled():
         raise LintCancelled()
     code = source if source is not None else module.code
-    positions = NodePositions(module, code)
+    positions = NodePositions(module, code, render_cache)
     diagnostics = []
     builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
     for finding, anchors in findings:
@@ -353,6 +355,7 @@ def lint_text(
     parse: Optional[Callable[[str], cst.Module]] = None,
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
+    render_cache: Optional[RenderCache] = None,
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
@@ -365,15 +368,17 @@ def lint_text(
     `prefilter=False` skips the pre-parse check (for a host that lints the same file over
     and over: it would only cost time there, never change a finding). A host that may
     no longer want the result passes `cancelled`; the lint then raises `LintCancelled`
-    once it turns true (checked between top-level statements).
+    once it turns true (checked between top-level statements). `render_cache` keeps
+    statement renderings between lints of one document (with `parse` incremental, the
+    statements an edit did not touch are the same nodes, rendered once).
     """
     with _gc_paused():
-        return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled)
+        return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache)
 
 
 def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
-               cancelled: Optional[Callable[[], bool]]) -> list[Diagnostic]:
+               cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache]) -> list[Diagnostic]:
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     if fast:
@@ -395,12 +400,12 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
         raise LintCancelled()
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                  cancelled=cancelled)
+                                  cancelled=cancelled, render_cache=render_cache)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
                 lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                    cancelled=cancelled))
+                                    cancelled=cancelled, render_cache=render_cache))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]

@@ -6,11 +6,11 @@ import difflib
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState  # what Module.code_for_node renders with
 
 from compile_lint.analysis.imports import ImportMap
 from compile_lint.analysis.walk import children
 from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.linter.positions import render_at
 from compile_lint.linter.text_offsets import line_and_column, line_starts, split_lines
 
 if TYPE_CHECKING:
@@ -121,14 +121,6 @@ def _shift(edit: Edit, lines: int) -> Edit:
     return Edit(edit.line + lines, edit.column, edit.end_line + lines, edit.end_column, edit.content)
 
 
-def _render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str]) -> str:
-    """The code of `node` at an indentation, as the module's code generation writes it there."""
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline,
-                         indent_tokens=list(indent_tokens))
-    node._codegen(state)
-    return "".join(state.tokens)
-
-
 def parses_at(statement: str, indent: str, newline: str) -> bool:
     """Whether `statement`, a statement's code indented by `indent`, parses where it stands.
 
@@ -148,6 +140,25 @@ def parses_at(statement: str, indent: str, newline: str) -> bool:
 
 
 _NO_FIX = object()
+
+
+def _path(root: cst.CSTNode, target: cst.CSTNode, extents: dict) -> Optional[list[cst.CSTNode]]:
+    """The nodes from `root` down to `target` (both included), found by the extents that hold `target`'s."""
+    goal = extents.get(target)
+    if goal is None:
+        return None
+    start, end = goal[:2], goal[2:]
+    stack: list[list[cst.CSTNode]] = [[root]]
+    while stack:
+        path = stack.pop()
+        node = path[-1]
+        if node is target:
+            return path
+        for child in children(node):
+            extent = extents.get(child)
+            if extent is not None and extent[:2] <= start and end <= extent[2:]:
+                stack.append(path + [child])
+    return None
 
 
 class FixBuilder:
@@ -239,7 +250,7 @@ class FixBuilder:
         if key not in self._top_texts:
             found = None
             if self.positions is not None:
-                text = self.module.code_for_node(top)
+                text = self.positions.code_for(top)
                 offset = self.positions.locate(text)
                 if offset is not None:
                     text = self.code[offset:offset + len(text)]  # without a line break the file lacks at its end
@@ -310,21 +321,22 @@ class FixBuilder:
         placed = self._top_text(anchors[0][0])
         return None if placed is None else (holder, anchors[0][0], *placed)
 
-    def _statement_holding(self, root: cst.CSTNode, olds: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
-        """The innermost statement of a block below `root` that holds every node of `olds` (none of them itself)."""
-        parents = self._subtree(root)
+    def _statement_holding(self, root: cst.CSTNode, olds: Sequence[cst.CSTNode], extents: dict) -> Optional[cst.CSTNode]:
+        """The innermost statement of a block below `root` that holds every node of `olds` (none of them itself).
+
+        The path from `root` down to each node follows the rendered extents: only a child
+        whose extent holds the node's can hold the node.
+        """
         chains = []
         for old in olds:
-            chain = []
-            node = parents.get(old)
-            while node is not None:
-                chain.append(node)
-                node = parents.get(node)
-            chains.append(chain)
+            chain = _path(root, old, extents)
+            if chain is None:
+                return None
+            chains.append(chain[:-1])  # the node's ancestors below `root`, outermost first
         common = set(map(id, chains[0])).intersection(*(map(id, chain) for chain in chains[1:]))
-        for node in chains[0]:
+        for parent, node in zip(reversed(chains[0][:-1]), reversed(chains[0][1:])):
             if id(node) in common and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                if isinstance(parents.get(node), cst.IndentedBlock):
+                if isinstance(parent, cst.IndentedBlock):
                     return node
         return None
 
@@ -335,7 +347,7 @@ class FixBuilder:
         rendering = self.positions.rendering(anchor)  # type: ignore[union-attr]
         if rendering is None:
             return None
-        statement = self._statement_holding(anchor[0], olds)
+        statement = self._statement_holding(anchor[0], olds, rendering.extents)
         if statement is None:
             if holder == 0 or anchor[0] in mapping:
                 return None
@@ -352,10 +364,10 @@ class FixBuilder:
             old_text = rendering.text[start:end]
             code_line, code_column = rendering.spans[statement][:2]
             indent = rendering.text[starts[code_line - 1]:starts[code_line - 1] + code_column]
-        if _render_at(self.module, statement, [indent]) != old_text:
+        if self.positions.code_at(statement, indent) != old_text:  # type: ignore[union-attr]
             return None
         try:
-            new_text = _render_at(self.module, statement.visit(_Replace(mapping)), [indent])
+            new_text = render_at(self.module, statement.visit(_Replace(mapping)), [indent] if indent else [])
         except Exception:  # a fix that cannot be rendered is no fix
             return _NO_FIX
         if not parses_at(new_text, indent, self.module.default_newline):

@@ -22,10 +22,12 @@ libcst's `PositionProvider`, so every position is exactly the one it computes
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState  # what Module.code_for_node renders with
 from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
@@ -94,6 +96,14 @@ class _PositionState(PositionProvidingCodegenState):
         return _Recorder(self, node, start_node, end_node)
 
 
+def render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str]) -> str:
+    """The code of `node` at an indentation, as the module's code generation writes it there."""
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline,
+                         indent_tokens=list(indent_tokens))
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
 @dataclass
 class Rendering:
     """An anchor rendered alone: its code, where that is in the source, and its nodes' spans and extents.
@@ -127,12 +137,41 @@ def round_trips(module: cst.Module, source: str) -> bool:
     return module.code == source
 
 
+class RenderCache:
+    """Renderings kept from one lint of a document to the next (the language server's).
+
+    libcst nodes are immutable and the incremental parser keeps the nodes of every
+    statement an edit did not touch, so a kept node renders to the same text as before;
+    only where that text now is in the file has to be found again. Entries hold their
+    node, so a node's id cannot be reused while its entry lives; the oldest are dropped.
+    """
+
+    def __init__(self, limit: int = 512) -> None:
+        self.limit = limit
+        self._entries: "OrderedDict[tuple, tuple[cst.CSTNode, object]]" = OrderedDict()
+
+    def get(self, node: cst.CSTNode, key: tuple) -> Optional[object]:
+        """What was stored for `node` under `key`, or None."""
+        entry = self._entries.get((id(node), *key))
+        if entry is None or entry[0] is not node:
+            return None
+        self._entries.move_to_end((id(node), *key))
+        return entry[1]
+
+    def put(self, node: cst.CSTNode, key: tuple, value: object) -> None:
+        """Keep `value` for `node` under `key`."""
+        self._entries[(id(node), *key)] = (node, value)
+        while len(self._entries) > self.limit:
+            self._entries.popitem(last=False)
+
+
 class NodePositions:
     """Spans of chosen nodes of one module, each computed from the smallest anchor that places it."""
 
-    def __init__(self, module: cst.Module, source: str) -> None:
+    def __init__(self, module: cst.Module, source: str, cache: Optional[RenderCache] = None) -> None:
         self.module = module
         self.source = source
+        self.cache = cache
         self.faithful = round_trips(module, source)
         self._starts: Optional[list[int]] = None
         self._rendered: dict[int, Optional[Rendering]] = {}  # by id of the anchor's node
@@ -170,11 +209,37 @@ class NodePositions:
         node, indent_tokens = anchor
         key = id(node)
         if key not in self._rendered:
-            text, spans, extents = render_with_spans(self.module, node, indent_tokens)
+            cache_key = ("spans", tuple(indent_tokens), self.module.default_indent, self.module.default_newline)
+            rendered = self.cache.get(node, cache_key) if self.cache is not None else None
+            if rendered is None:
+                rendered = render_with_spans(self.module, node, indent_tokens)
+                if self.cache is not None:
+                    self.cache.put(node, cache_key, rendered)
+            text, spans, extents = rendered  # type: ignore[misc]
             offset = self.locate(text)
             self._rendered[key] = None if offset is None else Rendering(
                 self.source[offset:offset + len(text)], offset, self.line_of(offset) - 1, spans, extents)
         return self._rendered[key]
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        """`module.code_for_node(node)`, kept in the cache when there is one."""
+        key = ("code", self.module.default_indent, self.module.default_newline)
+        code = self.cache.get(node, key) if self.cache is not None else None
+        if code is None:
+            code = self.module.code_for_node(node)
+            if self.cache is not None:
+                self.cache.put(node, key, code)
+        return code  # type: ignore[return-value]
+
+    def code_at(self, node: cst.CSTNode, indent: str) -> str:
+        """The code of a statement indented by `indent`, kept in the cache when there is one."""
+        key = ("code at", indent, self.module.default_indent, self.module.default_newline)
+        code = self.cache.get(node, key) if self.cache is not None else None
+        if code is None:
+            code = render_at(self.module, node, [indent] if indent else [])
+            if self.cache is not None:
+                self.cache.put(node, key, code)
+        return code  # type: ignore[return-value]
 
     def is_rendered(self, anchor: Anchor) -> bool:
         """Whether the anchor has been rendered already (asking for its rendering then costs nothing)."""

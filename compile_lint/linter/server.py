@@ -33,6 +33,7 @@ from compile_lint.linter.diagnostics import Diagnostic, Edit
 from compile_lint.linter.docs import graph_break_url
 from compile_lint.linter.engine import LintCancelled, lint_text
 from compile_lint.linter.incremental import IncrementalParser
+from compile_lint.linter.positions import RenderCache
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
@@ -224,6 +225,7 @@ class _Document:
     """What the server keeps per open document."""
 
     parser: IncrementalParser = field(default_factory=IncrementalParser)
+    renderings: RenderCache = field(default_factory=RenderCache)
     linted: Optional[Linted] = None
     fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
 
@@ -265,8 +267,10 @@ def build_server():
 
     def lint(job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
         state = documents.get(job.uri)
-        parse = state.parser.parse if state is not None else None
-        return lint_text(job.text, job.path, job.config, parse=parse, prefilter=False, cancelled=cancelled)
+        if state is None:
+            return lint_text(job.text, job.path, job.config, cancelled=cancelled)
+        return lint_text(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                         cancelled=cancelled, render_cache=state.renderings)
 
     def deliver(job: Snapshot, findings: list[Diagnostic]) -> None:
         # On the worker: convert positions for this version's text, then publish on the loop.
