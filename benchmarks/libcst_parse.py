@@ -1,16 +1,19 @@
 """The floor for a libcst-based linter: parse every Python file under a directory, nothing else.
 
-Usage: python benchmarks/libcst_parse.py DIR [--jobs N]
+Usage: python benchmarks/libcst_parse.py DIR [--jobs N] [--parser libcst|ast]
 
 Uses the same process pool and chunking as compile-lint (largest files first), so the
-ratio between the two measures the linter's own work, not its parallelism.
+ratio between the two measures the linter's own work, not its parallelism. With
+`--parser ast`, Python's own `ast.parse` instead: the floor of an ast-based linter.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import libcst as cst
@@ -19,12 +22,23 @@ CHUNKS_PER_JOB = 16
 
 
 def parse_one(path: str) -> bool:
-    """Parse one file; False when it cannot be read, decoded or parsed."""
+    """Parse one file with libcst; False when it cannot be read, decoded or parsed."""
     try:
         with open(path, "rb") as handle:
             cst.parse_module(handle.read())
         return True
     except Exception:  # noqa: BLE001 - the floor only counts, it reports nothing
+        return False
+
+
+def ast_parse_one(path: str) -> bool:
+    """Parse one file with `ast.parse`; False when it cannot be read or parsed."""
+    try:
+        with open(path, "rb") as handle, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(handle.read())
+        return True
+    except Exception:  # noqa: BLE001
         return False
 
 
@@ -44,14 +58,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--parser", choices=("libcst", "ast"), default="libcst")
     args = parser.parse_args()
     files = python_files(args.root)
+    parse = parse_one if args.parser == "libcst" else ast_parse_one
     if args.jobs <= 1:
-        results = [parse_one(path) for path in files]
+        results = [parse(path) for path in files]
     else:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             chunk = max(1, len(files) // (args.jobs * CHUNKS_PER_JOB))
-            results = list(pool.map(parse_one, files, chunksize=chunk))
+            results = list(pool.map(parse, files, chunksize=chunk))
     sys.stdout.write(f"parsed {sum(results)} of {len(files)} files\n")
     return 0
 

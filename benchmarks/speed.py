@@ -1,18 +1,27 @@
 """Lint a large real codebase with compile-lint and its peers, in one run, on the same files.
 
 Usage: python benchmarks/speed.py [--repeat 3] [--fraction 1.0] [--scales 1,2,4] [--jobs N]
+       python benchmarks/speed.py --source /path/to/unpacked --slice modeling --limit 40 --server
 
 The corpus is the Python source of transformers (models/), timm and diffusers at pinned
-versions, fetched with `pip download --no-deps` into benchmarks/.cache/ (git-ignored).
+versions, fetched with `pip download --no-deps` into benchmarks/.cache/ (git-ignored), or
+taken from `--source`, a directory where the same pinned packages are unpacked.
+`--slice modeling` lints only transformers' `models/*/modeling_*.py` (model files: every
+one needs the full parse); `--limit N` takes N files spread over the slice.
+
 Every tool runs as a whole process (start-up included), single-process and with all
 cores, interleaved round by round so that a busy machine slows every tool alike; the
-table reports the median wall time, lines per second, the peak resident memory of the
-largest process of the tool's process tree (polled), and the ratio to compile-lint.
+table reports the median wall time, the median CPU time of the tool's process tree
+(user + system: on a shared machine, the share of the cores a run gets varies, its CPU
+time much less), lines per second, the peak resident memory of the largest process of
+the tool's process tree (polled), and the ratios to compile-lint and to the libcst parse.
 
 Tools: compile-lint --select ALL (cold: cache removed first; warm: nothing changed),
 TorchFix --select ALL (own venv: it pins an older libcst), flake8 default checks (own
-venv: no plugins), ruff --select ALL --no-cache, and a bare libcst parse of every file
-(benchmarks/libcst_parse.py), the floor of any libcst-based linter.
+venv: no plugins), ruff --select ALL --no-cache, a bare libcst parse of every file
+(benchmarks/libcst_parse.py), the floor of any libcst-based linter, and Python's
+`ast.parse` of every file (the same script, `--parser ast`). With `--server`, the language
+server's latency is measured too (benchmarks/server_latency.py).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,8 +65,40 @@ def ensure_peer_venv(name: str) -> str:
     return python
 
 
-def ensure_corpus(fraction: float) -> tuple[str, list[str]]:
-    """Download and unpack the pinned packages; the relative paths of the files to lint."""
+def ensure_corpus(fraction: float, source: Optional[str] = None, slice_name: str = "all",
+                  limit: Optional[int] = None) -> tuple[str, list[str]]:
+    """Download and unpack the pinned packages (or use `source`); the relative paths of the files to lint."""
+    if source is not None:
+        base = os.path.abspath(source)
+    else:
+        base = _download_corpus()
+    if slice_name == "modeling":
+        models = os.path.join(base, SUBTREES["transformers"])
+        files = sorted(
+            os.path.relpath(os.path.join(models, model, name), base)
+            for model in os.listdir(models) if os.path.isdir(os.path.join(models, model))
+            for name in os.listdir(os.path.join(models, model))
+            if name.startswith("modeling_") and name.endswith(".py")
+        )
+    else:
+        files = sorted(
+            os.path.relpath(os.path.join(directory, name), base)
+            for subtree in SUBTREES.values()
+            for directory, _, names in os.walk(os.path.join(base, subtree))
+            for name in names
+            if name.endswith(".py")
+        )
+    if fraction < 1.0:
+        step = round(1 / fraction)
+        files = files[::step]
+    if limit is not None and len(files) > limit:
+        step = len(files) / limit
+        files = [files[int(index * step)] for index in range(limit)]
+    return base, files
+
+
+def _download_corpus() -> str:
+    """The pinned packages, downloaded and unpacked into .cache/corpus."""
     wheels = os.path.join(CACHE, "wheels")
     base = os.path.join(CACHE, "corpus")
     os.makedirs(wheels, exist_ok=True)
@@ -71,17 +113,7 @@ def ensure_corpus(fraction: float) -> tuple[str, list[str]]:
             with zipfile.ZipFile(os.path.join(wheels, wheel)) as archive:
                 members = [m for m in archive.namelist() if m.startswith(package + "/") and m.endswith(".py")]
                 archive.extractall(base, members)
-    files = sorted(
-        os.path.relpath(os.path.join(directory, name), base)
-        for subtree in SUBTREES.values()
-        for directory, _, names in os.walk(os.path.join(base, subtree))
-        for name in names
-        if name.endswith(".py")
-    )
-    if fraction < 1.0:
-        step = round(1 / fraction)
-        files = files[::step]
-    return base, files
+    return base
 
 
 def build_tree(base: str, files: list[str], scale: int, tag: str) -> tuple[str, int]:
@@ -106,8 +138,13 @@ def build_tree(base: str, files: list[str], scale: int, tag: str) -> tuple[str, 
     return root, lines
 
 
-def measure(command: list[str], cwd: str, env: Optional[dict] = None) -> tuple[float, float, int]:
-    """Run `command`; (wall seconds, peak RSS MiB of any one process in its tree, exit code)."""
+def measure(command: list[str], cwd: str, env: Optional[dict] = None) -> tuple[float, float, int, float]:
+    """Run `command`; (wall seconds, peak RSS MiB of any one process in its tree, exit code, CPU seconds).
+
+    The CPU time is the user and system time of the process and every process it waited
+    for (its workers), from this process's children's resource usage before and after.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = psutil.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peaks: dict[int, int] = {}
@@ -123,10 +160,12 @@ def measure(command: list[str], cwd: str, env: Optional[dict] = None) -> tuple[f
             pass
         time.sleep(POLL_SECONDS)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
     if process.returncode not in (0, 1):
         sys.stderr.write(f"warning: {' '.join(command)} exited {process.returncode}: {stderr[-500:]}\n")
-    return wall, max(peaks.values(), default=0) / 2**20, process.returncode
+    return wall, max(peaks.values(), default=0) / 2**20, process.returncode, cpu
 
 
 def tool_commands(jobs: int, config: str) -> dict[str, tuple[list[str], dict]]:
@@ -137,6 +176,8 @@ def tool_commands(jobs: int, config: str) -> dict[str, tuple[list[str], dict]]:
     return {
         "compile-lint": (compile_lint, {}),
         "libcst parse": ([sys.executable, os.path.join(HERE, "libcst_parse.py"), ".", "--jobs", str(jobs)], {}),
+        "ast.parse": ([sys.executable, os.path.join(HERE, "libcst_parse.py"), ".", "--jobs", str(jobs),
+                       "--parser", "ast"], {}),
         "TorchFix": ([os.path.join(os.path.dirname(_venv_python("torchfix")), "torchfix"), "--select", "ALL", "--jobs", str(jobs), "."], {}),
         "flake8": ([_venv_python("flake8"), "-m", "flake8", "--exit-zero", "--jobs", str(jobs), "."], {}),
         "ruff": ([ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", "."],
@@ -192,18 +233,44 @@ def versions() -> dict:
 
 
 def table(samples: dict, lines: int, single: int, cores: int) -> str:
-    """The results as a markdown table, ratios to compile-lint (cold) at the same process count."""
-    rows = ["| tool | processes | median s | runs | lines/s | peak MiB (one process) | x compile-lint cold |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    """The results as a markdown table, ratios to compile-lint (cold) and to the libcst parse at the same process count."""
+    rows = ["| tool | processes | median s | median CPU s | runs | lines/s | peak MiB (one process) "
+            "| x compile-lint cold | x libcst parse (wall) | x libcst parse (CPU) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for jobs in dict.fromkeys((single, cores)):
+        if ("compile-lint cold", jobs) not in samples:
+            continue
         reference = statistics.median(s[0] for s in samples[("compile-lint cold", jobs)])
+        floor = samples.get(("libcst parse", jobs))
+        floor_wall = statistics.median(s[0] for s in floor) if floor else None
+        floor_cpu = statistics.median(s[3] for s in floor) if floor else None
         for (name, sample_jobs), runs in samples.items():
             if sample_jobs != jobs:
                 continue
             wall = statistics.median(r[0] for r in runs)
+            cpu = statistics.median(r[3] for r in runs)
             peak = max(r[1] for r in runs)
-            rows.append(f"| {name} | {jobs} | {wall:.2f} | {len(runs)} | {lines / wall:,.0f} | {peak:.0f} | {wall / reference:.2f} |")
+            versus_floor = f"{wall / floor_wall:.2f} | {cpu / floor_cpu:.2f}" if floor_wall else "- | -"
+            rows.append(f"| {name} | {jobs} | {wall:.2f} | {cpu:.2f} | {len(runs)} | {lines / wall:,.0f} | {peak:.0f} "
+                        f"| {wall / reference:.2f} | {versus_floor} |")
     return "\n".join(rows)
+
+
+def targets(samples: dict, cores: int) -> list[str]:
+    """The issue's targets, read from the samples with all cores."""
+    def median(name: str, index: int) -> Optional[float]:
+        runs = samples.get((name, cores))
+        return statistics.median(r[index] for r in runs) if runs else None
+
+    lines = []
+    cold, warm, floor = median("compile-lint cold", 0), median("compile-lint warm", 0), median("libcst parse", 0)
+    cold_cpu, floor_cpu = median("compile-lint cold", 3), median("libcst parse", 3)
+    if cold and floor:
+        lines.append(f"- cold, {cores} processes: {cold / floor:.2f}x the libcst parse by wall time, "
+                     f"{cold_cpu / floor_cpu:.2f}x by CPU time (target 1.3x)")
+    if cold and warm:
+        lines.append(f"- warm: {warm / cold:.1%} of cold (target 5%)")
+    return lines
 
 
 def main() -> int:
@@ -213,7 +280,13 @@ def main() -> int:
     parser.add_argument("--fraction", type=float, default=1.0, help="lint every 1/F-th file only (quick runs)")
     parser.add_argument("--scales", default="1,2,4", help="corpus copies for the linear-growth check")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for the all-cores runs")
-    parser.add_argument("--tools", default="compile-lint,libcst parse,TorchFix,flake8,ruff")
+    parser.add_argument("--tools", default="compile-lint,libcst parse,ast.parse,TorchFix,flake8,ruff")
+    parser.add_argument("--source", help="a directory where the pinned packages are unpacked (no download)")
+    parser.add_argument("--slice", choices=("all", "modeling"), default="all",
+                        help="all: transformers models/, timm, diffusers; modeling: transformers' modeling_*.py")
+    parser.add_argument("--limit", type=int, help="at most this many files, spread over the slice")
+    parser.add_argument("--server", nargs="?", const="transformers/models/longformer/modeling_longformer.py",
+                        help="also measure the language server's latency on this corpus file")
     parser.add_argument("--no-single", action="store_true", help="skip the single-process runs")
     parser.add_argument("--single-tools", help="tools to run single-process (default: all of --tools)")
     parser.add_argument("--output", help="results file (default: results/<date>-<host>.md)")
@@ -222,10 +295,11 @@ def main() -> int:
     for peer in ("TorchFix", "flake8"):
         if peer in tools:
             ensure_peer_venv(peer.lower())
-    base, files = ensure_corpus(args.fraction)
-    tag = f"f{args.fraction:g}"
+    base, files = ensure_corpus(args.fraction, args.source, args.slice, args.limit)
+    tag = f"{args.slice}-f{args.fraction:g}" + (f"-n{args.limit}" if args.limit else "")
     root, lines = build_tree(base, files, 1, tag)
     load_before = os.getloadavg()
+    uptime_before = _uptime()
     started = time.time()
     samples: dict = {}
     process_counts = [args.jobs] if args.no_single else [1, args.jobs]
@@ -250,6 +324,12 @@ def main() -> int:
         if scale > 1:
             shutil.rmtree(scaled_root, ignore_errors=True)
     load_after = os.getloadavg()
+    uptime_after = _uptime()
+    server = None
+    if args.server:
+        import server_latency
+
+        server = server_latency.measure(os.path.join(base, args.server), 20)
     elapsed = time.time() - started
 
     single = 1 if not args.no_single else args.jobs
@@ -259,16 +339,23 @@ def main() -> int:
         f"Command: `python benchmarks/speed.py {' '.join(sys.argv[1:])}`".rstrip(),
         "",
         f"Corpus: {len(files)} files, {lines:,} lines (transformers {PINNED['transformers']} models/, "
-        f"timm {PINNED['timm']}, diffusers {PINNED['diffusers']}; fraction {args.fraction:g}).",
+        f"timm {PINNED['timm']}, diffusers {PINNED['diffusers']}; slice {args.slice}, fraction {args.fraction:g}"
+        + (f", {args.limit} files at most" if args.limit else "") + ").",
         "",
         "Machine: " + json.dumps(machine()),
         "",
         f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; "
         f"after: {', '.join(f'{x:.1f}' for x in load_after)}; benchmark took {elapsed / 60:.1f} min.",
         "",
+        f"`uptime` before: `{uptime_before}`; after: `{uptime_after}`.",
+        "",
         "Versions: " + json.dumps(versions()),
         "",
         table(samples, lines, single, args.jobs),
+        "",
+        "Targets (issue 15):",
+        "",
+        *targets(samples, args.jobs),
         "",
         "Linear growth (all cores, cold): seconds per 10k lines",
         "",
@@ -276,6 +363,21 @@ def main() -> int:
         "| --- | --- | --- | --- | --- |",
         *[f"| {name} | {scale}x | {n:,} | {wall:.2f} | {per:.3f} |" for name, scale, n, wall, per in growth],
     ]
+    if server is not None:
+        typing = server["typing"]
+        report += [
+            "",
+            f"Language server ({os.path.basename(server['file'])}, {server['lines']:,} lines; "
+            "benchmarks/server_latency.py): from an edit to its diagnostics",
+            "",
+            "| measure | median | max |",
+            "| --- | --- | --- |",
+            f"| wall s ({server['edits']} edits, each after a pause) | {server['edit_wall_median_s']:.3f} "
+            f"| {server['edit_wall_max_s']:.3f} |",
+            f"| server CPU s per edit | {server['edit_cpu_median_s']:.3f} | {server['edit_cpu_max_s']:.3f} |",
+            f"| typing: {typing['keystrokes']} keystrokes 100 ms apart | {typing['published']} diagnostics published "
+            f"| {typing['after_last_keystroke_s']:.3f} s after the last keystroke |",
+        ]
     text = "\n".join(report) + "\n"
     sys.stdout.write(text)
     os.makedirs(RESULTS, exist_ok=True)
@@ -285,9 +387,17 @@ def main() -> int:
         handle.write(text)
     raw = {f"{name}|{jobs}": runs for (name, jobs), runs in samples.items()}
     with open(os.path.splitext(output)[0] + ".json", "w", encoding="utf-8") as handle:
-        json.dump({"lines": lines, "files": len(files), "samples": raw, "growth": growth}, handle, indent=1)
+        json.dump({"lines": lines, "files": len(files), "samples": raw, "growth": growth, "server": server,
+                   "load_before": load_before, "load_after": load_after}, handle, indent=1)
     sys.stderr.write(f"written to {output}\n")
     return 0
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "uptime unavailable"
 
 
 if __name__ == "__main__":

@@ -8,19 +8,21 @@ two must be byte-identical on every rule example and on real model code.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from types import SimpleNamespace
 
 import libcst as cst
 import pytest
-from conftest import assert_findings_json, real_files
+from conftest import assert_findings_json, make_context, real_files
 
+from compile_lint.analysis.regions import COMPILED_CALLABLE_SPELLING
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.linter.prefilter import needs_lint
 from compile_lint.linter.reporters import render
 from compile_lint.analysis.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
-from compile_lint.rules import ALL_RULES
+from compile_lint.rules import ALL_RULES, RULES_BY_CODE
 
 ALL = Config(select=("ALL",))
 EXAMPLES = [
@@ -190,7 +192,45 @@ def test_fast_visit_calls_hooks_exactly_as_libcst_does(visitor_type):
 
 def test_trigger_words_appear_in_every_flagged_example():
     for rule in ALL_RULES:
-        if rule.trigger_words:
+        if rule.trigger_words or rule.trigger_pattern:
             assert rule.scope == "module", rule.code
             for example in rule.invalid:
-                assert any(word in example.code for word in rule.trigger_words), rule.code
+                assert not rule.trigger_words or any(word in example.code for word in rule.trigger_words), rule.code
+                assert not rule.trigger_pattern or re.search(rule.trigger_pattern, example.code), rule.code
+
+
+def test_files_with_compiled_callables_spell_a_compile_call_or_decorator():
+    # The perf hints' trigger pattern must hold wherever `compiled_callables` finds one.
+    codes = [example.code for rule in ALL_RULES for example in (*rule.invalid, *rule.valid)]
+    codes += [
+        "import torch\n@torch.compile\ndef f(x):\n    return x\n",
+        "import torch\n@(torch  # odd\n.compile)\ndef f(x):\n    return x\n",
+        "from torch import compile as c\n@c\ndef f(x):\n    return x\n",
+        "import torch\nm = torch.compile \\\n  (model)\n",
+        "import torch._dynamo as d\n@d.optimize('eager')\ndef f(x):\n    return x\n",
+    ]
+    found = 0
+    for code in codes:
+        context = make_context(code)
+        if context.compiled_callables:
+            found += 1
+            assert re.search(COMPILED_CALLABLE_SPELLING, code), code
+    assert found >= 10
+
+
+def test_files_with_library_ops_or_disabled_helpers_match_their_rules_patterns():
+    library, disabled = RULES_BY_CODE["JIT704"], RULES_BY_CODE["JIT705"]
+    codes = [example.code for rule in ALL_RULES for example in (*rule.invalid, *rule.valid)]
+    codes.append("from torch.compiler import disable as off\n@off\ndef f(x):\n    return x + 1\n")
+    defined = decorated = 0
+    for code in codes:
+        context = make_context(code)
+        if context.library_ops.defined:
+            defined += 1
+            assert re.search(library.trigger_pattern, code), code
+        names = {context.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                 for node in context.module_index.of_type(cst.FunctionDef) for d in node.decorators}
+        if names & {"torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo"}:
+            decorated += 1
+            assert re.search(disabled.trigger_pattern, code), code
+    assert defined >= 3 and decorated >= 3

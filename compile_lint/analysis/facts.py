@@ -298,44 +298,86 @@ class SelfAttributes:
         self.buffers: set[str] = set()
         # A Name assigned to self.X -> the method whose parameter it may be.
         self.assigned_in: dict[cst.BaseExpression, cst.FunctionDef] = {}
-        outer = self
-        functions: list[cst.FunctionDef] = []
-
-        class _Collect(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                functions.append(node)
-
-            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-                functions.pop()
-
-            def _note(self, value: cst.BaseExpression) -> None:
-                if functions:
-                    outer.assigned_in[value] = functions[-1]
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                self._note(node.value)
-                for target in node.targets:
-                    outer._add(target.target, node.value)
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                if node.value is not None:
-                    self._note(node.value)
-                    outer._add(node.target, node.value)
-
-            def visit_Call(self, node: cst.Call) -> None:
-                func = node.func
-                if (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
-                        and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args):
-                    name = node.args[0].value
-                    if isinstance(name, cst.SimpleString):
-                        outer.buffers.add(name.evaluated_value)
-
-        visit(cls.body, _Collect())
+        visit(cls.body, _SelfAssignments(self))
 
     def _add(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
                 and target.value.value == "self"):
             self.values.setdefault(target.attr.value, []).append(value)
+
+
+# The visitors below are module-level classes, not classes defined in the methods that use
+# them: a class is a reference cycle, and one whose methods close over a list of nodes keeps
+# those nodes (and their trees) alive until the garbage collector runs, which then costs
+# more than the lint (a quarter of it, measured on a 2,000-line model file).
+
+
+class _SelfAssignments(cst.CSTVisitor):
+    """Feeds a SelfAttributes what a class's methods assign to `self.NAME` and register as buffers."""
+
+    def __init__(self, attributes: "SelfAttributes") -> None:
+        self.attributes = attributes
+        self.functions: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def _note(self, value: cst.BaseExpression) -> None:
+        if self.functions:
+            self.attributes.assigned_in[value] = self.functions[-1]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._note(node.value)
+        for target in node.targets:
+            self.attributes._add(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._note(node.value)
+            self.attributes._add(node.target, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
+                and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args):
+            name = node.args[0].value
+            if isinstance(name, cst.SimpleString):
+                self.attributes.buffers.add(name.evaluated_value)
+
+
+class _CallsOf(cst.CSTVisitor):
+    """The calls in one function, nested functions left out."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.calls: list[cst.Call] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+class _ReturnsOf(cst.CSTVisitor):
+    """The returned values of one function, nested functions and lambdas left out."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
 
 
 class Facts:
@@ -422,17 +464,9 @@ class Facts:
                 by_name.setdefault(function.name.value, []).append(function)
             sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
             for caller in self.regions.functions:
-                calls: list[cst.Call] = []
-
-                class _Calls(cst.CSTVisitor):
-                    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                        return node is caller
-
-                    def visit_Call(self, node: cst.Call) -> None:
-                        calls.append(node)
-
-                visit(caller, _Calls())
-                for call in calls:
+                collector = _CallsOf(caller)
+                visit(caller, collector)
+                for call in collector.calls:
                     func = call.func
                     name = func.value if isinstance(func, cst.Name) else (
                         func.attr.value if isinstance(func, cst.Attribute) else None)
@@ -732,22 +766,10 @@ class Facts:
         if key in self._in_progress:
             return Kind.UNKNOWN
         self._in_progress.add(key)
-        values: list[cst.BaseExpression] = []
-
-        class _Returns(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is function
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-            def visit_Return(self, node: cst.Return) -> None:
-                if node.value is not None:
-                    values.append(node.value)
-
         try:
-            visit(function, _Returns())
-            kinds = [self.kind(v, function) for v in values]
+            collector = _ReturnsOf(function)
+            visit(function, collector)
+            kinds = [self.kind(v, function) for v in collector.values]
             result = join(kinds) if kinds else Kind.PY
         finally:
             self._in_progress.discard(key)

@@ -226,28 +226,29 @@ class NativeHandles:
 def module_assignments(module: cst.Module) -> dict[str, list[cst.BaseExpression]]:
     """Top-level `NAME = value` bindings (also inside top-level if/try blocks), in source order."""
     found: dict[str, list[cst.BaseExpression]] = {}
-
-    def scan(statements) -> None:
-        for statement in statements:
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    if isinstance(small, cst.Assign):
-                        for target in small.targets:
-                            if isinstance(target.target, cst.Name):
-                                found.setdefault(target.target.value, []).append(small.value)
-                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                        if isinstance(small.target, cst.Name):
-                            found.setdefault(small.target.value, []).append(small.value)
-            elif isinstance(statement, (cst.If, cst.Try)):
-                scan(statement.body.body)
-                for handler in getattr(statement, "handlers", ()):
-                    scan(handler.body.body)
-                orelse = statement.orelse
-                while isinstance(orelse, cst.If):
-                    scan(orelse.body.body)
-                    orelse = orelse.orelse
-                if orelse is not None:
-                    scan(orelse.body.body)
-
-    scan(module.body)
+    _scan_assignments(module.body, found)
     return found
+
+
+def _scan_assignments(statements, found: dict[str, list[cst.BaseExpression]]) -> None:
+    # A module-level function, not a recursive closure: that is a reference cycle holding nodes.
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name):
+                            found.setdefault(target.target.value, []).append(small.value)
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    if isinstance(small.target, cst.Name):
+                        found.setdefault(small.target.value, []).append(small.value)
+        elif isinstance(statement, (cst.If, cst.Try)):
+            _scan_assignments(statement.body.body, found)
+            for handler in getattr(statement, "handlers", ()):
+                _scan_assignments(handler.body.body, found)
+            orelse = statement.orelse
+            while isinstance(orelse, cst.If):
+                _scan_assignments(orelse.body.body, found)
+                orelse = orelse.orelse
+            if orelse is not None:
+                _scan_assignments(orelse.body.body, found)

@@ -154,6 +154,10 @@ class _CompileCalls(cst.CSTVisitor):
 
 def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterator[cst.Call]:
     """Calls in `function`'s body, skipping nested defs and eager-only branches."""
+    if not eager_only:  # nothing to prune but definitions: a visitor's hook table walks faster
+        collector = _Calls(function)
+        visit(function, collector)
+        return iter(collector.found)
     found: list[cst.Call] = []
 
     def on_visit(node: cst.CSTNode) -> bool:
@@ -170,6 +174,23 @@ def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterat
 
     walk(function, on_visit, None, WHITESPACE_TYPES)
     return iter(found)
+
+
+class _Calls(cst.CSTVisitor):
+    """The calls of one function's body, nested functions and classes left out."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
 
 
 class _EagerBranches(cst.CSTVisitor):
@@ -209,15 +230,38 @@ class _CompileCallsAndEagerBranches(cst.CSTVisitor):
 
 # Every eager predicate's name ends in one of these.
 _PREDICATE_WORDS = ("compiling", "is_scripting", "is_tracing")
-# A call of a compile function spells its name (or an alias's) then `(`, maybe after spaces,
-# line breaks, backslashes or comments; an alias is imported as `compile as NAME`.
+# Spaces, line breaks, backslash continuations and comments: what may separate a name from
+# the `(` of its call (inside brackets), or from `as` in its import.
 _SEPARATORS = r"(?:\s|\\|#[^\r\n]*)"
-_COMPILE_CALL_OR_ALIAS = re.compile(rf"(?:compile|optimize){_SEPARATORS}*\(|(?:compile|optimize){_SEPARATORS}+as\b")
+
+
+def call_or_alias_pattern(*names: str) -> str:
+    """A regular expression for a call of a function that ends in one of `names`, or an alias import of it."""
+    alternatives = "|".join(names)
+    return rf"(?:{alternatives}){_SEPARATORS}*\(|(?:{alternatives}){_SEPARATORS}+as\b"
+
+
+def decorator_pattern(*names: str) -> str:
+    """A regular expression for a decorator whose callee spells one of `names` (`@torch.compile(...)`).
+
+    A callee that resolves to a name is a dotted name: on the `@` line, unless it is
+    parenthesized or continued with a backslash, so those decorators match too. Linear
+    in the text (no nested repetition).
+    """
+    alternatives = "|".join(names)
+    return rf"@[\w. \t]*(?:{alternatives})|@[ \t]*\(|@[\w. \t]*\\"
+
+
+# A compile function is called (or imported under another name) by its name, so a file that
+# spells neither has no compile call; a compiled callable also comes from a decorator.
+COMPILE_CALL_OR_ALIAS = call_or_alias_pattern("compile", "optimize")
+COMPILED_CALLABLE_SPELLING = f"{COMPILE_CALL_OR_ALIAS}|{decorator_pattern('compile', 'optimize')}"
+_COMPILE_CALL = re.compile(COMPILE_CALL_OR_ALIAS)
 
 
 def may_call_compile(source: str) -> bool:
     """False when no call in `source` can resolve to `torch.compile` or `torch._dynamo.optimize`."""
-    return _COMPILE_CALL_OR_ALIAS.search(source) is not None
+    return _COMPILE_CALL.search(source) is not None
 
 
 def find_regions(

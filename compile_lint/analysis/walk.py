@@ -163,17 +163,23 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor, statements_only: bool = Fa
         return
     visits = {name: getattr(visitor, "visit_" + name) for name in visit_names}
     leaves = {name: getattr(visitor, "leave_" + name) for name in leave_names}
+    _table_walk(node, visits, leaves, skip, descend)
 
-    def on_visit(current: cst.CSTNode) -> bool:
-        hook = visits.get(type(current).__name__)
-        return hook is None or hook(current) is not False
 
-    def on_leave(current: cst.CSTNode) -> None:
-        hook = leaves.get(type(current).__name__)
-        if hook is not None:
-            hook(current)
+def _table_walk(
+    node: cst.CSTNode,
+    visits: dict[str, Callable],
+    leaves: dict[str, Callable],
+    skip: Optional[frozenset],
+    descend: Optional[Callable[[cst.CSTNode], bool]],
+) -> None:
+    """`walk` for a visitor's hook tables (node class name -> hook), looked up in the loop itself.
 
-    walk(node, on_visit, on_leave if leaves else None, skip, descend)
+    Most nodes have no hook: calling a function per node only to find that out cost more
+    than the walk. Same order and pruning as `walk`: a `visit_` hook returning False skips
+    the node's children, and its `leave_` hook still runs.
+    """
+    _walk(node, None, None, visits, leaves, skip, descend)
 
 
 def walk(
@@ -189,30 +195,44 @@ def walk(
     is true). With `skip` (WHITESPACE_TYPES), fields that hold only layout are not walked.
     Iterative, so deep trees cannot overflow the stack.
     """
+    _walk(node, on_visit, on_leave, {}, {}, skip, descend)
+
+
+def _walk(node, on_visit, on_leave, visits: dict, leaves: dict, skip, descend) -> None:
+    """The one loop behind `walk` (callbacks for every node) and `_table_walk` (hooks by node class name)."""
     fields_of = _CODE_FIELDS if skip is not None else _FIELDS
     fields_for = code_fields if skip is not None else child_fields
     sentinel = cst.MaybeSentinel
     leave = _Leave
     stack: list = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
+    get_visit, get_leave = visits.get, leaves.get
     while stack:
         current = pop()
         kind = type(current)
         if kind is leave:
-            on_leave(current.node)  # type: ignore[misc]
+            current.hook(current.node)
             continue
-        if not on_visit(current) or (descend is not None and not descend(current)):
-            if on_leave is not None:
-                on_leave(current)
+        if on_visit is not None:
+            descending = on_visit(current)
+            leave_hook = on_leave
+        else:
+            name = kind.__name__
+            hook = get_visit(name)
+            descending = hook is None or hook(current) is not False
+            leave_hook = get_leave(name)
+        if not descending or (descend is not None and not descend(current)):
+            if leave_hook is not None:
+                leave_hook(current)
             continue
-        if on_leave is not None:
-            push(leave(current))
+        if leave_hook is not None:
+            push(leave(current, leave_hook))
         names = fields_of.get(kind)
         if names is None:
             names = fields_for(kind)
         pending: list = []
-        for name in names:
-            value = getattr(current, name)
+        for field_name in names:
+            value = getattr(current, field_name)
             value_type = type(value)
             if value_type is tuple or value_type is list:
                 pending.extend(value)
@@ -242,9 +262,10 @@ def iter_nodes(node: cst.CSTNode, skip: Optional[frozenset] = WHITESPACE_TYPES) 
 
 
 class _Leave:
-    """A marker on the walk's stack: leave `node` when popped."""
+    """A marker on the walk's stack: call `hook(node)` when popped."""
 
-    __slots__ = ("node",)
+    __slots__ = ("node", "hook")
 
-    def __init__(self, node: cst.CSTNode) -> None:
+    def __init__(self, node: cst.CSTNode, hook: Callable[[cst.CSTNode], None]) -> None:
         self.node = node
+        self.hook = hook

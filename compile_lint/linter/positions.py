@@ -22,6 +22,7 @@ libcst's `PositionProvider`, so every position is exactly the one it computes
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -96,10 +97,22 @@ class _PositionState(PositionProvidingCodegenState):
         return _Recorder(self, node, start_node, end_node)
 
 
-def render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str]) -> str:
+class _PlainState(CodegenState):
+    """libcst's code generation state, without a generator per node for positions nobody records."""
+
+    __slots__ = ()
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        return _NO_POSITION
+
+
+_NO_POSITION = contextlib.nullcontext()
+
+
+def render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str] = ()) -> str:
     """The code of `node` at an indentation, as the module's code generation writes it there."""
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline,
-                         indent_tokens=list(indent_tokens))
+    state = _PlainState(default_indent=module.default_indent, default_newline=module.default_newline,
+                        indent_tokens=list(indent_tokens))
     node._codegen(state)
     return "".join(state.tokens)
 
@@ -226,7 +239,7 @@ class NodePositions:
         key = ("code", self.module.default_indent, self.module.default_newline)
         code = self.cache.get(node, key) if self.cache is not None else None
         if code is None:
-            code = self.module.code_for_node(node)
+            code = render_at(self.module, node)
             if self.cache is not None:
                 self.cache.put(node, key, code)
         return code  # type: ignore[return-value]

@@ -6,7 +6,8 @@ the engine first asks, with text search and `ast`, whether any rule could fire:
 
 - every finding involves torch: a compiled region needs an nn.Module base, `torch.compile`
   or a configured module base, so a file that mentions none of them has no finding;
-- a module-scoped rule with `trigger_words` fires only in files that contain one of them;
+- a module-scoped rule with `trigger_words` fires only in files that contain one of them
+  (and that match its `trigger_pattern`, if it has one);
 - region-scoped rules only fire inside traced functions, whose roots are `forward` of a
   class with a base, or a function decorated with or passed to `torch.compile` /
   `torch._dynamo.optimize`; a file with none of these cannot have a traced function.
@@ -20,6 +21,7 @@ the `ast` check: it would only confirm that the file needs the full lint.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import warnings
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
@@ -132,9 +134,20 @@ def may_have_regions(tree: ast.Module, text: str) -> bool:
 
 
 def may_fire(rule: "type[Rule]", text: str) -> bool:
-    """False when a module-scoped rule's trigger words are all absent from `text`."""
+    """False when a module-scoped rule's trigger words are all absent from `text`, or its pattern is."""
+    if rule.scope != "module":
+        return True
     words = rule.trigger_words
-    return rule.scope != "module" or not words or any(word in text for word in words)
+    if words and not any(word in text for word in words):
+        return False
+    pattern = getattr(rule, "trigger_pattern", None)
+    return pattern is None or _matches(pattern, text)
+
+
+@functools.lru_cache(maxsize=16)
+def _matches(pattern: str, text: str) -> bool:
+    """`re.search(pattern, text)`, once per text: rules that share a pattern share the search."""
+    return re.search(pattern, text) is not None
 
 
 def needs_lint(

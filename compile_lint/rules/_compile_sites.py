@@ -8,6 +8,7 @@ import libcst as cst
 
 from compile_lint.analysis.context import FileContext
 from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.regions import COMPILED_CALLABLE_SPELLING
 from compile_lint.analysis.walk import visit
 from compile_lint.rules.base import Rule
 
@@ -158,7 +159,8 @@ class CompiledSiteRule(Rule):
     """Shared set-up: the compiled callables of the file, found once."""
 
     scope = "module"
-    trigger_words = ("compile", "optimize")  # every rule here needs a torch.compile call
+    trigger_words = ("compile", "optimize")  # every rule here needs a compiled callable
+    trigger_pattern = COMPILED_CALLABLE_SPELLING  # which needs a compile call, alias or decorator
     kind = "perf"
     default_enabled = False
 

@@ -99,6 +99,9 @@ class Rule:
     # (e.g. ("custom_op",)), so files without them skip the parse and the whole-module walk.
     # Empty means any file that mentions torch. Checked against the examples by the tests.
     trigger_words: ClassVar[tuple[str, ...]] = ()
+    # Module-scoped rules only: a regular expression the file's text must match for the rule
+    # to fire, where words are too loose (`compile` is in many docstrings; a compile call is not).
+    trigger_pattern: ClassVar[Optional[str]] = None
     config_note: ClassVar[str] = ""  # a config that changes the verdict, if any
     # True when a fix also edits other top-level statements (e.g. call sites of a function).
     fix_edits_call_sites: ClassVar[bool] = False

@@ -156,9 +156,10 @@ class DictInputKeySet(Rule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node not in self.context.regions.roots:
             return
-        dict_params = _dict_params(self, node)
+        body = list(iter_nodes(node.body))  # both passes read the same nodes: walk the body once
+        dict_params = _dict_params(self, node, body)
         reported: set[str] = set()
-        for observer, param in _key_set_reads(self, node, dict_params):
+        for observer, param in _key_set_reads(self, body, dict_params):
             if param not in reported:
                 reported.add(param)
                 self.report(observer, self.message.format(param=param))
@@ -172,8 +173,11 @@ _KEY_SET_BUILTINS = frozenset(
 )
 
 
-def _dict_params(rule: Rule, function: cst.FunctionDef) -> set[str]:
-    """Parameters of `function` that are dicts: annotated so, `**kwargs`, or used with `.items()`/`.keys()`."""
+def _dict_params(rule: Rule, function: cst.FunctionDef, body: list[cst.CSTNode]) -> set[str]:
+    """Parameters of `function` that are dicts: annotated so, `**kwargs`, or used with `.items()`/`.keys()`.
+
+    `body` is every node of the function's body, in order.
+    """
     params = function.params
     found: set[str] = set()
     if isinstance(params.star_kwarg, cst.Param):
@@ -184,8 +188,8 @@ def _dict_params(rule: Rule, function: cst.FunctionDef) -> set[str]:
     for name in names:
         if facts.param_kind(function, name) is Kind.DICT:
             found.add(name)
-    for node in iter_nodes(function.body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
+    for node in body:
+        if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and not node.args:
             receiver = node.func.value
             # `.values()` alone could be a sparse tensor's; on `batch["inputs"]` it is a dict's.
             method = node.func.attr.value
@@ -208,15 +212,16 @@ def _subscript_root(expr: cst.BaseExpression) -> Optional[str]:
 
 
 def _key_set_reads(
-    rule: Rule, function: cst.FunctionDef, dict_params: set[str]
+    rule: Rule, body: list[cst.CSTNode], dict_params: set[str]
 ) -> Iterator[tuple[cst.CSTNode, str]]:
-    """(node, param) for each place `function` reads the whole key set of a dict parameter."""
+    """(node, param) for each place a function body (its nodes, in order) reads the whole key set of a dict parameter."""
     if not dict_params:
         return
-    for node in iter_nodes(function.body):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+    for node in body:
+        kind = type(node)  # these classes have no subclasses; isinstance on libcst's ABCs is slow
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _KEY_SET_METHODS and not node.args:
                 root = _subscript_root(func.value)
@@ -226,7 +231,7 @@ def _key_set_reads(
                 root = _subscript_root(node.args[0].value)
                 if root in dict_params and not node.args[0].star:
                     yield node, root
-        elif isinstance(node, (cst.For, cst.CompFor)):
+        elif kind is cst.For or kind is cst.CompFor:
             root = _subscript_root(node.iter)
             if root in dict_params:
                 yield node.iter, root

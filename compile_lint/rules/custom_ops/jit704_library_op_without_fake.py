@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.regions import call_or_alias_pattern
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -30,6 +31,7 @@ class LibraryOpWithoutFake(Rule):
     gb_id = "GB0090"
     scope = "module"
     trigger_words = ("define",)
+    trigger_pattern = call_or_alias_pattern("define")  # `lib.define(...)` or `torch.library.define(...)`
     message = (
         "op `{op}` has only device kernels ({keys}): Dynamo cannot run it on fake tensors and breaks the graph "
         "at every call; add torch.library.register_fake(\"{op}\") or a \"Meta\" kernel"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.regions import call_or_alias_pattern, decorator_pattern
 from compile_lint.analysis.walk import visit
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 
@@ -32,6 +33,7 @@ class DisabledPointwiseHelper(Rule):
     default_enabled = False
     scope = "module"
     trigger_words = ("disable",)
+    trigger_pattern = f"{decorator_pattern('disable')}|{call_or_alias_pattern('disable')}"  # it reports a decorator
     message = (
         "`{name}` only does elementwise math, yet torch.compiler.disable makes every compiled call "
         "of it a graph break; remove the decorator so Inductor can fuse it"

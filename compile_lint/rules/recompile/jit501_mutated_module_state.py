@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.walk import iter_nodes, visit
 from compile_lint.rules._fixes import spell
 from compile_lint.rules._syntax import int_literal, self_attribute
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
@@ -297,14 +297,10 @@ class MutatedModuleState(Rule):
         function = self.context.function
         if function is None:
             return False
-        declared = False
-
-        class _Globals(cst.CSTVisitor):
-            def visit_Global(self, node: cst.Global) -> None:
-                nonlocal declared
-                declared = declared or any(item.name.value == name for item in node.names)
-
-        visit(function.body, _Globals())
+        declared = any(
+            type(node) is cst.Global and any(item.name.value == name for item in node.names)  # type: ignore[attr-defined]
+            for node in iter_nodes(function.body)
+        )
         if not declared:
             return False
         values = [
@@ -445,16 +441,7 @@ class MutatedModuleState(Rule):
 
 
 def _mentions_self_attribute(expr: cst.CSTNode, name: str) -> bool:
-    found = False
-
-    class _Find(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            nonlocal found
-            if self_attribute(node) == name:
-                found = True
-
-    visit(expr, _Find())
-    return found
+    return any(type(node) is cst.Attribute and self_attribute(node) == name for node in iter_nodes(expr))
 
 
 class _AttributeUses(cst.CSTVisitor):

@@ -217,27 +217,34 @@ def _is_numeric_literal(expr: Optional[cst.BaseExpression]) -> bool:
 
 def _name_uses(function: cst.FunctionDef, name: str) -> list[tuple[cst.Name, list[cst.CSTNode]]]:
     """Each load of `name` in `function` (not in nested defs), with its ancestors."""
-    uses: list[tuple[cst.Name, list[cst.CSTNode]]] = []
-    stack: list[cst.CSTNode] = []
+    finder = _NameUses(function, name)
+    visit(function, finder)
+    return finder.uses
 
-    class _Find(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not function:
-                stack.append(node)  # libcst still calls on_leave for a node whose children it skips
-                return False
-            if isinstance(node, cst.Name) and node.value == name and stack:
-                parent = stack[-1]
-                is_declaration = isinstance(parent, cst.Param) or (
-                    isinstance(parent, cst.Attribute) and parent.attr is node) or (
-                    isinstance(parent, cst.Arg) and parent.keyword is node)
-                if not is_declaration:
-                    uses.append((node, list(stack)))
-            stack.append(node)
-            return True
 
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            stack.pop()
+class _NameUses(cst.CSTVisitor):
+    """Loads of one name in one function, with their ancestors (a module-level class: no reference cycle)."""
 
-    visit(function, _Find())
-    return uses
+    def __init__(self, function: cst.FunctionDef, name: str) -> None:
+        self.function, self.name = function, name
+        self.uses: list[tuple[cst.Name, list[cst.CSTNode]]] = []
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        stack = self.stack
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not self.function:
+            stack.append(node)  # libcst still calls on_leave for a node whose children it skips
+            return False
+        if isinstance(node, cst.Name) and node.value == self.name and stack:
+            parent = stack[-1]
+            is_declaration = isinstance(parent, cst.Param) or (
+                isinstance(parent, cst.Attribute) and parent.attr is node) or (
+                isinstance(parent, cst.Arg) and parent.keyword is node)
+            if not is_declaration:
+                self.uses.append((node, list(stack)))
+        stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
 

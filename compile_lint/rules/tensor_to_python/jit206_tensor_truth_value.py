@@ -181,14 +181,13 @@ def _condition_chain(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _truth_tested(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of an and/or chain whose truth Python tests: all but the last."""
     operands: list[cst.BaseExpression] = []
-
-    def flatten(value: cst.BaseExpression) -> None:
+    pending = [expr]  # a stack, not a recursive closure: that would be a reference cycle holding nodes
+    while pending:
+        value = pending.pop()
         if isinstance(value, cst.BooleanOperation) and not value.lpar:
-            flatten(value.left)
-            flatten(value.right)
+            pending.append(value.right)
+            pending.append(value.left)
         else:
             operands.append(value)
-
-    flatten(expr)
     return operands[:-1]
 
