@@ -43,6 +43,9 @@ class ImportMap:
         self.names: dict[str, str] = {}
         self.defined: set[str] = set()
         self._collect(module)
+        # id(node) -> (node, its qualified name): every rule asks about every call's callee.
+        # The node is kept so that its id cannot be reused; `names` no longer change.
+        self._qualnames: dict[int, tuple[cst.BaseExpression, Optional[str]]] = {}
 
     def _collect(self, module: cst.Module) -> None:
         collector = _ImportCollector(self)
@@ -54,6 +57,14 @@ class ImportMap:
         Names that are not imported resolve to `builtins.NAME` when they are builtins
         that the file does not rebind, else to None.
         """
+        known = self._qualnames.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        found = self._qualname(node)
+        self._qualnames[id(node)] = (node, found)
+        return found
+
+    def _qualname(self, node: cst.BaseExpression) -> Optional[str]:
         dotted = dotted_name(node)
         if dotted is None:
             return None

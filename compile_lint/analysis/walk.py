@@ -9,8 +9,10 @@ class from libcst's source, and checked against `node.children` by the test suit
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+import threading
 from typing import Callable, Iterator, Optional
 
 import libcst as cst
@@ -200,9 +202,13 @@ def walk(
 
 def _walk(node, on_visit, on_leave, visits: dict, leaves: dict, skip, descend) -> None:
     """The one loop behind `walk` (callbacks for every node) and `_table_walk` (hooks by node class name)."""
+    if skip is not None:
+        flat = _flat_tree(node, build=descend is None)
+        if flat is not None:
+            _flat_walk(flat, flat.index[id(node)], on_visit, on_leave, visits, leaves, descend)
+            return
     fields_of = _CODE_FIELDS if skip is not None else _FIELDS
     fields_for = code_fields if skip is not None else child_fields
-    sentinel = cst.MaybeSentinel
     leave = _Leave
     stack: list = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
@@ -228,22 +234,33 @@ def _walk(node, on_visit, on_leave, visits: dict, leaves: dict, skip, descend) -
         if leave_hook is not None:
             push(leave(current, leave_hook))
         names = fields_of.get(kind)
-        if names is None:
-            names = fields_for(kind)
-        pending: list = []
-        for field_name in names:
-            value = getattr(current, field_name)
-            value_type = type(value)
-            if value_type is tuple or value_type is list:
-                pending.extend(value)
-            elif value is not None and value_type is not sentinel:
-                pending.append(value)
-        pending.reverse()
-        extend(pending)
+        extend(_reversed_children(current, names if names is not None else fields_for(kind)))
+
+
+def _reversed_children(node: cst.CSTNode, names: tuple[str, ...]) -> list:
+    """The nodes in `node`'s fields `names`, last first (for a stack); a field holds a node, a sequence,
+    None or MaybeSentinel."""
+    found: list = []
+    sentinel = cst.MaybeSentinel
+    for field_name in names:
+        value = getattr(node, field_name)
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            found.extend(value)
+        elif value is not None and value_type is not sentinel:
+            found.append(value)
+    found.reverse()
+    return found
 
 
 def iter_nodes(node: cst.CSTNode, skip: Optional[frozenset] = WHITESPACE_TYPES) -> Iterator[cst.CSTNode]:
     """Every node under `node` (itself included) in visiting order, whitespace skipped by default."""
+    if skip is not None:
+        flat = _flat_tree(node, build=True)
+        if flat is not None:
+            start = flat.index[id(node)]
+            yield from flat.order[start:flat.end[start]]
+            return
     fields_for = code_fields if skip is not None else child_fields
     stack = [node]
     while stack:
@@ -259,6 +276,97 @@ def iter_nodes(node: cst.CSTNode, skip: Optional[frozenset] = WHITESPACE_TYPES) 
                 pending.append(value)  # a child field holds a node, a sequence, None or MaybeSentinel
         pending.reverse()
         stack.extend(pending)
+
+
+class FlatTree:
+    """The code nodes of a tree (layout left out) in walking order, each with where its subtree ends.
+
+    Built with one walk, it lets every later walk of any subtree (the analyses and rules
+    walk the same functions several times) run down a list instead of reading each node's
+    fields again: skipping a subtree is a jump to its end.
+    """
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        order: list[cst.CSTNode] = []
+        end: list[int] = []
+        index: dict[int, int] = {}
+        fields_of = _CODE_FIELDS
+        stack: list = [root]
+        pop, push = stack.pop, stack.append
+        while stack:
+            current = pop()
+            if type(current) is int:
+                end[current] = len(order)  # the marker of a subtree's end: every node below it is in
+                continue
+            position = len(order)
+            order.append(current)
+            end.append(0)
+            index[id(current)] = position
+            push(position)
+            kind = type(current)
+            names = fields_of.get(kind)
+            stack.extend(_reversed_children(current, names if names is not None else code_fields(kind)))
+        self.root = root
+        self.order, self.end, self.index = order, end, index
+
+
+_indexed = threading.local()  # per thread: the module whose walks may use a FlatTree, and the tree
+
+
+@contextlib.contextmanager
+def flat_walks(module: cst.Module) -> Iterator[None]:
+    """Within this block, walks of `module`'s nodes (layout skipped) go down one FlatTree of it, built on first need."""
+    previous = getattr(_indexed, "state", None)
+    _indexed.state = [module, None]
+    try:
+        yield
+    finally:
+        _indexed.state = previous
+
+
+def _flat_tree(node: cst.CSTNode, build: bool) -> Optional[FlatTree]:
+    """The FlatTree holding `node`, if walks go down one (built now when `build`), else None."""
+    state = getattr(_indexed, "state", None)
+    if state is None:
+        return None
+    tree = state[1]
+    if tree is None:
+        if not build:
+            return None  # a walk that prunes (statements only) costs less than building the tree
+        tree = state[1] = FlatTree(state[0])
+    return tree if id(node) in tree.index else None
+
+
+def _flat_walk(tree: FlatTree, start: int, on_visit, on_leave, visits: dict, leaves: dict, descend) -> None:
+    """`_walk` of the subtree at `start`, down the flat list: same calls, in the same order."""
+    order, end = tree.order, tree.end
+    get_visit, get_leave = visits.get, leaves.get
+    pending: list = []  # (subtree end, hook, node) of nodes whose leave hook is due
+    position, stop = start, end[start]
+    while position < stop:
+        while pending and pending[-1][0] <= position:
+            _, hook, left = pending.pop()
+            hook(left)
+        current = order[position]
+        if on_visit is not None:
+            descending = on_visit(current)
+            leave_hook = on_leave
+        else:
+            name = type(current).__name__
+            hook = get_visit(name)
+            descending = hook is None or hook(current) is not False
+            leave_hook = get_leave(name)
+        if not descending or (descend is not None and not descend(current)):
+            if leave_hook is not None:
+                leave_hook(current)
+            position = end[position]
+            continue
+        if leave_hook is not None:
+            pending.append((end[position], leave_hook, current))
+        position += 1
+    while pending:
+        _, hook, left = pending.pop()
+        hook(left)
 
 
 class _Leave:

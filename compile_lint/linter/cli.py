@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import multiprocessing
 import os
 import sys
@@ -179,19 +180,26 @@ def _map(function, items: list, jobs: int, description: str = "Linting", shared=
     call = (lambda item: function(item)) if shared is None else (lambda item: function(item, shared))
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
         return list(track((call(item) for item in items), len(items), description))
-    # Import the engine (libcst, every rule) once here; forked workers inherit it.
+    # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
     import compile_lint.autofix.apply  # noqa: F401
-    import compile_lint.linter.engine  # noqa: F401
-    from compile_lint.rules import ALL_RULES  # noqa: F401 - collected before the fork, not in each worker
+    from compile_lint.linter.engine import warm_up
+
+    warm_up()
 
     jobs = min(jobs, len(items))
     size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
     chunks = [items[start:start + size] for start in range(0, len(items), size)]
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
-                             initargs=(function, shared)) as pool:
-        results = (result for chunk in pool.map(_run_chunk, chunks) for result in chunk)
-        return list(track(results, len(items), description))
+    # What the workers inherit (libcst, every rule) is never garbage: freezing it keeps their
+    # collector from walking it, and from copying every page it touches on the way.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
+                                 initargs=(function, shared)) as pool:
+            results = (result for chunk in pool.map(_run_chunk, chunks) for result in chunk)
+            return list(track(results, len(items), description))
+    finally:
+        gc.unfreeze()
 
 
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[FileOutcome]:

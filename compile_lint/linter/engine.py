@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.context import FileContext
-from compile_lint.analysis.walk import WHITESPACE_TYPES, concrete_types, walk
+from compile_lint.analysis.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.fast_parse import parse_module
@@ -84,6 +84,20 @@ def _hooks(rule: Rule, prefix: str) -> dict[str, object]:
     return {attribute[len(prefix):]: getattr(rule, attribute) for attribute in names}
 
 
+def warm_up() -> None:
+    """Fill the per-class tables every lint reads (rule hooks, node fields), e.g. before forking workers.
+
+    Each is built on first need; a process that forks workers builds them once here
+    instead of once per worker.
+    """
+    for rule in ALL_RULES:
+        for prefix in ("visit_", "leave_"):
+            _hooks(rule.__new__(rule), prefix)
+    for node_type in concrete_types(cst.CSTNode):
+        if not getattr(node_type, "__abstractmethods__", None):
+            code_fields(node_type)
+
+
 class _Dispatcher:
     """Walks the tree once and calls every rule's visit_/leave_ methods for each node.
 
@@ -121,21 +135,24 @@ class _Dispatcher:
         self.functions: frozenset = frozenset()
         self.eager_only: frozenset = frozenset()
         # Where the walk is, for placing findings without positioning the whole module:
-        # the top-level statement and the functions around the current node, each with
-        # the indentation libcst's code generation has at its start.
+        # the top-level statement, then every statement of a block around the current node
+        # (functions included), each with the indentation libcst's codegen has at its start.
         self.anchors: list[Anchor] = []
+        self.block_statements: set[int] = set()  # ids of the statements of the blocks walked into
         self.indents: list[str] = []
         self.top_level: frozenset = frozenset()
         self.default_indent = "    "
 
     def run(self, module: cst.Module) -> None:
         """Walk `module` once, dispatching to the rules."""
-        self.top_level = frozenset(module.body)
+        # Sets of ids: a libcst node hashes by identity, but through a Python-level __hash__,
+        # which on every node of the walk cost more than the walk.
+        self.top_level = frozenset(map(id, module.body))
         self.default_indent = module.default_indent
         if self.needs_regions:
             regions = self.context.regions
-            self.functions = frozenset(regions.functions)
-            self.eager_only = frozenset(regions.eager_only)
+            self.functions = frozenset(map(id, regions.functions))
+            self.eager_only = frozenset(map(id, regions.eager_only))
         if not self.prune:
             walk(module, self.on_visit, self.on_leave)
             return
@@ -153,19 +170,24 @@ class _Dispatcher:
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Enter `node`: track functions and eager-only branches, call the visitors."""
         name = type(node).__name__
+        key = id(node)
         if name == "FunctionDef":
             self.context.function_stack.append(node)  # type: ignore[arg-type]
             self.anchors.append((node, tuple(self.indents)))
-            if node in self.functions:
+            if key in self.functions:
                 self.traced_depth += 1
-        elif node in self.top_level:
+        elif key in self.top_level:
             self.anchors.append((node, ()))
             if self.cancelled is not None and self.cancelled():
                 raise LintCancelled()
+        elif key in self.block_statements:
+            self.anchors.append((node, tuple(self.indents)))
         if name == "IndentedBlock" or name == "Match":
             indent = node.indent  # type: ignore[attr-defined]
             self.indents.append(self.default_indent if indent is None else indent)
-        if node in self.eager_only:
+            if name == "IndentedBlock":
+                self.block_statements.update(map(id, node.body))  # type: ignore[attr-defined]
+        if key in self.eager_only:
             self.eager_depth += 1
         visitors = self.module_visitors.get(name)
         if visitors:
@@ -190,14 +212,15 @@ class _Dispatcher:
         if leavers:
             for leaver in leavers:
                 leaver(original_node)
-        if original_node in self.eager_only:
+        key = id(original_node)
+        if key in self.eager_only:
             self.eager_depth -= 1
         if name == "FunctionDef":
             self.context.function_stack.pop()
             self.anchors.pop()
-            if original_node in self.functions:
+            if key in self.functions:
                 self.traced_depth -= 1
-        elif original_node in self.top_level:
+        elif key in self.top_level or key in self.block_statements:
             self.anchors.pop()
         if name == "IndentedBlock" or name == "Match":
             self.indents.pop()
@@ -267,7 +290,8 @@ def lint_module(
     for rule in rules:
         rule.findings = _AnchoredFindings(dispatcher.anchors)
     try:
-        dispatcher.run(module)
+        with flat_walks(module):
+            dispatcher.run(module)
         findings = [pair for rule in rules for pair in rule.findings.with_anchors()]  # type: ignore[attr-defined]
     finally:
         for rule in rules:

@@ -144,7 +144,7 @@ _NO_FIX = object()
 
 def _path(root: cst.CSTNode, target: cst.CSTNode, extents: dict) -> Optional[list[cst.CSTNode]]:
     """The nodes from `root` down to `target` (both included), found by the extents that hold `target`'s."""
-    goal = extents.get(target)
+    goal = extents.get(id(target))
     if goal is None:
         return None
     start, end = goal[:2], goal[2:]
@@ -155,7 +155,7 @@ def _path(root: cst.CSTNode, target: cst.CSTNode, extents: dict) -> Optional[lis
         if node is target:
             return path
         for child in children(node):
-            extent = extents.get(child)
+            extent = extents.get(id(child))
             if extent is not None and extent[:2] <= start and end <= extent[2:]:
                 stack.append(path + [child])
     return None
@@ -230,18 +230,18 @@ class FixBuilder:
         """Index of the innermost anchor holding every node of `olds`, or None."""
         for index in range(len(anchors) - 1, -1, -1):
             anchor = anchors[index]
-            rendering = self.positions.rendering(anchor) if self.positions.is_rendered(anchor) else None
+            # Statements and functions inside the top-level statement are worth rendering (with
+            # positions) to find out; the top-level statement itself only if already rendered.
+            rendering = self.positions.rendering(anchor) if index or self.positions.is_rendered(anchor) else None
             if rendering is not None:
-                inside = rendering.spans
-            elif index == 0:
+                # An anchor that is itself replaced cannot be rewritten around the replacement.
+                if all(id(old) in rendering.spans for old in olds) and (index == 0 or anchor[0] not in olds):
+                    return index
+                continue
+            if index == 0:
                 inside = self._subtree(anchor[0])
                 if all(old in inside or old is anchor[0] for old in olds):
                     return 0
-                return None
-            else:
-                continue
-            if all(old in inside for old in olds):
-                return index
         return None
 
     def _top_text(self, top: cst.CSTNode) -> Optional[tuple[str, int, int]]:
@@ -356,13 +356,13 @@ class FixBuilder:
         elif statement in mapping:
             return None
         else:
-            first_line, first_column, last_line, last_column = rendering.extents[statement]
+            first_line, first_column, last_line, last_column = rendering.extents[id(statement)]
             starts = line_starts(rendering.text)
             if last_line > len(starts):
                 return None
             start, end = starts[first_line - 1] + first_column, starts[last_line - 1] + last_column
             old_text = rendering.text[start:end]
-            code_line, code_column = rendering.spans[statement][:2]
+            code_line, code_column = rendering.spans[id(statement)][:2]
             indent = rendering.text[starts[code_line - 1]:starts[code_line - 1] + code_column]
         if self.positions.code_at(statement, indent) != old_text:  # type: ignore[union-attr]
             return None

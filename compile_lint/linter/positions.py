@@ -56,9 +56,9 @@ class _Recorder:
             return  # let a RecursionError from deep code through, as it is
         state = self.state
         computed = state.spans
-        start = computed[self.start_node][:2] if self.start_node is not None else self.start
-        end = computed[self.end_node][2:] if self.end_node is not None else (state.line, state.column)
-        computed[self.node] = start + end
+        start = computed[id(self.start_node)][:2] if self.start_node is not None else self.start
+        end = computed[id(self.end_node)][2:] if self.end_node is not None else (state.line, state.column)
+        computed[id(self.node)] = start + end
 
 
 class _PositionState(PositionProvidingCodegenState):
@@ -74,8 +74,9 @@ class _PositionState(PositionProvidingCodegenState):
     def __init__(self, default_indent: str, default_newline: str, indent_tokens: Sequence[str]) -> None:
         super().__init__(default_indent=default_indent, default_newline=default_newline, provider=None,
                          indent_tokens=list(indent_tokens))
-        self.spans: dict[cst.CSTNode, Span] = {}
-        self.extents: dict[cst.CSTNode, Span] = {}  # whitespace included: where the node's code starts and ends
+        # By id of the node (a node's own hash is a Python call; the rendered nodes stay alive).
+        self.spans: dict[int, Span] = {}
+        self.extents: dict[int, Span] = {}  # whitespace included: where the node's code starts and ends
         self.starts: list[tuple[int, int]] = []
 
     def _update_position(self, value: str) -> None:
@@ -89,9 +90,10 @@ class _PositionState(PositionProvidingCodegenState):
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         extent = self.starts.pop() + (self.line, self.column)
-        self.extents[node] = extent
-        if node not in self.spans:
-            self.spans[node] = extent
+        key = id(node)
+        self.extents[key] = extent
+        if key not in self.spans:
+            self.spans[key] = extent
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
         return _Recorder(self, node, start_node, end_node)
@@ -121,7 +123,8 @@ def render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str
 class Rendering:
     """An anchor rendered alone: its code, where that is in the source, and its nodes' spans and extents.
 
-    Spans and extents count lines from 1 at the anchor's first line; add `shift` for the file's.
+    Spans and extents, by id of the node, count lines from 1 at the anchor's first line; add
+    `shift` for the file's.
     """
 
     text: str
@@ -263,7 +266,7 @@ class NodePositions:
         for anchor in reversed(anchors):
             rendering = self.rendering(anchor)
             if rendering is not None:
-                span = rendering.spans.get(node)
+                span = rendering.spans.get(id(node))
                 if span is not None:
                     shift = rendering.shift
                     return (span[0] + shift, span[1], span[2] + shift, span[3])
