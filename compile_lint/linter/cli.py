@@ -283,9 +283,8 @@ def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: 
             parts.append(f"{hidden} more with --unsafe-fixes.")
     if failed:
         checked = files - min(failed, files)
-        parts.append(f"{_plural(failed, 'path')} could not be checked (see the errors above)"
-                     + (f"; no findings in the other {_plural(checked, 'file')}." if checked and not diagnostics
-                        else "."))
+        clean_rest = f"; no findings in the other {_plural(checked, 'file')}" if checked and not diagnostics else ""
+        parts.append(f"{_plural(failed, 'path')} could not be checked (see the errors above){clean_rest}.")
     elif not diagnostics and not fixed:
         parts.append(f"All checks passed ({_plural(files, 'file')}).")
     return " ".join(parts) + "\n"
@@ -417,8 +416,10 @@ def _report(
     if args.show_fixes:
         listing = "".join(f"Fixed {o.path}:{d.line}:{d.column}: {d.code} {d.fix.message}\n"  # type: ignore[union-attr]
                           for o in outcomes for d in o.applied)
-        # Beside a machine-readable report the list goes to stderr, so the report stays parseable.
-        (sys.stderr.write(listing) if args.output_format in MACHINE_FORMATS else report.append(listing))
+        if args.output_format in MACHINE_FORMATS:
+            sys.stderr.write(listing)  # beside a machine-readable report: keep the report parseable
+        else:
+            report.append(listing)
     if args.statistics:
         report.append(_statistics(diagnostics, args.output_format))
     else:
@@ -482,7 +483,10 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
     sys.stdout.flush()
     # The fixed source owns stdout; what is left to report goes to stderr (or --output-file).
     report, code = _report([outcome], errors, [name], args)
-    (sys.stderr.write(report) if args.output_file is None else _emit(args, report))
+    if args.output_file is None:
+        sys.stderr.write(report)
+    else:
+        _emit(args, report)
     return code
 
 

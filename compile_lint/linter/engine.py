@@ -272,7 +272,7 @@ def run_with_deep_stack(function):
 def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: bool = True) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
-    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    `noqa=False` keeps findings on `# noqa` lines (flake8's `--disable-noqa`).
     With `fast` (the default), files that provably cannot hold a finding are not parsed
     with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
     when no module-scoped rule runs. `fast=False` parses and walks everything; both give
