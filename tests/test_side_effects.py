@@ -481,3 +481,24 @@ class M(torch.nn.Module):
         {body}
         return x
 """
+
+
+def test_guard_ignores_an_is_compiling_helper_imported_only_inside_another_function():
+    fixed = _fix(
+        """
+        import warnings
+
+        import torch
+
+        def setup():
+            from transformers.utils import is_torchdynamo_compiling
+            return is_torchdynamo_compiling
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                warnings.warn("slow path")
+                return x
+        """,
+        "JIT603",
+    )
+    assert "if not torch.compiler.is_compiling():" in fixed
