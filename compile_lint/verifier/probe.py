@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import linecache
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -55,18 +57,27 @@ class ProbeResult:
 
 
 def load_module_from_source(code: str, name_hint: str = "example") -> Any:
-    """Import `code` as a real module from a temp file, so Dynamo sees real line numbers."""
+    """Import `code` as a real module from a temp file, so Dynamo sees real line numbers.
+
+    The temp directory is removed once the module is loaded; its source stays readable
+    (`inspect.getsource`, tracebacks, Dynamo's messages) through a linecache entry that
+    `linecache.checkcache` keeps because it has no modification time.
+    """
     directory = tempfile.mkdtemp(prefix="compile-lint-probe-")
-    module_name = f"_compile_lint_{name_hint}_{next(_counter)}"
-    path = os.path.join(directory, module_name + ".py")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(code)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    try:
+        module_name = f"_compile_lint_{name_hint}_{next(_counter)}"
+        path = os.path.join(directory, module_name + ".py")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(code)
+        linecache.cache[path] = (len(code), None, code.splitlines(keepends=True), path)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def resolve_entry(module: Any, entry: str) -> Callable:
