@@ -44,10 +44,4 @@ def specialized_arguments(rule: Rule, call: cst.Call) -> Iterator[tuple[cst.Base
         if len(positional) > position:
             yield positional[position].value, f"{short}({keyword}=)"
         return
-    func = call.func
-    if (isinstance(func, cst.Attribute) and func.attr.value == "to"
-            and rule.context.kind(func.value).tensorish):
-        for arg in call.args:
-            if arg.keyword is None or arg.keyword.value in ("dtype", "device"):
-                yield arg.value, ".to()"
 
