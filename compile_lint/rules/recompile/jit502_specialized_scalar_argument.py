@@ -18,8 +18,10 @@ class SpecializedScalarArgument(Rule):
     Why: most Python float/int inputs cost one recompile and then become dynamic, but
     some arguments are burned into the graph as constants: `range(n)` (the loop is
     unrolled), `F.interpolate(scale_factor=)`, `F.dropout(p=)`, the `eps` of
-    `F.layer_norm`/`group_norm`/`rms_norm`/`batch_norm` and `F.pad(value=)` (measured on
-    torch 2.13). A forward parameter passed there recompiles for every new value, and
+    `F.layer_norm`/`group_norm`/`rms_norm`/`batch_norm`/`cosine_similarity`,
+    `F.pad(value=)`, `F.scaled_dot_product_attention(dropout_p=, scale=)`,
+    `F.cross_entropy(label_smoothing=)`, the `beta`/`delta` of `smooth_l1_loss`/
+    `huber_loss`, `torch.cdist(p=)` and `torch.nan_to_num(nan=)` (measured on torch 2.13). A forward parameter passed there recompiles for every new value, and
     after 8 values runs eagerly. (A `dtype` or `device` parameter passed to `.to()` also
     compiles one graph per value, but there are only a few, as for the inputs' own dtype
     guards, and in practice it follows the inputs: `dtype=pixel_values.dtype`. Not
@@ -120,6 +122,20 @@ class SpecializedScalarArgument(Rule):
             calls="[(torch.randn(2, 4, 16), v, e) for v, e in ((0.0, 1e-5), (0.5, 1e-6), (1.0, 1e-4))]",
             entry="pad_and_norm",
             lines=[6, 7],
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, q, k, v, softmax_scale: float = 0.125):
+                    return F.scaled_dot_product_attention(q, k, v, scale=softmax_scale)
+            """,
+            calls="[(torch.randn(1, 2, 4, 8),) * 3 + (s,) for s in (0.1, 0.125, 0.2)]",
+            entry="Attention",
+            lines=[7],
         ),
     ]
     valid = [
