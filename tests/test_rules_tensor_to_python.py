@@ -58,6 +58,8 @@ def fixed(body: str, unsafe: bool = True) -> str:
         ("a = x.numpy()\nreturn x * float(a.max())", ["JIT202"]),
         ("return x.sum(0).tolist()", ["JIT203"]),
         ("return torch.arange(x.max())", ["JIT204"]),
+        ("for h, w in zip(x.sum(0).long(), x.sum(1).long()):\n    x = x + torch.zeros(h, w).sum()\nreturn x",
+         ["JIT204", "JIT204"]),
         ("return torch.zeros((x > 0).sum(), 3)", ["JIT204"]),
         ("return x.view((x > 0).sum(), -1)", ["JIT204"]),
         ("return torch.split(x, (x > 0).sum())", ["JIT204"]),

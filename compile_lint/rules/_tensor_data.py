@@ -94,17 +94,22 @@ def _unpacked_from_untyped_param(rule: Rule, expr: cst.BaseExpression, depth: in
     return True
 
 
+# Arithmetic over locals nests quickly: `n - 3` <- `h * w + 3` <- `2 * size[0] - 1`.
+_MAX_DEPTH = 12
+
+
 def _python_valued(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
     """True when what the facts call a tensor in `expr` is a Python value after all.
 
-    Three sources the facts take for tensors: torch functions that return Python values
+    Sources the facts take for tensors: torch functions that return Python values
     (`torch.seed() % n`, `torch.__version__`); elements of a tuple a sub-module or helper
     returns (`hidden, height, width = self.patch_embed(x)`, where only `hidden` is a
-    tensor) unless the callee in this file returns a tensor there; and a name inside
+    tensor) unless the callee in this file returns a tensor there; parameters not
+    declared tensors (`window_size[0]`, `height * width`); and a name inside
     `if isinstance(name, int):`.
     """
     context = rule.context
-    if depth > 6:
+    if depth > _MAX_DEPTH:
         return False
     if not context.kind(expr).tensorish:
         return True
@@ -123,19 +128,33 @@ def _python_valued(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
     if _narrowed_to_number(rule, expr):
         return True
     values = context.local_values(expr.value)
-    if not values or context.facts.param_kind(context.function, expr.value) is not None:
+    if context.facts.param_kind(context.function, expr.value) is not None:
+        # As in `data_dependent`: a parameter not declared a Tensor is as often a Python
+        # number or a tuple of them (`window_size`, `height`) as a tensor.
+        return not values and _untyped_param(rule, expr.value)
+    if not values:
         return False
     for value in values:
         if isinstance(value, tuple) and value[0] == "element" and len(value) == 3:
             source, index = value[1], value[2]
+            source = _sole_call_binding(rule, source)
             if isinstance(source, cst.Call):
                 if _returns_tensor_at(rule, source, index):
                     return False
-            elif not _python_valued(rule, source, depth + 1):
-                return False
+            elif not (isinstance(source, cst.BaseExpression) and _python_valued(rule, source, depth + 1)):
+                return False  # unpacked while iterating (`for h, w in zip(x_h, x_w)`): facts decide
         elif not (isinstance(value, cst.BaseExpression) and _python_valued(rule, value, depth + 1)):
             return False
     return True
+
+
+def _sole_call_binding(rule: Rule, source: object) -> object:
+    """The call a local name was bound to (`out = layer(x); y, h, w = out`), else `source`."""
+    if isinstance(source, cst.Name):
+        values = rule.context.local_values(source.value)
+        if len(values) == 1 and isinstance(values[0], cst.Call):
+            return values[0]
+    return source
 
 
 # torch functions that return Python numbers or strings (facts take every torch.* call for a tensor).

@@ -204,6 +204,20 @@ class TensorAsSize(Rule):
             entry="Stage",
             note="Python ints returned beside a tensor by a sub-module",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class RelativeBias(nn.Module):
+                def forward(self, table, window_size):
+                    distances = (2 * window_size[0] - 1) * (2 * window_size[1] - 1) + 3
+                    return table[: distances - 3].reshape(distances - 3, -1)
+            """,
+            calls="[(torch.randn(16, 4), (2, 2))]",
+            entry="RelativeBias",
+            note="sizes taken from a tuple argument",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
