@@ -300,13 +300,13 @@ class ShapeDependentLoop(Rule):
             param = find_param(function, expr.value)
             if param is not None:
                 return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
-            # Every binding must be a tensor (the analysis is flow-insensitive): in
-            # `masks = [m for m in masks if m is not None]; masks = torch.cat(masks)` the
-            # loop runs over the list. A self-reference (`x = x.flip(0)`) is neutral.
-            verdicts = [self._certain_tensor_value(v) if isinstance(v, cst.BaseExpression) else False
-                        for v in context.local_values(expr.value, function)
-                        if not _refers_to(v, expr.value)]
-            return bool(verdicts) and all(verdicts)
+            values = context.local_values(expr.value, function)
+            # The analysis is flow-insensitive: in `masks = [m for m in masks if m is not None]`
+            # then `masks = torch.cat(masks)` the loop runs over the list, so a binding that
+            # is certainly a container vetoes the tensor ones.
+            if any(_container_value(self, v) for v in values):
+                return False
+            return any(isinstance(v, cst.BaseExpression) and self._certain_tensor_value(v) for v in values)
         return self._certain_tensor_value(expr)
 
     def _fixed_length(self, expr: cst.BaseExpression) -> bool:
@@ -478,20 +478,18 @@ _MODULE_CONTAINERS = frozenset(
 )
 
 
-def _refers_to(value: object, name: str) -> bool:
-    """True when an assigned value reads `name` itself (`x = x.flip(0)`, `x += 1`)."""
-    if isinstance(value, tuple):
-        return value[0] == "aug" or any(_refers_to(part, name) for part in value[1:2])
-    found = False
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found
-            found = found or node.value == name
-
-    if isinstance(value, cst.CSTNode):
-        visit(value, _Names())
-    return found
+def _container_value(rule: Rule, value: object) -> bool:
+    """A list/tuple/dict display or comprehension, or `list(...)`/`tuple(...)`/`torch.split(...)`."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)):
+        return True
+    if isinstance(value, cst.Call):
+        qualified = rule.context.qualname(value.func) or ""
+        if qualified in ("builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted"):
+            return True
+        short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.") else (
+            value.func.attr.value if isinstance(value.func, cst.Attribute) else "")
+        return short in ("split", "chunk", "unbind", "tensor_split")
+    return False
 
 
 _CONTAINER_METHODS = frozenset({"keys", "values", "items", "get", "pop", "copy", "tolist", "numpy"})
