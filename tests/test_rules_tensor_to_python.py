@@ -107,6 +107,9 @@ LOOK_ALIKES = [
     # Python numbers the facts once took for tensors: numpy on sizes, torch's own Python values
     "return x / float(np.sqrt(x.shape[-1])) + int(torch.seed() % 1000) % 2",
     "return x + int(torch.__version__.split('.')[0])",
+    # the keys of a dict of tensors are strings
+    "losses = {'loss_mask': x.sum(), 'loss_cls': x.mean()}\nfor key, loss in losses.items():\n"
+    "    if 'mask' in key:\n        x = x * loss\nreturn x",
 ]
 
 

@@ -137,6 +137,8 @@ def _python_valued(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
     for value in values:
         if isinstance(value, tuple) and value[0] == "element" and len(value) == 3:
             source, index = value[1], value[2]
+            if index == 0 and _iterates_items(source):
+                continue  # `for key, value in d.items()`: the keys of a dict of tensors are not tensors
             source = _sole_call_binding(rule, source)
             if isinstance(source, cst.Call):
                 if _returns_tensor_at(rule, source, index):
@@ -146,6 +148,14 @@ def _python_valued(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
         elif not (isinstance(value, cst.BaseExpression) and _python_valued(rule, value, depth + 1)):
             return False
     return True
+
+
+def _iterates_items(source: object) -> bool:
+    """True for the ("iter", `d.items()`) binding of a loop target."""
+    if not (isinstance(source, tuple) and source[0] == "iter" and isinstance(source[1], cst.Call)):
+        return False
+    call = source[1]
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "items" and not call.args
 
 
 def _sole_call_binding(rule: Rule, source: object) -> object:
