@@ -196,6 +196,23 @@ class TensorToPythonScalar(Rule):
             """,
             entry="NumpyClip",
         ),
+        Valid(
+            """
+            import sys
+
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, x):
+                    scale = float(np.sqrt(x.shape[-1]))
+                    seed = int(torch.seed() % sys.maxsize)
+                    return (x @ x.transpose(-1, -2) / scale).softmax(-1) * (seed % 2 + 1)
+            """,
+            entry="Attention",
+            note="numpy on a size and torch.seed() give Python numbers",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
