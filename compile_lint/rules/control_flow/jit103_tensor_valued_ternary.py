@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.rules._conditions import data_dependent
-from compile_lint.rules._fixes import where_call
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.rules._linearise import linearise_ifexp, with_reason
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorValuedTernary(Rule):
@@ -63,7 +63,7 @@ class TensorValuedTernary(Rule):
 
             class Clip(nn.Module):
                 def forward(self, grad):
-                    return T.where(grad.norm() > 1.0, grad / grad.norm(), grad)
+                    return T.cond(grad.norm() > 1.0, lambda grad: (grad / grad.norm()).contiguous(), lambda grad: grad.clone(memory_format=T.contiguous_format), (grad,))
             """,
             entry="Clip",
             lines=[6],
@@ -138,12 +138,5 @@ class TensorValuedTernary(Rule):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if data_dependent(self, node.test) is None:
             return
-        fix = None
-        if data_dependent(self, node.test) is node.test:
-            built = where_call(self.context, node.test, node.body, node.orelse)
-            if built is not None:
-                call, imports = built
-                call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
-                fix = FixPlan([(node, call)], "Use torch.where(cond, a, b)", "unsafe", imports)
-        self.report(node.test, fix=fix)
-
+        outcome = linearise_ifexp(self, node)
+        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix)

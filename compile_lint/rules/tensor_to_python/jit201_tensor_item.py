@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._linearise import UNUSED_NUMBER, ElifTracker, Linearised, linearise_data_read, with_reason
 from compile_lint.rules._tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -12,7 +13,7 @@ from compile_lint.rules._tensor_data import (
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
-class TensorItem(Rule):
+class TensorItem(ElifTracker, Rule):
     """`.item()` on a tensor reads its value into Python and breaks the graph.
 
     Why: a Python number cannot live in the graph, so the default `torch.compile` stops
@@ -201,9 +202,13 @@ class TensorItem(Rule):
         receiver = method_call(node, frozenset({"item"}))
         if receiver is None or self.context.kind(receiver) in NOT_ARRAYS:
             return
-        fix = None
-        if self.context.kind(receiver).tensorish:
-            assert isinstance(node.func, cst.Attribute)
-            fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
-        self.report(node, fix=fix)
-
+        if not self.context.kind(receiver).tensorish:
+            self.report(node)
+            return
+        outcome = linearise_data_read(self, node, self.is_elif)
+        if outcome is not None:
+            self.report(node, message=with_reason(self.message, outcome), fix=outcome.fix)
+            return
+        assert isinstance(node.func, cst.Attribute)
+        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
+        self.report(node, message=with_reason(self.message, Linearised(fix, UNUSED_NUMBER)), fix=fix)

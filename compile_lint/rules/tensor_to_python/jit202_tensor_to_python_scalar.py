@@ -6,13 +6,14 @@ import libcst as cst
 
 from compile_lint.analysis.facts import Kind
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._linearise import UNUSED_NUMBER, ElifTracker, Linearised, linearise_data_read, with_reason
 from compile_lint.rules._tensor_data import (
     builtin_conversion,
 )
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
-class TensorToPythonScalar(Rule):
+class TensorToPythonScalar(ElifTracker, Rule):
     """`int(t)`, `float(t)`, `bool(t)` or `complex(t)` on a tensor breaks the graph.
 
     Why: the conversion calls `t.item()`, so the default `torch.compile` breaks the graph
@@ -202,12 +203,17 @@ class TensorToPythonScalar(Rule):
         name = builtin_conversion(self, node, ("int", "float", "bool", "complex"))
         if name is None:
             return
-        fix = None
+        message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
         value = node.args[0].value
+        outcome = linearise_data_read(self, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
+        if outcome is not None:
+            self.report(node, message=with_reason(message, outcome), fix=outcome.fix)
+            return
+        fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:
             fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"))
-        message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
-        self.report(node, message=message, fix=fix)
+        reason = UNUSED_NUMBER if name == "float" else f"only `float()` of a tensor is kept a tensor, not `{name}()`"
+        self.report(node, message=with_reason(message, Linearised(fix, reason)), fix=fix)
 
 
 def _chain(value: cst.BaseExpression, *methods: str) -> cst.BaseExpression:
