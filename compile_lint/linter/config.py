@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 from compile_lint.rules.base import CODE_PREFIX
 
 DEFAULT_EXCLUDE = (
@@ -40,6 +41,7 @@ class Config:
     target_torch_version: Optional[str] = None
     module_bases: tuple[str, ...] = ()
     verify_targets: tuple[str, ...] = ()
+    tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
 
@@ -89,6 +91,11 @@ def parse_config(data: dict, source: str, root: str) -> Config:
             if not isinstance(value, str) or not _looks_like_version(value):
                 raise ConfigError(f"{source}: [tool.compile-lint] target-torch-version must be a version string such as \"2.13\"")
             values["target_torch_version"] = value
+        elif key == "tensor-branch-fix":
+            if value not in BRANCH_FIX_CHOICES:
+                choices = " or ".join(f'"{choice}"' for choice in BRANCH_FIX_CHOICES)
+                raise ConfigError(f"{source}: [tool.compile-lint] tensor-branch-fix must be {choices}, not {value!r}")
+            values["tensor_branch_fix"] = value
         elif key == "verify":
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: [tool.compile-lint.verify] must be a table")

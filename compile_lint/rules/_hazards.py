@@ -165,7 +165,7 @@ class ShapeModel:
         if qualified in _TORCH_BINARY and args:
             return _broadcast(*(self.term(arg) for arg in args))
         if qualified in _TORCH_FACTORIES:
-            return ("new", tuple(_source(arg) for arg in call.args if arg.keyword is None or arg.keyword.value == "size"))
+            return _factory_term(call, sizes_only_first=qualified == "torch.full")
         if qualified.startswith("torch."):
             name = qualified.rsplit(".", 1)[-1]
             if name in _REDUCTIONS and args:
@@ -179,6 +179,8 @@ class ShapeModel:
             receiver = call.func.value
             if isinstance(receiver, cst.Name) and receiver.value == "self":
                 return None  # a submodule or a helper: unknown
+            if method in _NEW_METHODS:
+                return _factory_term(call, sizes_only_first=True)
             base = self.term(receiver)
             if method in _REDUCTIONS:
                 return self._reduction(call, base, 0)
@@ -208,6 +210,17 @@ class ShapeModel:
         if _changes_shape(a) or _changes_shape(b):
             return "differs"
         return "unknown"
+
+
+_NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+
+
+def _factory_term(call: cst.Call, sizes_only_first: bool) -> ShapeTerm:
+    """("new", sizes): `torch.zeros(2, 3)`, `x.new_ones(())` and `torch.full((2, 3), v)` by their sizes."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    sizes = positional[:1] if sizes_only_first else positional
+    sizes += [arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "size"]
+    return ("new", tuple(_source(arg.value) for arg in sizes))
 
 
 def _changes_shape(term: object) -> bool:
@@ -282,6 +295,32 @@ def names_read(expr: cst.CSTNode) -> set[str]:
     return found
 
 
+_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})
+_METADATA_METHODS = frozenset({"size", "dim", "ndimension", "numel", "get_device"})
+
+
+def data_reads(expr: cst.CSTNode) -> set[str]:
+    """Names `expr` reads for their values, not only for their shape, dtype or device."""
+    metadata: set[int] = set()
+    for node in iter_nodes(expr):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.attr.value in _METADATA_ATTRIBUTES:
+                metadata.add(id(node.value))
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+            if node.func.attr.value in _METADATA_METHODS:
+                metadata.add(id(node.func.value))
+    found: set[str] = set()
+    skip: set[int] = set(metadata)
+    for node in iter_nodes(expr):
+        if isinstance(node, cst.Attribute):
+            skip.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            skip.add(id(node.keyword))
+        elif isinstance(node, cst.Name) and id(node) not in skip:
+            found.add(node.value)
+    return found
+
+
 def untaken_arm_hazard(rule: Rule, arms: Sequence[cst.CSTNode], condition: cst.BaseExpression) -> Optional[str]:
     """Why computing `arms` when the condition says not to could fail or poison gradients, or None.
 
@@ -307,7 +346,8 @@ def untaken_arm_hazard(rule: Rule, arms: Sequence[cst.CSTNode], condition: cst.B
                     return f"an arm indexes with `{method}` by values the condition guards: out of range when not taken"
             elif isinstance(node, cst.BinaryOperation) and isinstance(
                     node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)):
-                if names_read(node.right) & guarded and context.kind(node.right).tensorish:
+                if names_read(node.right) & guarded and context.kind(node.right).tensorish \
+                        and not _bounded_away_from_zero(node.right):
                     return ("an arm divides by a value the condition guards: the untaken arm may be "
                             "NaN/inf, and torch.where passes NaN into gradients")
             elif isinstance(node, cst.Subscript):
@@ -318,6 +358,26 @@ def untaken_arm_hazard(rule: Rule, arms: Sequence[cst.CSTNode], condition: cst.B
                         return (f"an arm indexes with `{_source(index.value)}`, which the condition guards: "
                                 "out of range when not taken")
     return None
+
+
+def _positive_literal(expr: Optional[cst.BaseExpression]) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return float(expr.evaluated_value) > 0
+    return False
+
+
+def _bounded_away_from_zero(divisor: cst.BaseExpression) -> bool:
+    """True for `t.clamp(min=1)`, `t.clamp_min(1e-6)`, `torch.clamp(t, min=1)`: never zero."""
+    if not isinstance(divisor, cst.Call):
+        return False
+    name = divisor.func.attr.value if isinstance(divisor.func, cst.Attribute) else ""
+    if name == "clamp_min":
+        return _positive_literal(_arg(divisor, 0, "min"))
+    if name in ("clamp", "clip"):
+        receiver_call = isinstance(divisor.func, cst.Attribute) and not (
+            isinstance(divisor.func.value, cst.Name) and divisor.func.value.value == "torch")
+        return _positive_literal(_arg(divisor, 0 if receiver_call else 1, "min"))
+    return False
 
 
 def stateful_argument(rule: Rule, arms: Sequence[cst.CSTNode]) -> Optional[str]:

@@ -30,23 +30,18 @@ import libcst as cst
 
 from compile_lint.analysis.facts import Kind
 from compile_lint.analysis.walk import iter_nodes
+from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 from compile_lint.rules._conditions import TensorCondition, certain_tensor, tensor_condition
 from compile_lint.rules._fixes import GUARD_PREDICATE, is_side_effect_free, spell
 from compile_lint.rules._hazards import (
     ShapeModel,
+    data_reads,
     dtype_changes,
     names_read,
     stateful_argument,
     untaken_arm_hazard,
 )
 from compile_lint.rules.base import FixPlan, Rule
-
-# The rewrite used where `torch.where` and `torch.cond` are both valid. `where` keeps one
-# graph that CUDA graphs can capture (a held-back H200 measurement: 3-10x); `cond` runs
-# one branch but measured 0.80x the broken original on a per-arm-submodule branch. The
-# lead sets the default from the H200 measurement: change it here.
-DEFAULT_BRANCH_FIX = "where"
-BRANCH_FIX_CHOICES = ("where", "cond")
 
 WHERE_NOTE = "both branches are computed"
 UNUSED_NUMBER = ("the number is used beyond tensor arithmetic (as a size, an index, in Python control "
@@ -61,6 +56,9 @@ class Linearised:
 
     fix: Optional[FixPlan] = None
     reason: Optional[str] = None
+
+
+NO_WHILE_FIX = Linearised(None, "the number of iterations depends on data (see --explain JIT102)")
 
 
 def no_fix(reason: str) -> Linearised:
@@ -487,8 +485,8 @@ class Arms:
             if kind not in (Kind.TENSOR, Kind.PY, Kind.SHAPE):
                 return f"cannot tell that `{_code(value)}` is a tensor or a number"
         if self.shapes.relation(if_true, if_false) == "differs":
-            return (f"`{_code(if_true)}` and `{_code(if_false)}` have different shapes: "
-                    "torch.where would broadcast them")
+            return (f"`{_code(if_true)}` and `{_code(if_false)}` may differ in shape (a reduction, reshape "
+                    "or indexing on one side): torch.where would broadcast them")
         if dtype_changes(if_true) != dtype_changes(if_false):
             return f"`{_code(if_true)}` and `{_code(if_false)}` may differ in dtype: torch.where would promote"
         return None
@@ -500,11 +498,10 @@ class Arms:
         """Why `torch.cond` cannot take these branch values, or None."""
         for if_true, if_false in pairs:
             for value in (if_true, if_false):
-                if self._kind(value) is not Kind.TENSOR or not certain_tensor(self.rule, value) and not (
-                        isinstance(value, cst.Name)):
+                if self._kind(value) is not Kind.TENSOR:
                     return f"`{_code(value)}` is not certainly a tensor (torch.cond branches return tensors)"
             if self.shapes.relation(if_true, if_false) == "differs":
-                return f"`{_code(if_true)}` and `{_code(if_false)}` have different shapes"
+                return f"`{_code(if_true)}` and `{_code(if_false)}` may differ in shape"
         return None
 
 
@@ -728,6 +725,7 @@ def branch_values(rule: Rule, steps: Sequence[Step], temporaries: frozenset = fr
     values: dict[str, cst.BaseExpression] = {}
     hoisted: list[cst.CSTNode] = []
     uses: dict[str, int] = {}
+    shapes = ShapeModel(rule)
     for step in steps:
         read = names_read(step.value)
         if step.name in temporaries:
@@ -737,6 +735,9 @@ def branch_values(rule: Rule, steps: Sequence[Step], temporaries: frozenset = fr
             continue
         value = step.value
         for name in read & set(values):
+            if name not in data_reads(step.value) and shapes.relation(values[name], cst.Name(name)) == "same" \
+                    and not dtype_changes(values[name]):
+                continue  # only `.shape`/`.dtype` is read, which the branch leaves as it was
             count = sum(1 for n in iter_nodes(step.value) if isinstance(n, cst.Name) and n.value == name)
             uses[name] = uses.get(name, 0) + count
             if uses[name] > 1:
@@ -811,9 +812,10 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
         return no_fix(hazard)
     builder = Builder(rule)
     arms = Arms(rule, condition)
-    prefer = branch_fix_choice(rule) if not hoisted else "where"
+    prefer = branch_fix_choice(rule)
     lines: list[cst.CSTNode] = list(hoisted)
     written: set[str] = set()
+    same_layout: set[str] = set()
     if len(names) > 1 and names_read(condition.tensor) & set(names):
         # The later selections must see the test as it was before the first one.
         taken = fresh_name(rule, "take_branch")
@@ -828,7 +830,10 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
             return no_fix(f"`{name}` is not certainly a tensor before the branch (it may be None)")
         value_true = if_true if if_true is not None else cst.Name(name)
         value_false = if_false if if_false is not None else cst.Name(name)
-        stale = (names_read(value_true) | names_read(value_false) | names_read(arms.test)) & written
+        reads = names_read(value_true) | names_read(value_false) | names_read(arms.test)
+        values_read = data_reads(value_true) | data_reads(value_false) | data_reads(arms.test)
+        # A selection whose arms have one shape and dtype leaves `.shape`/`.dtype` as they were.
+        stale = (values_read & written) | (reads & (written - same_layout))
         if stale:
             return no_fix(f"the branch's assignments read `{sorted(stale)[0]}`, which another one sets")
         chosen = select(rule, builder, arms, value_true, value_false, prefer)
@@ -836,6 +841,9 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
             return no_fix(chosen)
         lines.append(_assignment(name, chosen, _step_line(rule, node, name)))
         written.add(name)
+        if arms.shapes.relation(value_true, value_false) == "same" and not (
+                dtype_changes(value_true) or dtype_changes(value_false)):
+            same_layout.add(name)
     used = "torch.cond" if any(_calls(line, "cond") for line in lines) else "torch.where"
     what = ", ".join(f"`{name}`" for name in names)
     note = WHERE_NOTE if used == "torch.where" else "one branch runs"
@@ -892,7 +900,7 @@ def _elif_values(rule: Rule, node: cst.If) -> Union[dict[str, cst.BaseExpression
             continue
         if condition.guard is not None:
             return "an `elif` with a Python test in front of its tensor test"
-        chosen = select(rule, builder, Arms(rule, condition), if_true, if_false, "where")
+        chosen = select(rule, builder, Arms(rule, condition), if_true, if_false, branch_fix_choice(rule))
         if isinstance(chosen, str):
             return chosen
         merged[name] = chosen
@@ -949,7 +957,7 @@ def _returns(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised
             return no_fix(hazard)
         prefer = "cond"
     else:
-        prefer = branch_fix_choice(rule) if not tail_values else "where"
+        prefer = branch_fix_choice(rule)
     chosen = select(rule, builder, arms, true_value, final.value, prefer)
     if isinstance(chosen, str):
         return no_fix(chosen)
@@ -1253,7 +1261,7 @@ def linearise_data_read(rule: Rule, read: cst.BaseExpression, is_elif) -> Option
         if isinstance(parent, cst.Assert) and parent.test is child:
             return linearise_assert(rule, parent)
         if isinstance(parent, cst.While) and parent.test is child:
-            return no_fix("a `while` test: loop a fixed number of times and mask with torch.where")
+            return NO_WHILE_FIX
         if not isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation,
                                    cst.Arg, cst.Call)) or (isinstance(parent, cst.Call) and parent is not read
                                                             and not _is_conversion(rule, parent)):

@@ -25,9 +25,19 @@ class TensorItem(ElifTracker, Rule):
 
     Instead: keep the value as a 0-d tensor (`t.detach()` where `.item()` cut the
     gradient) and do the arithmetic with tensors; branch with `torch.where`. The fix
-    replaces `.item()` with `.detach()` when the number only feeds tensor arithmetic.
-    It is unsafe: measured identical for floating-point operands, but an integer tensor
-    combined with a float16/bfloat16/float64 `t` then takes `t`'s dtype, not float32.
+    (unsafe) has two shapes:
+    - the number only feeds tensor arithmetic: `.item()` -> `.detach()`. Measured identical
+      for floating-point operands, but an integer tensor combined with a
+      float16/bfloat16/float64 `t` then takes `t`'s dtype, not float32.
+    - the number decides a test (`if t.item() > c:`, a ternary, `assert t.item() <= n`):
+      the test stays a tensor (`t > c`) and the whole `if` gets the tensor-valued-if
+      (JIT101) rewrite, so the two rules agree on one fix; an assert on a tensor compiles
+      into a runtime check. A Python float literal is then compared in the tensor's
+      dtype, not in double precision.
+    No fix, and the message says why, where the number is used as a size, an index, in a
+    call or in Python control flow that has no rewrite (see JIT101 for those shapes):
+    sizes read from data (`torch.arange(t.item())`) need
+    `capture_scalar_outputs`/`capture_dynamic_output_shape_ops`, not a rewrite.
     """
 
     code = "JIT201"
@@ -136,6 +146,83 @@ class TensorItem(ElifTracker, Rule):
             """,
             entry="MeanPooler",
             lines=[7],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    if x.mean().item() > 0:
+                        x = x * 2
+                    return x
+            """,
+            calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    x = torch.where(x.mean() > 0, x * 2, x)
+                    return x
+            """,
+            entry="Gate",
+            lines=[6],
+            note="A test on a value read into Python: kept a tensor, and the whole `if` rewritten with torch.where.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Embed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.table = nn.Embedding(16, 8)
+
+                def forward(self, x, lengths):
+                    assert lengths.max().item() <= x.shape[1]
+                    return self.table(x) * (lengths > 0).unsqueeze(-1).unsqueeze(-1)
+            """,
+            calls="[(torch.randint(0, 16, (2, 4)), torch.tensor([3, 4]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Embed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.table = nn.Embedding(16, 8)
+
+                def forward(self, x, lengths):
+                    assert lengths.max() <= x.shape[1]
+                    return self.table(x) * (lengths > 0).unsqueeze(-1).unsqueeze(-1)
+            """,
+            entry="Embed",
+            lines=[10],
+            note="An assert on a tensor compiles into a runtime check.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LatentStats(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("updates", torch.zeros((), dtype=torch.long))
+                    self.frozen = False
+
+                def forward(self, x):
+                    if self.updates.item() >= 3:
+                        self.frozen = True
+                    return x * 2
+            """,
+            entry="LatentStats",
+            lines=[11],
+            note="No fix: the branch sets module state.",
         ),
     ]
     valid = [
