@@ -281,10 +281,10 @@ _INDEXING_METHODS = frozenset({"gather", "index_select", "take", "take_along_dim
 STATEFUL_ARGUMENT_WORDS = ("cache", "past_key_value", "layer_past", "inference_session", "memory_state")
 
 
-def names_read(expr: cst.CSTNode) -> set[str]:
-    """Local names an expression reads (attribute names and keywords excluded)."""
+def names_read(expr: cst.CSTNode, skip: Optional[set[int]] = None) -> set[str]:
+    """Local names an expression reads (attribute names, keywords and `skip`ped names excluded)."""
     found: set[str] = set()
-    skip: set[int] = set()
+    skip = set(skip or ())
     for node in iter_nodes(expr):
         if isinstance(node, cst.Attribute):
             skip.add(id(node.attr))
@@ -309,16 +309,7 @@ def data_reads(expr: cst.CSTNode) -> set[str]:
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
             if node.func.attr.value in _METADATA_METHODS:
                 metadata.add(id(node.func.value))
-    found: set[str] = set()
-    skip: set[int] = set(metadata)
-    for node in iter_nodes(expr):
-        if isinstance(node, cst.Attribute):
-            skip.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            skip.add(id(node.keyword))
-        elif isinstance(node, cst.Name) and id(node) not in skip:
-            found.add(node.value)
-    return found
+    return names_read(expr, metadata)
 
 
 def untaken_arm_hazard(rule: Rule, arms: Sequence[cst.CSTNode], condition: cst.BaseExpression) -> Optional[str]:

@@ -697,7 +697,7 @@ def _check(rule: Rule, node: cst.If, condition: TensorCondition, statement: cst.
 
 def _message_problem(rule: Rule, message: Optional[cst.BaseExpression]) -> Optional[str]:
     """Why Dynamo could not build the message as a constant string, or None."""
-    if message is None or isinstance(message, (cst.SimpleString, cst.ConcatenatedString)):
+    if message is None or isinstance(message, cst.SimpleString):
         return None
     if not isinstance(message, (cst.FormattedString, cst.ConcatenatedString)):
         return "the error message is not a string literal"
@@ -827,7 +827,7 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
         if (if_true is None or if_false is None) and not scope.assigned_before(name, node):
             return no_fix(f"`{name}` is assigned on one side only and has no value before the branch")
         if (if_true is None or if_false is None) and not _tensor_before(rule, name):
-            return no_fix(f"`{name}` is not certainly a tensor before the branch (it may be None)")
+            return no_fix(f"`{name}` is not certainly a tensor before the branch (it may be None or a Python value)")
         value_true = if_true if if_true is not None else cst.Name(name)
         value_false = if_false if if_false is not None else cst.Name(name)
         reads = names_read(value_true) | names_read(value_false) | names_read(arms.test)
@@ -1032,7 +1032,8 @@ def _skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> 
 def _skip_with_where(rule: Rule, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
                      loop: Optional[cst.CSTNode], keep_rest: bool, flag: Optional[cst.CSTNode] = None) -> Linearised:
     """The code `node` skips, computed anyway with `NAME = torch.where(skip, NAME, new)` per name."""
-    hazard = stateful_argument(rule, rest) or untaken_arm_hazard(rule, rest, condition.tensor)
+    hazard = stateful_argument(rule, rest) or untaken_arm_hazard(rule, rest, condition.tensor) or _recorded_by_hooks(
+        rule)
     if hazard:
         return no_fix(hazard)
     selector = _SkipSelector(rule, node, condition, rest, loop)
@@ -1053,6 +1054,22 @@ def _skip_with_where(rule: Rule, node: cst.If, condition: TensorCondition, rest:
             new = new.with_changes(leading_lines=[*node.leading_lines, *new.leading_lines])
         replacements.append((old, new))
     return builder.plan(replacements, message)
+
+
+# Decorators that install forward hooks recording every layer's outputs (transformers 5).
+_OUTPUT_RECORDING_DECORATORS = ("capture_outputs", "check_model_inputs")
+
+
+def _recorded_by_hooks(rule: Rule) -> Optional[str]:
+    """Why running a skipped layer would show in the outputs through recording hooks, or None."""
+    function = rule.context.function
+    for decorator in function.decorators if function is not None else ():
+        target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        name = _code(target).rsplit(".", 1)[-1]
+        if name in _OUTPUT_RECORDING_DECORATORS:
+            return (f"`@{name}` records each layer's outputs through hooks: a layer run when it "
+                    "would be skipped adds to the returned hidden states and attentions")
+    return None
 
 
 class _SkipSelector:
@@ -1144,22 +1161,32 @@ def _tensor_before(rule: Rule, name: str) -> bool:
     return definite_kind(rule, cst.Name(name)) is Kind.TENSOR
 
 
+_NOT_TENSOR_VALUES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
+                      cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
+
+
 def _may_be_none(rule: Rule, name: str) -> bool:
-    """True when `name` is an optional parameter or is ever assigned None (or a ternary with None)."""
+    """True when `name` may hold something other than a tensor: an optional parameter, or a
+    local ever assigned None, a literal number or string, or a Python container."""
     function = rule.context.function
     if function is None:
         return True
     for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
         if param.name.value == name:
-            if param.default is not None and isinstance(param.default, cst.Name) and param.default.value == "None":
+            if param.default is not None and isinstance(param.default, (cst.Name, *_NOT_TENSOR_VALUES)) and (
+                    not isinstance(param.default, cst.Name) or param.default.value == "None"):
                 return True
             if rule.context.facts.param_kind(function, name) is Kind.MAYBE_TENSOR:
                 return True
     for value in rule.context.local_values(name):
+        if isinstance(value, tuple) and value[0] == "aug":
+            value = value[2]
         if not isinstance(value, cst.BaseExpression):
             continue
         for inner in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
-            if isinstance(inner, cst.Name) and inner.value == "None":
+            if isinstance(inner, cst.Name) and inner.value in ("None", "True", "False"):
+                return True
+            if isinstance(inner, _NOT_TENSOR_VALUES):
                 return True
     return False
 

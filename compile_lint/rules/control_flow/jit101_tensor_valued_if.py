@@ -43,8 +43,9 @@ class TensorValuedIf(ElifTracker, Rule):
     an untaken arm that may raise or put NaN into gradients (linalg, indexing or division
     by what the condition guards, `torch.autograd.grad`) when torch.cond cannot take it;
     state changed by a branch or between a guard and its return (`self.x = ...`,
-    in-place ops, a cache passed to a skipped layer); `break`; loops over a
-    data-dependent tensor; names that may be None; other control flow in a branch.
+    in-place ops, a cache passed to a skipped layer, layers whose outputs transformers'
+    `@capture_outputs` hooks record); `break`; loops over a data-dependent tensor; names
+    that may be None or Python values; other control flow in a branch.
     """
 
     code = "JIT101"
@@ -186,20 +187,6 @@ class TensorValuedIf(ElifTracker, Rule):
                     return x * scale + steps
             """,
             calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 0.1,)]",
-            fixed="""
-            import torch
-            from torch import nn
-
-            class Renorm(nn.Module):
-                def forward(self, x):
-                    scale = x.new_ones(())
-                    steps = torch.zeros((), dtype=torch.long)
-                    take_branch = x.abs().amax() > 2.0
-                    x = torch.where(take_branch, x / 2, x)
-                    scale = torch.where(take_branch, scale * 2, scale)
-                    steps = torch.where(take_branch, steps + 1, steps)
-                    return x * scale + steps
-            """,
             entry="Renorm",
             lines=[8],
             note="A guarded update of several names (one torch.where each, the test computed once).",
@@ -622,6 +609,33 @@ class TensorValuedIf(ElifTracker, Rule):
             entry="Forces",
             lines=[9],
             note="No fix: autograd in forward.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            def capture_outputs(forward):
+                # Stands for transformers' decorator: forward hooks record every layer's output.
+                return forward
+
+            class HookedDecoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                @capture_outputs
+                def forward(self, hidden_states):
+                    for layer in self.layers:
+                        if torch.rand([]) < self.layerdrop:
+                            continue
+                        hidden_states = layer(hidden_states)
+                    return hidden_states
+            """,
+            entry="HookedDecoder",
+            lines=[17],
+            note="No fix: transformers' @capture_outputs hooks would record the outputs of layers run when skipped.",
         ),
     ]
     valid = [

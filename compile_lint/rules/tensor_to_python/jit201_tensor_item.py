@@ -290,7 +290,8 @@ class TensorItem(ElifTracker, Rule):
         if receiver is None or self.context.kind(receiver) in NOT_ARRAYS:
             return
         if not self.context.kind(receiver).tensorish:
-            self.report(node)
+            reason = Linearised(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
+            self.report(node, message=with_reason(self.message, reason))
             return
         outcome = linearise_data_read(self, node, self.is_elif)
         if outcome is not None:
