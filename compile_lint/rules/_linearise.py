@@ -7,9 +7,9 @@ The shapes real code is written in, each with the rewrite that keeps its meaning
 - guarded update without `else`: `if c: x = f(x)` -> `x = torch.where(c, f(x), x)`;
 - returns: `if c: return a` ... `return b` -> the statements between, then
   `return torch.where(c, a, b)`;
-- checks: `if c: raise E(msg)` -> `torch._check_tensor_all_with(E, ~c, ...)`;
-- skipped work in loops (layer-drop): `if c: continue` or a `to_drop = True` flag ->
-  compute the rest of the body and keep the old values where `c` says skip;
+- checks: `if c: raise E(msg)` -> `torch._assert_async(~c, msg)` under compile, the
+  original `raise` eagerly;
+- skipped work in loops (layer-drop): see `_skipped_work`;
 - shortcuts: `if (mask == 1).all(): mask = None`, `if m.any(): x[m] = v` -> taken only
   eagerly (resp. always under compile), so the compiled path takes the general route.
 
@@ -19,20 +19,47 @@ gradients, state mutated by an arm or between a guard and its return. `torch.con
 only the taken branch; it is used when the configuration asks for it
 (`tensor-branch-fix = "cond"`) or where `torch.where` is withheld for an untaken arm
 that may fail, and only when both branches are single tensor expressions of one shape.
+The parts these rewrites are built from live in `_branch_code`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
 from compile_lint.analysis.walk import iter_nodes
-from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
-from compile_lint.rules._conditions import TensorCondition, certain_tensor, tensor_condition
-from compile_lint.rules._fixes import GUARD_PREDICATE, is_side_effect_free, spell
+from compile_lint.rules._branch_code import (
+    NO_WHILE_FIX,
+    WHERE_NOTE,
+    Arms,
+    Builder,
+    Linearised,
+    Step,
+    assignment_line,
+    assignment_steps,
+    block_and_index,
+    block_lines,
+    branch_fix_choice,
+    enclosing_loop,
+    fresh_name,
+    no_fix,
+    only_statement,
+    parenthesised,
+    reads_tensor_data,
+    replacement_for,
+    scope_of,
+    select,
+    short_code,
+    tensor_before,
+)
+from compile_lint.rules._conditions import (
+    TensorCondition,
+    certain_tensor,
+    tensor_condition,
+)
+from compile_lint.rules._fixes import GUARD_PREDICATE, is_side_effect_free
 from compile_lint.rules._hazards import (
     ShapeModel,
     data_reads,
@@ -41,514 +68,11 @@ from compile_lint.rules._hazards import (
     stateful_argument,
     untaken_arm_hazard,
 )
+from compile_lint.rules._skipped_work import (
+    flag_consumer,
+    skip_rest_of_loop,
+)
 from compile_lint.rules.base import FixPlan, Rule
-
-WHERE_NOTE = "both branches are computed"
-UNUSED_NUMBER = ("the number is used beyond tensor arithmetic (as a size, an index, in Python control "
-                 "flow or a call)")
-LOOP_NOTE = ("the skipped work still runs (slower; its random draws and zero gradients differ "
-             "from skipping it)")
-
-
-@dataclass
-class Linearised:
-    """A fix for one tensor branch, or the reason there is none."""
-
-    fix: Optional[FixPlan] = None
-    reason: Optional[str] = None
-
-
-NO_WHILE_FIX = Linearised(None, "the number of iterations depends on data (see --explain JIT102)")
-
-
-def no_fix(reason: str) -> Linearised:
-    """A result without a fix, saying why."""
-    return Linearised(None, reason)
-
-
-def with_reason(message: str, outcome: Linearised) -> str:
-    """A finding's message, with the reason it has no fix when it has none."""
-    if outcome.fix is None and outcome.reason:
-        return f"{message}; no automatic fix: {outcome.reason}"
-    return message
-
-
-def branch_fix_choice(rule: Rule) -> str:
-    """"where" or "cond": what the configuration asks for where both are valid."""
-    choice = getattr(rule.context, "branch_fix", None)
-    return choice if choice in BRANCH_FIX_CHOICES else DEFAULT_BRANCH_FIX
-
-
-# ----- statements of a branch --------------------------------------------------------------------
-
-
-@dataclass
-class Step:
-    """One `NAME = value` (augmented assignments expanded) of a branch."""
-
-    name: str
-    value: cst.BaseExpression
-    line: cst.CSTNode  # the statement line it came from (its comments travel with it)
-
-
-def _lines(block: cst.BaseSuite) -> list[cst.CSTNode]:
-    if isinstance(block, cst.IndentedBlock):
-        return list(block.body)
-    return [block]  # a SimpleStatementSuite: `if c: x = 1`
-
-
-def _small(line: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
-    if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and len(line.body) == 1:
-        return line.body[0]
-    return None
-
-
-_AUGMENTED = {
-    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
-    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.PowerAssign: cst.Power,
-    cst.ModuloAssign: cst.Modulo, cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr,
-}
-
-
-def assignment_steps(rule: Rule, lines: Sequence[cst.CSTNode]) -> Union[list[Step], str]:
-    """The branch as `NAME = value` steps, or why it is more than that."""
-    steps: list[Step] = []
-    for line in lines:
-        small = _small(line)
-        if isinstance(small, cst.Pass):
-            continue
-        if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
-            continue
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            steps.append(Step(small.targets[0].target.value, small.value, line))
-        elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
-            steps.append(Step(small.target.value, small.value, line))
-        elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and type(small.operator) in _AUGMENTED:
-            name = small.target.value
-            if _may_alias(rule, name):
-                return f"`{name} {_code(small.operator).strip()}` updates `{name}` in place, which may alias another tensor"
-            operator = _AUGMENTED[type(small.operator)]()
-            value = cst.BinaryOperation(cst.Name(name), operator, _parenthesised(small.value))
-            steps.append(Step(name, value, line))
-        else:
-            return _why_not_assignment(line, small)
-    for step in steps:
-        if not is_side_effect_free(rule.context, step.value):
-            return f"`{_code(step.value)}` has a side effect"
-    return steps
-
-
-def _why_not_assignment(line: cst.CSTNode, small: Optional[cst.BaseSmallStatement]) -> str:
-    if isinstance(small, (cst.Assign, cst.AugAssign)):
-        target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
-        if isinstance(target, cst.Attribute):
-            return f"the branch assigns `{_code(target)}`, state that outlives the call"
-        if isinstance(target, cst.Subscript):
-            return f"the branch writes into `{_code(target)}` in place"
-        return f"the branch unpacks into `{_code(target)}`"
-    if isinstance(small, cst.Expr):
-        return f"the branch calls `{_code(small.value)}` for its effect"
-    if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
-        return f"the branch has `{_code(small).split()[0]}` among other statements"
-    if small is None and isinstance(line, cst.BaseCompoundStatement):
-        return f"the branch has nested control flow (`{type(line).__name__.lower()}`)"
-    return "the branch does more than assign names"
-
-
-_VIEW_METHODS = frozenset({"view", "reshape", "transpose", "permute", "expand", "squeeze", "unsqueeze",
-                           "flatten", "narrow", "select", "t", "detach", "view_as", "expand_as", "as_strided",
-                           "unflatten", "diagonal", "movedim", "contiguous", "to", "float", "type_as"})
-
-
-def _may_alias(rule: Rule, name: str) -> bool:
-    """True when `name` may share memory with a tensor the caller sees (a parameter, a view)."""
-    function = rule.context.function
-    if function is None or rule.context.facts.param_kind(function, name) is not None:
-        return True
-    values = rule.context.local_values(name)
-    if not values:
-        return True
-    for value in values:
-        if isinstance(value, tuple) and value[0] == "aug":
-            continue  # the augmented assignment itself
-        if not isinstance(value, cst.BaseExpression) or isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
-            return True
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _VIEW_METHODS:
-            return True
-    return False
-
-
-# ----- where the branch sits in its function -----------------------------------------------------
-
-
-class Scope:
-    """Name reads and definite assignments in one function, for the rewrites' checks."""
-
-    def __init__(self, rule: Rule, function: cst.FunctionDef) -> None:
-        self.rule = rule
-        self.function = function
-        self.order: dict[int, int] = {}
-        self.reads: dict[str, list[int]] = {}
-        stores: set[int] = set()
-        skip: set[int] = set()
-        for index, node in enumerate(iter_nodes(function)):
-            self.order[id(node)] = index
-            if isinstance(node, cst.Attribute):
-                skip.add(id(node.attr))
-            elif isinstance(node, cst.Arg) and node.keyword is not None:
-                skip.add(id(node.keyword))
-            elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-                target = node.target
-                for inner in iter_nodes(target):
-                    if isinstance(inner, cst.Name) and not isinstance(node, cst.AugAssign):
-                        stores.add(id(inner))
-            elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-                skip.add(id(node.name))
-            elif isinstance(node, cst.AsName):
-                skip.add(id(node.name))
-            elif isinstance(node, cst.Name) and id(node) not in skip and id(node) not in stores:
-                self.reads.setdefault(node.value, []).append(index)
-
-    def span(self, node: cst.CSTNode) -> tuple[int, int]:
-        """The first and last walk index of `node`'s subtree."""
-        start = self.order[id(node)]
-        last = start
-        for inner in iter_nodes(node):
-            last = max(last, self.order.get(id(inner), last))
-        return start, last
-
-    def read_outside(self, name: str, region: Sequence[cst.CSTNode], loop: Optional[cst.CSTNode]) -> bool:
-        """True when `name` is read outside `region` where it could see a value set inside it."""
-        spans = [self.span(node) for node in region]
-        end = max(last for _, last in spans)
-        loop_span = self.span(loop) if loop is not None else None
-        for index in self.reads.get(name, []):
-            if any(start <= index <= last for start, last in spans):
-                continue
-            if index > end or (loop_span is not None and loop_span[0] <= index <= loop_span[1]):
-                return True
-        return False
-
-    def assigned_before(self, name: str, node: cst.CSTNode) -> bool:
-        """True when `name` is a parameter or assigned by a statement every path to `node` runs."""
-        if self.rule.context.facts.param_kind(self.function, name) is not None:
-            return True
-        current: cst.CSTNode = node
-        while current is not self.function:
-            parent = self.rule.context.parent(current)
-            if parent is None:
-                return False
-            if isinstance(parent, cst.IndentedBlock):
-                for sibling in parent.body:
-                    if sibling is current:
-                        break
-                    if _assigns(sibling, name):
-                        return True
-            current = parent
-        return False
-
-
-def _assigns(line: cst.CSTNode, name: str) -> bool:
-    """True when running `line` always binds `name` (an `if` counts when every branch does)."""
-    if isinstance(line, cst.If):
-        if line.orelse is None:
-            return False
-        others = _lines(line.orelse.body) if isinstance(line.orelse, cst.Else) else [line.orelse]
-        return any(_assigns(inner, name) for inner in _lines(line.body)) and any(
-            _assigns(inner, name) for inner in others)
-    if isinstance(line, (cst.With, cst.Try)):
-        return any(_assigns(inner, name) for inner in _lines(line.body))
-    if not isinstance(line, cst.SimpleStatementLine):
-        return False
-    for small in line.body:
-        targets = []
-        if isinstance(small, cst.Assign):
-            targets = [target.target for target in small.targets]
-        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            targets = [small.target] if not isinstance(small, cst.AnnAssign) or small.value is not None else []
-        for target in targets:
-            if isinstance(target, cst.Name) and target.value == name:
-                return True
-            if isinstance(target, (cst.Tuple, cst.List)) and any(
-                    isinstance(e.value, cst.Name) and e.value.value == name for e in target.elements):
-                return True
-    return False
-
-
-def scope_of(rule: Rule) -> Optional[Scope]:
-    """The `Scope` of the function being visited (built once per function)."""
-    function = rule.context.function
-    if function is None:
-        return None
-    cache = rule.__dict__.setdefault("_linearise_scopes", {})
-    if function not in cache:
-        cache[function] = Scope(rule, function)
-    return cache[function]
-
-
-def fresh_name(rule: Rule, base: str) -> str:
-    """`base`, or `base_2`, ... : a name the function being visited does not use."""
-    scope = scope_of(rule)
-    used = set(scope.reads) | set(rule.context.local_assignments()) if scope is not None else set()
-    name, counter = base, 1
-    while name in used:
-        counter += 1
-        name = f"{base}_{counter}"
-    return name
-
-
-def _enclosing_loop(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    current = rule.context.parent(node)
-    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
-        if isinstance(current, (cst.For, cst.While)):
-            return current
-        current = rule.context.parent(current)
-    return None
-
-
-def _block_and_index(rule: Rule, node: cst.CSTNode) -> tuple[Optional[cst.IndentedBlock], int]:
-    parent = rule.context.parent(node)
-    if isinstance(parent, cst.IndentedBlock):
-        for index, line in enumerate(parent.body):
-            if line is node:
-                return parent, index
-    return None, -1
-
-
-# ----- building code -----------------------------------------------------------------------------
-
-_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-class Builder:
-    """Spells torch calls in the file's terms and remembers the imports they need."""
-
-    def __init__(self, rule: Rule) -> None:
-        self.rule = rule
-        self.imports: list[str] = []
-
-    def name(self, qualified: str) -> cst.BaseExpression:
-        """`qualified` spelled through the file's imports (`T.where`), noting a missing import."""
-        spelled, imports = spell(self.rule.context, qualified)
-        self.imports.extend(imports)
-        return cst.parse_expression(spelled)
-
-    def call(self, qualified: str, *args: cst.BaseExpression) -> cst.Call:
-        """`qualified(args...)`."""
-        arguments = [cst.Arg(_strip(arg), comma=_COMMA) for arg in args]
-        if arguments:
-            arguments[-1] = arguments[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return cst.Call(func=self.name(qualified), args=arguments)
-
-    def where(self, condition: cst.BaseExpression, if_true: cst.BaseExpression, if_false: cst.BaseExpression) -> cst.Call:
-        """`torch.where(condition, if_true, if_false)`."""
-        return self.call("torch.where", condition, if_true, if_false)
-
-    def cond(self, condition: cst.BaseExpression, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
-             operands: Sequence[str]) -> cst.Call:
-        """`torch.cond(condition, lambda ops: if_true, lambda ops: if_false, (ops,))`."""
-        params = cst.Parameters(params=[
-            cst.Param(cst.Name(name), comma=_COMMA if i < len(operands) - 1 else cst.MaybeSentinel.DEFAULT)
-            for i, name in enumerate(operands)])
-        elements = [cst.Element(cst.Name(name), comma=_COMMA if i < len(operands) - 1 else cst.MaybeSentinel.DEFAULT)
-                    for i, name in enumerate(operands)]
-        if len(elements) == 1:
-            elements = [cst.Element(cst.Name(operands[0]), comma=cst.Comma())]
-        return self.call(
-            "torch.cond", condition,
-            cst.Lambda(params=params, body=self._output(if_true, if_false)),
-            cst.Lambda(params=params, body=self._output(if_false, if_true)),
-            cst.Tuple(elements=elements),
-        )
-
-    def _output(self, value: cst.BaseExpression, other: cst.BaseExpression) -> cst.BaseExpression:
-        """A torch.cond branch output: a new tensor, with the memory layout the other branch has.
-
-        torch.cond rejects a branch that returns an operand (or a view of one) and two
-        branches whose outputs differ in strides (measured: cholesky is column-major).
-        """
-        if isinstance(value, cst.Tuple) and isinstance(other, cst.Tuple):
-            return value.with_changes(elements=[
-                e.with_changes(value=self._output(e.value, o.value)) for e, o in zip(value.elements, other.elements)])
-        arithmetic = (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)
-        if isinstance(value, arithmetic) and isinstance(other, arithmetic):
-            return value  # elementwise results of the same inputs share their layout
-        if _fresh(value, (), self.rule) is value:
-            return cst.Call(func=cst.Attribute(_parenthesised(value, call=True), cst.Name("contiguous")))
-        layout = cst.Arg(self.name("torch.contiguous_format"), keyword=cst.Name("memory_format"),
-                         equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                               whitespace_after=cst.SimpleWhitespace("")))
-        return cst.Call(func=cst.Attribute(_parenthesised(value, call=True), cst.Name("clone")), args=[layout])
-
-    def plan(self, replacements: list, message: str, applicability: str = "unsafe") -> Linearised:
-        """The fix: node replacements plus the imports the new code needs."""
-        return Linearised(FixPlan(replacements, message, applicability, tuple(dict.fromkeys(self.imports))))
-
-
-# Tensors `torch.cond` branches return must not alias an operand. New tensors: arithmetic,
-# torch functions other than views, tensor methods other than views and no-op conversions.
-_FRESH_RESULTS = (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)
-_MAY_RETURN_INPUT = _VIEW_METHODS | {"half", "double", "bool", "long", "int", "type", "cpu", "cuda",
-                                     "requires_grad_", "__getitem__"}
-
-
-def _fresh(value: cst.BaseExpression, operands: Sequence[str], rule: Optional[Rule] = None) -> cst.BaseExpression:
-    """`value`, cloned unless it is certainly a new tensor (torch.cond rejects aliasing outputs)."""
-    if isinstance(value, cst.Tuple):
-        return value.with_changes(elements=[e.with_changes(value=_fresh(e.value, operands, rule))
-                                            for e in value.elements])
-    if isinstance(value, _FRESH_RESULTS):
-        return value
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-        name = value.func.attr.value
-        receiver = value.func.value
-        is_module = isinstance(receiver, cst.Name) and receiver.value == "self"
-        if not is_module and name not in _MAY_RETURN_INPUT and (
-                rule is None or rule.context.qualname(value.func) is None or
-                (rule.context.qualname(value.func) or "").startswith("torch.")):
-            return value
-    return cst.Call(func=cst.Attribute(_parenthesised(value, call=True), cst.Name("clone")))
-
-
-def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
-    if getattr(expr, "lpar", None) and not isinstance(expr, (cst.Tuple, cst.GeneratorExp, cst.Lambda)):
-        return expr.with_changes(lpar=[], rpar=[])
-    return expr
-
-
-def _parenthesised(expr: cst.BaseExpression, call: bool = False) -> cst.BaseExpression:
-    simple = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString)
-    if isinstance(expr, simple) or expr.lpar or (not call and isinstance(expr, (cst.UnaryOperation,))):
-        return expr
-    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
-def _assignment(name: str, value: cst.BaseExpression, like: Optional[cst.CSTNode] = None) -> cst.SimpleStatementLine:
-    line = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)])
-    if isinstance(like, cst.SimpleStatementLine):
-        line = line.with_changes(leading_lines=like.leading_lines, trailing_whitespace=like.trailing_whitespace)
-    return line
-
-
-def _with_header_comment(lines: list[cst.CSTNode], node: cst.If) -> list[cst.CSTNode]:
-    """Carry the `if` line's leading comments and its trailing comment to the new first line."""
-    if not lines:
-        return lines
-    first = lines[0]
-    changes: dict = {"leading_lines": [*node.leading_lines, *getattr(first, "leading_lines", ())]}
-    header = node.body.header if isinstance(node.body, cst.IndentedBlock) else None
-    if (header is not None and header.comment is not None and isinstance(first, cst.SimpleStatementLine)
-            and first.trailing_whitespace.comment is None):
-        changes["trailing_whitespace"] = header
-    lines[0] = first.with_changes(**changes)
-    return lines
-
-
-def _guarded(guard: Optional[cst.BaseExpression], lines: list[cst.CSTNode], node: cst.If) -> cst.CSTNode:
-    """`lines` as the replacement of `node`, under `if guard:` when there is one."""
-    if guard is None:
-        lines = _with_header_comment(lines, node)
-        return cst.FlattenSentinel(lines) if len(lines) != 1 else lines[0]
-    body = [line.with_changes(leading_lines=()) if i == 0 and hasattr(line, "leading_lines") else line
-            for i, line in enumerate(lines)]
-    return cst.If(test=guard, body=cst.IndentedBlock(body=body, header=node.body.header
-                                                     if isinstance(node.body, cst.IndentedBlock) else
-                                                     cst.TrailingWhitespace()),
-                  leading_lines=node.leading_lines)
-
-
-def _code(node: cst.CSTNode) -> str:
-    text = " ".join(cst.Module(body=[]).code_for_node(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-# ----- the arms ---------------------------------------------------------------------------------
-
-
-class Arms:
-    """Checks on the values a rewrite would compute on both sides of a condition."""
-
-    def __init__(self, rule: Rule, condition: TensorCondition) -> None:
-        self.rule = rule
-        self.condition = condition
-        self.test = condition.tensor  # what the rewrite spells as the condition
-        self.shapes = ShapeModel(rule)
-
-    def pair_problem(self, if_true: cst.BaseExpression, if_false: cst.BaseExpression) -> Optional[str]:
-        """Why `torch.where(cond, if_true, if_false)` could differ from the branch, or None."""
-        kinds = [self._kind(if_true), self._kind(if_false)]
-        if Kind.TENSOR not in kinds:
-            return "neither value is certainly a tensor (torch.where would turn Python values into a tensor)"
-        for value, kind in zip((if_true, if_false), kinds):
-            if isinstance(value, cst.Name) and value.value == "None":
-                return "one branch gives None"
-            if kind not in (Kind.TENSOR, Kind.PY, Kind.SHAPE):
-                return f"cannot tell that `{_code(value)}` is a tensor or a number"
-        if self.shapes.relation(if_true, if_false) == "differs":
-            return (f"`{_code(if_true)}` and `{_code(if_false)}` may differ in shape (a reduction, reshape "
-                    "or indexing on one side): torch.where would broadcast them")
-        if dtype_changes(if_true) != dtype_changes(if_false):
-            return f"`{_code(if_true)}` and `{_code(if_false)}` may differ in dtype: torch.where would promote"
-        return None
-
-    def _kind(self, value: cst.BaseExpression) -> Kind:
-        return definite_kind(self.rule, value)
-
-    def cond_problem(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]]) -> Optional[str]:
-        """Why `torch.cond` cannot take these branch values, or None."""
-        for if_true, if_false in pairs:
-            for value in (if_true, if_false):
-                if self._kind(value) is not Kind.TENSOR:
-                    return f"`{_code(value)}` is not certainly a tensor (torch.cond branches return tensors)"
-            if self.shapes.relation(if_true, if_false) == "differs":
-                return f"`{_code(if_true)}` and `{_code(if_false)}` may differ in shape"
-        return None
-
-
-def _operands(rule: Rule, values: Sequence[cst.BaseExpression]) -> list[str]:
-    """Tensor names the branch values read, in first-read order (torch.cond's operands)."""
-    found: list[str] = []
-    for value in values:
-        for node in iter_nodes(value):
-            if isinstance(node, cst.Name) and node.value not in found and node.value != "self":
-                if rule.context.kind(node) in (Kind.TENSOR, Kind.MAYBE_TENSOR) and node.value in names_read(value):
-                    found.append(node.value)
-    return found
-
-
-def select(rule: Rule, builder: Builder, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
-           prefer: str) -> Union[cst.BaseExpression, str]:
-    """`torch.where` (or `torch.cond`) choosing between two values, or why neither is valid."""
-    condition = arms.test
-    if isinstance(if_true, cst.Tuple) and isinstance(if_false, cst.Tuple):
-        if len(if_true.elements) != len(if_false.elements) or any(
-                isinstance(e, cst.StarredElement) for e in (*if_true.elements, *if_false.elements)):
-            return "the branches return tuples of different lengths"
-        pairs = [(a.value, b.value) for a, b in zip(if_true.elements, if_false.elements)]
-    else:
-        pairs = [(if_true, if_false)]
-    hazard = untaken_arm_hazard(rule, [value for pair in pairs for value in pair], arms.condition.tensor)
-    use_cond = prefer == "cond" or hazard is not None
-    if use_cond:
-        problem = arms.cond_problem(pairs)
-        if problem is None:
-            operands = _operands(rule, [value for pair in pairs for value in pair])
-            if not operands:
-                problem = "the branches read no tensor to pass to torch.cond"
-            else:
-                return builder.cond(condition, if_true, if_false, operands)
-        if hazard is not None:
-            return f"{hazard}; torch.cond does not apply: {problem}"
-    problems = [arms.pair_problem(a, b) for a, b in pairs]
-    problem = next((p for p in problems if p), None)
-    if problem is not None:
-        return problem
-    if len(pairs) == 1:
-        return builder.where(condition, if_true, if_false)
-    return cst.Tuple(elements=[
-        cst.Element(builder.where(condition, a, b), comma=_COMMA if i < len(pairs) - 1 else cst.MaybeSentinel.DEFAULT)
-        for i, (a, b) in enumerate(pairs)])
-
 
 # ----- the shapes -------------------------------------------------------------------------------
 
@@ -560,26 +84,26 @@ def linearise_if(rule: Rule, node: cst.If, is_elif: bool = False) -> Linearised:
     condition = tensor_condition(rule, node.test)
     if isinstance(condition, str):
         return no_fix(condition)
-    lines = _lines(node.body)
-    only = _small(lines[0]) if len(lines) == 1 else None
+    lines = block_lines(node.body)
+    only = only_statement(lines[0]) if len(lines) == 1 else None
     if node.orelse is None:
         if isinstance(only, cst.Assign) and isinstance(only.value, cst.Name) and only.value.value == "None":
             return _shortcut_to_none(rule, node, only)
         if isinstance(only, cst.Raise):
             return _check(rule, node, condition, only)
         if isinstance(only, cst.Continue):
-            return _skip_rest_of_loop(rule, node, condition)
+            return skip_rest_of_loop(rule, node, condition)
         if isinstance(only, cst.Break):
             return no_fix("`break` ends the loop after a data-dependent number of iterations")
         if isinstance(only, cst.Assign) and _is_true(only.value) and isinstance(only.targets[0].target, cst.Name):
             name = only.targets[0].target.value
-            flag = _flag_consumer(rule, node, name, condition)
+            flag = flag_consumer(rule, node, name, condition)
             return flag or no_fix(f"the branch sets the Python flag `{name}`: only a flag read once, by a "
                                   f"following `if not {name}:` without `else`, is rewritten")
         masked = _masked_writes(rule, node, condition)
         if masked is not None:
             return masked
-    if any(isinstance(_small(line), cst.Return) for line in lines):
+    if any(isinstance(only_statement(line), cst.Return) for line in lines):
         return _returns(rule, node, condition)
     return _assignments(rule, node, condition)
 
@@ -621,20 +145,20 @@ def _masked_writes(rule: Rule, node: cst.If, condition: TensorCondition) -> Opti
     mask = _any_of(rule, node.test)
     if mask is None or condition.guard is not None:
         return None
-    spelled = _code(mask)
-    for line in _lines(node.body):
-        small = _small(line)
+    spelled = short_code(mask)
+    for line in block_lines(node.body):
+        small = only_statement(line)
         target_index = None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Subscript):
             subscript = small.targets[0].target
             if len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index):
                 target_index = subscript.slice[0].slice.value
-            if target_index is None or _code(target_index) != spelled or not is_side_effect_free(rule.context, small.value):
+            if target_index is None or short_code(target_index) != spelled or not is_side_effect_free(rule.context, small.value):
                 return None
             continue
         call = small.value if isinstance(small, cst.Expr) else small.value if isinstance(small, cst.Assign) else None
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in _MASKED_WRITE_METHODS and call.args and _code(call.args[0].value) == spelled):
+                and call.func.attr.value in _MASKED_WRITE_METHODS and call.args and short_code(call.args[0].value) == spelled):
             return None
     builder = Builder(rule)
     test = node.test.with_changes(lpar=[], rpar=[]) if node.test.lpar else node.test
@@ -676,7 +200,7 @@ def _check(rule: Rule, node: cst.If, condition: TensorCondition, statement: cst.
     if problem:
         return no_fix(problem)
     builder = Builder(rule)
-    passes = cst.UnaryOperation(cst.BitInvert(), _parenthesised(condition.tensor))
+    passes = cst.UnaryOperation(cst.BitInvert(), parenthesised(condition.tensor))
     inner = condition.tensor
     if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.BitInvert):
         passes = inner.expression.with_changes(lpar=[], rpar=[])
@@ -731,7 +255,7 @@ def branch_values(rule: Rule, steps: Sequence[Step], temporaries: frozenset = fr
         if step.name in temporaries:
             if read & set(values):
                 return f"the temporary `{step.name}` reads `{sorted(read & set(values))[0]}`, set earlier in the branch"
-            hoisted.append(_assignment(step.name, step.value, step.line))
+            hoisted.append(assignment_line(step.name, step.value, step.line))
             continue
         value = step.value
         for name in read & set(values):
@@ -757,7 +281,7 @@ class _Substitute(cst.CSTTransformer):
 
     def leave_Name(self, original_node, updated_node):
         if original_node.value == self.name:
-            return _parenthesised(self.value)
+            return parenthesised(self.value)
         return updated_node
 
 
@@ -772,13 +296,13 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
         return no_fix("not inside a function")
     if node.orelse is not None and condition.guard is not None:
         return no_fix("a Python test in front of the tensor test, with an `else`")
-    loop = _enclosing_loop(rule, node)
-    true_steps = assignment_steps(rule, _lines(node.body))
+    loop = enclosing_loop(rule, node)
+    true_steps = assignment_steps(rule, block_lines(node.body))
     if isinstance(true_steps, str):
         return no_fix(true_steps)
     false_steps: list[Step] = []
     if isinstance(node.orelse, cst.Else):
-        found_steps = assignment_steps(rule, _lines(node.orelse.body))
+        found_steps = assignment_steps(rule, block_lines(node.orelse.body))
         if isinstance(found_steps, str):
             return no_fix(found_steps)
         false_steps = found_steps
@@ -819,14 +343,14 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
     if len(names) > 1 and names_read(condition.tensor) & set(names):
         # The later selections must see the test as it was before the first one.
         taken = fresh_name(rule, "take_branch")
-        lines.append(_assignment(taken, condition.tensor))
+        lines.append(assignment_line(taken, condition.tensor))
         arms.test = cst.Name(taken)
     for name in names:
         if_true = true_values.get(name)
         if_false = false_values.get(name)
         if (if_true is None or if_false is None) and not scope.assigned_before(name, node):
             return no_fix(f"`{name}` is assigned on one side only and has no value before the branch")
-        if (if_true is None or if_false is None) and not _tensor_before(rule, name):
+        if (if_true is None or if_false is None) and not tensor_before(rule, name):
             return no_fix(f"`{name}` is not certainly a tensor before the branch (it may be None or a Python value)")
         value_true = if_true if if_true is not None else cst.Name(name)
         value_false = if_false if if_false is not None else cst.Name(name)
@@ -839,7 +363,7 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
         chosen = select(rule, builder, arms, value_true, value_false, prefer)
         if isinstance(chosen, str):
             return no_fix(chosen)
-        lines.append(_assignment(name, chosen, _step_line(rule, node, name)))
+        lines.append(assignment_line(name, chosen, _step_line(rule, node, name)))
         written.add(name)
         if arms.shapes.relation(value_true, value_false) == "same" and not (
                 dtype_changes(value_true) or dtype_changes(value_false)):
@@ -847,7 +371,7 @@ def _assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> Linear
     used = "torch.cond" if any(_calls(line, "cond") for line in lines) else "torch.where"
     what = ", ".join(f"`{name}`" for name in names)
     note = WHERE_NOTE if used == "torch.where" else "one branch runs"
-    return builder.plan([(node, _guarded(condition.guard, lines, node))],
+    return builder.plan([(node, replacement_for(condition.guard, lines, node))],
                         f"Assign {what} with {used}(cond, a, b) ({note})")
 
 
@@ -858,8 +382,8 @@ def _calls(node: cst.CSTNode, attribute: str) -> bool:
 
 
 def _step_line(rule: Rule, node: cst.If, name: str) -> Optional[cst.CSTNode]:
-    for line in _lines(node.body):
-        small = _small(line)
+    for line in block_lines(node.body):
+        small = only_statement(line)
         if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name) \
                 and small.targets[0].target.value == name:
             return line
@@ -867,7 +391,7 @@ def _step_line(rule: Rule, node: cst.If, name: str) -> Optional[cst.CSTNode]:
 
 
 def _values_of(rule: Rule, block: cst.BaseSuite) -> Union[dict[str, cst.BaseExpression], str]:
-    steps = assignment_steps(rule, _lines(block))
+    steps = assignment_steps(rule, block_lines(block))
     if isinstance(steps, str):
         return steps
     found = branch_values(rule, steps)
@@ -894,7 +418,7 @@ def _elif_values(rule: Rule, node: cst.If) -> Union[dict[str, cst.BaseExpression
         if_true = true_values.get(name, cst.Name(name))
         if_false = false_values.get(name, cst.Name(name))
         if isinstance(condition, str):
-            if any(_reads_tensor_data(rule, part) for part in (node.test,)):
+            if any(reads_tensor_data(rule, part) for part in (node.test,)):
                 return condition
             merged[name] = cst.IfExp(test=node.test, body=if_true, orelse=if_false)  # a Python elif
             continue
@@ -907,11 +431,6 @@ def _elif_values(rule: Rule, node: cst.If) -> Union[dict[str, cst.BaseExpression
     return merged
 
 
-def _reads_tensor_data(rule: Rule, expr: cst.BaseExpression) -> bool:
-    return any(rule.context.kind(n) in (Kind.TENSOR, Kind.DATA) for n in iter_nodes(expr)
-               if isinstance(n, (cst.Name, cst.Call, cst.Comparison)))
-
-
 # ----- returns ----------------------------------------------------------------------------------------
 
 
@@ -920,9 +439,9 @@ def _returns(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised
     true_value = _returned(rule, node.body)
     if isinstance(true_value, str):
         return no_fix(true_value)
-    block, index = _block_and_index(rule, node)
+    block, index = block_and_index(rule, node)
     if isinstance(node.orelse, cst.Else):
-        tail_lines = _lines(node.orelse.body)
+        tail_lines = block_lines(node.orelse.body)
         replaced_tail = False
     elif node.orelse is None:
         if block is None:
@@ -931,9 +450,9 @@ def _returns(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised
         replaced_tail = True
     else:
         return no_fix("an `elif` after a guarded return")
-    if not tail_lines or not isinstance(_small(tail_lines[-1]), cst.Return):
+    if not tail_lines or not isinstance(only_statement(tail_lines[-1]), cst.Return):
         return no_fix("the code after the guard does not end in a `return`")
-    final = _small(tail_lines[-1])
+    final = only_statement(tail_lines[-1])
     assert isinstance(final, cst.Return)
     if final.value is None:
         return no_fix("the final `return` has no value")
@@ -968,7 +487,7 @@ def _returns(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised
                f"Return torch.where(cond, a, b) ({WHERE_NOTE})")
     if not replaced_tail:
         lines = [*tail_lines[:-1], new_return]
-        return builder.plan([(node, _guarded(None, lines, node))], message)
+        return builder.plan([(node, replacement_for(None, lines, node))], message)
     following = tail_lines[0]
     moved = following.with_changes(leading_lines=[*node.leading_lines, *following.leading_lines]) \
         if following is not tail_lines[-1] else new_return.with_changes(
@@ -983,8 +502,8 @@ def _returns(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised
 
 def _returned(rule: Rule, block: cst.BaseSuite) -> Union[cst.BaseExpression, str]:
     """The value a branch of assignments then `return value` returns, in terms of values before it."""
-    lines = _lines(block)
-    last = _small(lines[-1])
+    lines = block_lines(block)
+    last = only_statement(lines[-1])
     if not isinstance(last, cst.Return):
         return "the branch does not end in its `return`"
     if last.value is None:
@@ -1001,228 +520,6 @@ def _returned(rule: Rule, block: cst.BaseSuite) -> Union[cst.BaseExpression, str
         if name in names_read(value):
             value = _substitute(value, name, bound)
     return value
-
-
-# ----- loops -----------------------------------------------------------------------------------
-
-
-def _skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised:
-    """`if c: continue` (layer-drop) -> the rest of the body computed, old values kept where `c`."""
-    loop = _enclosing_loop(rule, node)
-    if loop is None:
-        return no_fix("`continue` outside a loop body")
-    inner_block, inner_index = _block_and_index(rule, node)
-    anchor: cst.CSTNode = node
-    owner = rule.context.parent(inner_block) if inner_block is not None else None
-    nested = False
-    if isinstance(owner, cst.If) and owner.orelse is None and inner_block is not None \
-            and inner_index == len(inner_block.body) - 1 and owner is not loop:
-        anchor, nested = owner, True
-    block, index = _block_and_index(rule, anchor)
-    if block is None or rule.context.parent(block) is not loop:
-        return no_fix("the `continue` is nested in more than one block of the loop")
-    rest = list(block.body[index + 1:])
-    if not rest:
-        return no_fix("nothing follows the `continue` in the loop body")
-    if isinstance(loop, cst.For) and rule.context.kind(loop.iter) is Kind.TENSOR:
-        return no_fix(f"the loop iterates over the tensor `{_code(loop.iter)}`: its steps depend on data")
-    return _skip_with_where(rule, node, condition, rest, loop, nested or condition.guard is not None)
-
-
-def _skip_with_where(rule: Rule, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
-                     loop: Optional[cst.CSTNode], keep_rest: bool, flag: Optional[cst.CSTNode] = None) -> Linearised:
-    """The code `node` skips, computed anyway with `NAME = torch.where(skip, NAME, new)` per name."""
-    hazard = stateful_argument(rule, rest) or untaken_arm_hazard(rule, rest, condition.tensor) or _recorded_by_hooks(
-        rule)
-    if hazard:
-        return no_fix(hazard)
-    selector = _SkipSelector(rule, node, condition, rest, loop)
-    new_lines = selector.lines(rest)
-    if isinstance(new_lines, str):
-        return no_fix(new_lines.replace("the branch", "the skipped code"))
-    message = f"Keep one graph: compute the skipped code and select with torch.where ({LOOP_NOTE})"
-    builder = selector.builder
-    if flag is not None or keep_rest:
-        copies = [line.with_changes(leading_lines=()) if i == 0 else line for i, line in enumerate(new_lines)]
-        tail = [flag] if flag is not None else [cst.SimpleStatementLine(body=[cst.Continue()])]
-        guard = condition.guard if flag is None else None
-        return builder.plan([(node, _guarded(guard, [*copies, *tail], node))], message)
-    # The `if` is directly in the loop body: the code after it becomes the selections.
-    replacements: list = [(node, cst.RemovalSentinel.REMOVE)]
-    for i, (old, new) in enumerate(zip(rest, new_lines)):
-        if i == 0:
-            new = new.with_changes(leading_lines=[*node.leading_lines, *new.leading_lines])
-        replacements.append((old, new))
-    return builder.plan(replacements, message)
-
-
-# Decorators that install forward hooks recording every layer's outputs (transformers 5).
-_OUTPUT_RECORDING_DECORATORS = ("capture_outputs", "check_model_inputs")
-
-
-def _recorded_by_hooks(rule: Rule) -> Optional[str]:
-    """Why running a skipped layer would show in the outputs through recording hooks, or None."""
-    function = rule.context.function
-    for decorator in function.decorators if function is not None else ():
-        target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-        name = _code(target).rsplit(".", 1)[-1]
-        if name in _OUTPUT_RECORDING_DECORATORS:
-            return (f"`@{name}` records each layer's outputs through hooks: a layer run when it "
-                    "would be skipped adds to the returned hidden states and attentions")
-    return None
-
-
-class _SkipSelector:
-    """Rewrites skipped lines one for one: outputs selected with torch.where, temporaries as they are.
-
-    Python `if` statements among them keep their test (it does not depend on tensor data)
-    and have their bodies rewritten the same way.
-    """
-
-    def __init__(self, rule: Rule, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
-                 loop: Optional[cst.CSTNode]) -> None:
-        self.rule = rule
-        self.node = node
-        self.condition = condition
-        self.region = [node, *rest]
-        self.loop = loop
-        self.scope = scope_of(rule)
-        self.builder = Builder(rule)
-        self.arms = Arms(rule, condition)
-        self.written: set[str] = set()
-
-    def lines(self, lines: Sequence[cst.CSTNode]) -> Union[list[cst.CSTNode], str]:
-        new_lines = []
-        for line in lines:
-            new = self.line(line)
-            if isinstance(new, str):
-                return new
-            new_lines.append(new)
-        return new_lines
-
-    def line(self, line: cst.CSTNode) -> Union[cst.CSTNode, str]:
-        if isinstance(line, cst.If):
-            if _reads_tensor_data(self.rule, line.test) or not is_side_effect_free(self.rule.context, line.test):
-                return "the skipped code branches on a tensor"
-            body = self.lines(_lines(line.body))
-            if isinstance(body, str):
-                return body
-            orelse = line.orelse
-            if isinstance(orelse, cst.Else):
-                other = self.lines(_lines(orelse.body))
-                if isinstance(other, str):
-                    return other
-                orelse = orelse.with_changes(body=orelse.body.with_changes(body=other))
-            elif orelse is not None:
-                return "the skipped code has an `elif` chain"
-            return line.with_changes(body=line.body.with_changes(body=body), orelse=orelse)
-        steps = assignment_steps(self.rule, [line])
-        if isinstance(steps, str):
-            return steps
-        if not steps:
-            return line
-        step = steps[0]
-        if self.scope is None:
-            return "not inside a function"
-        output = self.scope.read_outside(step.name, self.region, self.loop) or self.scope.assigned_before(
-            step.name, self.node)
-        if not output:
-            self.written.add(step.name)
-            return line  # a temporary only the skipped code reads
-        if not self.scope.assigned_before(step.name, self.node) or not _tensor_before(self.rule, step.name):
-            return f"`{step.name}` has no tensor value before the skipped code"
-        if names_read(self.condition.tensor) & self.written:
-            return "the skip condition reads a value the skipped code changes"
-        chosen = select(self.rule, self.builder, self.arms, cst.Name(step.name), step.value, "where")
-        if isinstance(chosen, str):
-            return chosen
-        self.written.add(step.name)
-        return _assignment(step.name, chosen, line)
-
-
-def definite_kind(rule: Rule, value: cst.BaseExpression) -> Kind:
-    """The kind of `value`, TENSOR where facts say MAYBE_TENSOR only for locals never None.
-
-    Facts merge a local's assignments flow-insensitively (`scale = x.new_ones(())` then
-    `scale = scale * 2` reads as a tensor or a number); a local never assigned None, and
-    not an optional parameter, is a tensor wherever one of its values is.
-    """
-    kind = rule.context.kind(value)
-    if kind is not Kind.MAYBE_TENSOR:
-        return kind
-    maybes = [name for name in names_read(value) if rule.context.kind(cst.Name(name)) is Kind.MAYBE_TENSOR]
-    if maybes and not any(_may_be_none(rule, name) for name in maybes):
-        return Kind.TENSOR
-    return kind
-
-
-def _tensor_before(rule: Rule, name: str) -> bool:
-    """True when local `name` holds a tensor (not None) before a branch that may reassign it."""
-    return definite_kind(rule, cst.Name(name)) is Kind.TENSOR
-
-
-_NOT_TENSOR_VALUES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
-                      cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
-
-
-def _may_be_none(rule: Rule, name: str) -> bool:
-    """True when `name` may hold something other than a tensor: an optional parameter, or a
-    local ever assigned None, a literal number or string, or a Python container."""
-    function = rule.context.function
-    if function is None:
-        return True
-    for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
-        if param.name.value == name:
-            if param.default is not None and isinstance(param.default, (cst.Name, *_NOT_TENSOR_VALUES)) and (
-                    not isinstance(param.default, cst.Name) or param.default.value == "None"):
-                return True
-            if rule.context.facts.param_kind(function, name) is Kind.MAYBE_TENSOR:
-                return True
-    for value in rule.context.local_values(name):
-        if isinstance(value, tuple) and value[0] == "aug":
-            value = value[2]
-        if not isinstance(value, cst.BaseExpression):
-            continue
-        for inner in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
-            if isinstance(inner, cst.Name) and inner.value in ("None", "True", "False"):
-                return True
-            if isinstance(inner, _NOT_TENSOR_VALUES):
-                return True
-    return False
-
-
-def _flag_consumer(rule: Rule, node: cst.If, flag: str, condition: TensorCondition) -> Optional[Linearised]:
-    """`if c: to_drop = True` ... `if not to_drop: h = layer(h)` -> the selection, then the flag."""
-    anchor: cst.CSTNode = node
-    while True:
-        block, index = _block_and_index(rule, anchor)
-        if block is None:
-            return None
-        owner = rule.context.parent(block)
-        if isinstance(owner, cst.If) and owner.orelse is None and index == len(block.body) - 1:
-            anchor = owner
-            continue
-        break
-    if index + 1 >= len(block.body):
-        return None
-    consumer = block.body[index + 1]
-    if not (isinstance(consumer, cst.If) and consumer.orelse is None
-            and isinstance(consumer.test, cst.UnaryOperation) and isinstance(consumer.test.operator, cst.Not)
-            and isinstance(consumer.test.expression, cst.Name) and consumer.test.expression.value == flag):
-        return None
-    scope = scope_of(rule)
-    if scope is None or len(scope.reads.get(flag, [])) != 1:
-        return no_fix(f"`{flag}` is read more than once")
-    if not any(_small(line) is not None and isinstance(_small(line), cst.Assign) and _assigns(line, flag)
-               and isinstance(_small(line).value, cst.Name) and _small(line).value.value == "False"
-               for line in block.body[:index]):
-        return no_fix(f"`{flag}` is not reset to False before the branch that sets it")
-    if condition.guard is not None:
-        return no_fix("a Python test in front of the tensor test that sets the flag")
-    flag_line = _lines(node.body)[0]
-    return _skip_with_where(rule, node, condition, _lines(consumer.body), _enclosing_loop(rule, node),
-                            keep_rest=True, flag=flag_line.with_changes(leading_lines=()) if hasattr(flag_line, "leading_lines")
-                            else flag_line)
 
 
 # ----- expressions ------------------------------------------------------------------------------------

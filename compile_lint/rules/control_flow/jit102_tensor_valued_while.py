@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules._branch_code import NO_WHILE_FIX, with_reason
 from compile_lint.rules._conditions import data_dependent
-from compile_lint.rules._linearise import NO_WHILE_FIX, with_reason
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
-from compile_lint.rules._linearise import UNUSED_NUMBER, ElifTracker, Linearised, linearise_data_read, with_reason
+from compile_lint.rules._linearise import ElifTracker, linearise_data_read
 from compile_lint.rules._tensor_data import (
     NOT_ARRAYS,
     method_call,
