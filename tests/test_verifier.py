@@ -142,15 +142,20 @@ FIX_PROJECT = {
         def make():
             return GatedResidual(), [(torch.randn(4, 8),), (torch.randn(4, 8) + 1,)]
     """,
-    # A wrong fix, in a module the target imports: the branches have different shapes,
-    # so torch.where broadcasts and changes the output. The verifier must roll it back.
+    # A wrong fix, in a module the target imports: the branches have different shapes
+    # (a submodule's output, which the linter cannot see), so torch.where broadcasts and
+    # changes the output. The verifier must roll it back.
     "pool_layers.py": """
         from torch import nn
 
 
         class MaybePool(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pool = nn.Linear(8, 1)
+
             def forward(self, x):
-                return x.mean(0) if x.sum() > 0 else x
+                return self.pool(x) if x.sum() > 0 else x
     """,
     "pooled.py": """
         import torch

@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 from compile_lint.rules.base import CODE_PREFIX
 
 DEFAULT_EXCLUDE = (
@@ -45,6 +46,7 @@ class Config:
     target_torch_version: Optional[str] = None
     module_bases: tuple[str, ...] = ()
     verify_targets: tuple[str, ...] = ()
+    tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
     # Where each setting that is not a default came from: (field, origin). Not part of
@@ -96,6 +98,13 @@ def _torch_version(value: Any, key: str, source: str) -> str:
     return value
 
 
+def _branch_fix(value: Any, key: str, source: str) -> str:
+    if value not in BRANCH_FIX_CHOICES:
+        choices = " or ".join(f'"{choice}"' for choice in BRANCH_FIX_CHOICES)
+        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be {choices}, not {value!r}")
+    return value
+
+
 def _verify_table(value: Any, key: str, source: str) -> tuple[str, ...]:
     if not isinstance(value, dict):
         raise ConfigError(f"{source}: [tool.compile-lint.{key}] must be a table")
@@ -127,6 +136,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("respect-gitignore", "respect_gitignore", _boolean),
     Setting("target-torch-version", "target_torch_version", _torch_version),
     Setting("module-bases", "module_bases", _string_list),
+    Setting("tensor-branch-fix", "tensor_branch_fix", _branch_fix),
     Setting("verify", "verify_targets", _verify_table),
 )
 SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}
