@@ -180,3 +180,14 @@ def test_is_compiling_short_circuit_is_not_a_tensor_branch():
         "        if not torch.compiler.is_compiling() and (mask == 1).all():\n            mask = None\n"
         "        if torch.compiler.is_compiling() or mask.any():\n            x = x * 2\n        return x\n")
     assert lint_text(source, "m.py", Config(select=("JIT101",))) == []
+
+
+def test_auto_writes_cond_for_submodule_arms_and_where_forces_where():
+    from compile_lint.rules.control_flow.jit101_tensor_valued_if import TensorValuedIf
+
+    router = next(example for example in TensorValuedIf.invalid if example.entry == "Router")
+    auto = fix_text(router.code, "example.py", Config(select=("JIT101",)), unsafe=True).text
+    forced = fix_text(router.code, "example.py", Config(select=("JIT101",), tensor_branch_fix="where"),
+                      unsafe=True).text
+    assert "torch.cond(" in auto and "torch.where(" not in auto
+    assert "torch.where(x.abs().mean() > 1, self.large(x), self.small(x))" in forced

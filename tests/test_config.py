@@ -52,8 +52,8 @@ def test_pyproject_is_found_and_parsed(tmp_path):
         ('respect-gitignore = "yes"', "respect-gitignore must be true or false"),
         ('target-torch-version = "latest"', "target-torch-version"),
         ('per-file-ignores = ["a"]', "per-file-ignores must be a table"),
-        ('tensor-branch-fix = "both"', 'tensor-branch-fix must be "where" or "cond"'),
-        ("tensor-branch-fix = 1", 'tensor-branch-fix must be "where" or "cond"'),
+        ('tensor-branch-fix = "both"', 'tensor-branch-fix must be one of "auto", "where", "cond"'),
+        ("tensor-branch-fix = 1", 'tensor-branch-fix must be one of "auto", "where", "cond"'),
     ],
 )
 def test_bad_configs_are_one_line_errors(body, message):

@@ -100,8 +100,8 @@ def _torch_version(value: Any, key: str, source: str) -> str:
 
 def _branch_fix(value: Any, key: str, source: str) -> str:
     if value not in BRANCH_FIX_CHOICES:
-        choices = " or ".join(f'"{choice}"' for choice in BRANCH_FIX_CHOICES)
-        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be {choices}, not {value!r}")
+        choices = ", ".join(f'"{choice}"' for choice in BRANCH_FIX_CHOICES)
+        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be one of {choices}, not {value!r}")
     return value
 
 

@@ -511,7 +511,8 @@ def select(rule: Rule, builder: Builder, arms: Arms, if_true: cst.BaseExpression
     else:
         pairs = [(if_true, if_false)]
     hazard = untaken_arm_hazard(rule, [value for pair in pairs for value in pair], arms.condition.tensor)
-    use_cond = prefer == "cond" or hazard is not None
+    values = [value for pair in pairs for value in pair]
+    use_cond = hazard is not None or prefer == "cond" or (prefer == "auto" and any(does_heavy_work(rule, v) for v in values))
     if use_cond:
         problem = arms.cond_problem(pairs)
         if problem is None:
@@ -531,6 +532,40 @@ def select(rule: Rule, builder: Builder, arms: Arms, if_true: cst.BaseExpression
     return cst.Tuple(elements=[
         cst.Element(builder.where(condition, a, b), comma=_COMMA if i < len(pairs) - 1 else cst.MaybeSentinel.DEFAULT)
         for i, (a, b) in enumerate(pairs)])
+
+
+# Calls whose cost dwarfs a select: computing them on the untaken side is what makes
+# `torch.where` slower than the broken original (see _branch_choice.py).
+_HEAVY_FUNCTIONS = frozenset({
+    "torch.matmul", "torch.mm", "torch.bmm", "torch.einsum", "torch.baddbmm", "torch.addmm",
+    "torch.conv1d", "torch.conv2d", "torch.conv3d", "torch.nn.functional.linear",
+    "torch.nn.functional.bilinear", "torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
+    "torch.nn.functional.conv3d", "torch.nn.functional.conv_transpose1d",
+    "torch.nn.functional.conv_transpose2d", "torch.nn.functional.conv_transpose3d",
+    "torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.functional.interpolate",
+})
+_HEAVY_PREFIXES = ("torch.linalg.", "torch.fft.")
+_HEAVY_METHODS = frozenset({"matmul", "mm", "bmm", "baddbmm", "addmm"})
+
+
+def does_heavy_work(rule: Rule, value: cst.BaseExpression) -> bool:
+    """True when computing `value` calls a submodule or a heavy op (matmul, conv, attention, linalg)."""
+    context = rule.context
+    for node in iter_nodes(value):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            return True
+        if not isinstance(node, cst.Call):
+            continue
+        qualified = context.qualname(node.func) or ""
+        if qualified in _HEAVY_FUNCTIONS or qualified.startswith(_HEAVY_PREFIXES):
+            return True
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _HEAVY_METHODS:
+            return True
+        if not qualified and context.kind(func) is Kind.MODULE:
+            return True
+    return False
 
 
 def definite_kind(rule: Rule, value: cst.BaseExpression) -> Kind:

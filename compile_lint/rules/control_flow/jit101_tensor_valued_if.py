@@ -34,8 +34,11 @@ class TensorValuedIf(ElifTracker, Rule):
       runs: slower, and its random draws and zero gradients differ from skipping it.
     - shortcuts: `if (mask == 1).all(): mask = None` is taken only eagerly, `if m.any():
       x[m] = v` always under compile, so compiled code takes the general route.
-    `torch.where` computes both branches; `torch.cond` runs one. It is used where
-    `tensor-branch-fix = "cond"` ([tool.compile-lint], default "where") asks for it, or
+    `torch.where` computes both branches; `torch.cond` runs one. With the default
+    `tensor-branch-fix = "auto"` ([tool.compile-lint]) torch.cond is written where an arm
+    calls a submodule or does heavy work (matmul, conv, attention, linalg: torch.where
+    would run it on the untaken side too, measured slower on an H200), torch.where where
+    both arms only compute values; "where" / "cond" force one. torch.cond is also written
     where computing the untaken branch may fail (linalg, division by a guarded value),
     when both branches are single tensor expressions of one shape.
 
@@ -637,6 +640,43 @@ class TensorValuedIf(ElifTracker, Rule):
             entry="HookedDecoder",
             lines=[17],
             note="No fix: transformers' @capture_outputs hooks would record the outputs of layers run when skipped.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.small = nn.Linear(8, 8)
+                    self.large = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+
+                def forward(self, x):
+                    if x.abs().mean() > 1:
+                        y = self.large(x)
+                    else:
+                        y = self.small(x)
+                    return y
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.small = nn.Linear(8, 8)
+                    self.large = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+
+                def forward(self, x):
+                    y = torch.cond(x.abs().mean() > 1, lambda x: self.large(x).clone(memory_format=torch.contiguous_format), lambda x: self.small(x).clone(memory_format=torch.contiguous_format), (x,))
+                    return y
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 3,)]",
+            entry="Router",
+            lines=[11],
+            note="arms that call submodules get torch.cond under the default `tensor-branch-fix = \"auto\"`: torch.where would run both (measured slower on an H200)",
         ),
     ]
     valid = [
