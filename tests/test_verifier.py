@@ -115,7 +115,12 @@ def test_targets_that_raise_hang_or_exhaust_memory_are_reported_and_the_next_tar
 
 
 FIX_PROJECT = {
+    # `where` forces the rewrite this project exists to catch: under the default "auto" the
+    # pooled branch (it calls a submodule) gets torch.cond, which is right (see below).
     "pyproject.toml": """
+        [tool.compile-lint]
+        tensor-branch-fix = "where"
+
         [tool.compile-lint.verify]
         targets = ["gated.py:make", "pooled.py:make"]
     """,
@@ -183,7 +188,7 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path, priv
     # The rollback names the check that failed and the numbers behind the verdict.
     rollback = next(line for line in done.stderr.splitlines() if "pool_layers.py: fix rolled back" in line)
     assert "check failed: eager outputs equal" in rollback
-    assert "output[0]: (8,) torch.float32 vs (4, 8) torch.float32" in rollback
+    assert "output[0]: (4, 1) torch.float32 vs (4, 8) torch.float32" in rollback
     assert "graph breaks 1 -> 0, recompiles 0 -> 0" in rollback
     assert leftovers(private_tmp) == []
     gated_after = (tmp_path / "gated.py").read_text()
@@ -195,6 +200,28 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path, priv
     findings = assert_findings_json(verified.stdout)
     assert not [f for f in findings if f["path"] == "gated.py"]
     assert [f for f in findings if f["path"] == "pool_layers.py" and f["code"] == "JIT900"]
+
+
+@pytest.mark.slow
+def test_fix_verify_keeps_the_torch_cond_fix_of_a_branch_that_changes_shape(tmp_path, private_tmp):
+    # torch.cond (2.13) accepts arms of different shapes and runs only the taken one, so the
+    # "auto" rewrite of the same branch is correct and the verifier proves and keeps it.
+    project = dict(FIX_PROJECT, **{"pyproject.toml": """
+        [tool.compile-lint.verify]
+        targets = ["pooled.py:make"]
+    """})
+    del project["gated.py"]
+    for name, text in project.items():
+        (tmp_path / name).write_bytes(textwrap.dedent(text).lstrip().encode())
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "rolled back" not in done.stderr
+    assert "torch.cond(x.sum() > 0" in (tmp_path / "pool_layers.py").read_text()
+    assert leftovers(private_tmp) == []
+    verified = run_cli("verify", "--backend", "eager", "--output-format", "json", "--no-lint", cwd=tmp_path)
+    assert not [f for f in assert_findings_json(verified.stdout) if f["code"] == "JIT900"]
 
 
 def test_verify_needs_fix():
