@@ -16,6 +16,7 @@ from compile_lint.linter.config import Config
 from compile_lint.linter.diagnostics import Edit, Fix
 from compile_lint.linter.engine import LintCancelled, lint_text
 from compile_lint.linter.server import LintScheduler, Snapshot
+from compile_lint.linter.suppressions import add_noqa
 from compile_lint.rules import RULES_BY_CODE
 
 pytest.importorskip("pygls")
@@ -97,13 +98,19 @@ def test_quick_fixes_are_the_clis_fixes(client, tmp_path):
     actions = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": finding["range"],
         "context": {"diagnostics": [finding], "only": ["quickfix"]}})
-    [action] = actions
+    action, noqa = actions
     assert action["kind"] == "quickfix"
     assert action["title"].endswith("(JIT101, unsafe)")
     assert action["isPreferred"] is False
     assert action["diagnostics"][0]["code"] == "JIT101"
     fixed = _apply(example.code, action["edit"]["changes"][uri])
     assert fixed == fix_text(example.code, str(path), Config(), unsafe=True).text == example.fixed
+
+    # "Add noqa" writes what `--add-noqa` writes, and the finding is gone.
+    assert noqa["kind"] == "quickfix" and noqa["title"] == "Add `# noqa: JIT101` (silence this finding)"
+    silenced = _apply(example.code, noqa["edit"]["changes"][uri])
+    assert silenced == add_noqa(example.code, lint_text(example.code, str(path), Config())).text
+    assert "# noqa: JIT101" in silenced and lint_text(silenced, str(path), Config()) == []
 
     # Nothing to fix outside the finding's range, and no safe fix-all for an unsafe-only file.
     elsewhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}
@@ -197,9 +204,10 @@ def test_code_actions_answer_for_the_text_they_are_asked_about(client, tmp_path)
     [expected] = [d for d in lint_text(new_text, str(path), Config()) if d.fix is not None]
     where = {"start": {"line": expected.line - 1, "character": expected.column - 1},
              "end": {"line": expected.end_line - 1, "character": expected.end_column - 1}}
-    [action] = client.request("textDocument/codeAction", {
+    action, noqa = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": where, "context": {"diagnostics": [], "only": ["quickfix"]}})
     assert _apply(new_text, action["edit"]["changes"][uri]) == "# a new first line\n" + example.fixed
+    assert _apply(new_text, noqa["edit"]["changes"][uri]) == add_noqa(new_text, [expected]).text
     assert client.close() == 0
 
 

@@ -34,6 +34,8 @@ class FileContext:
         self.module_bases = tuple(module_bases)
         self.function_stack: list[cst.FunctionDef] = []
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
+        # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
+        self.branch_fix: Optional[str] = None
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property

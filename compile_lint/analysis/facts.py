@@ -380,6 +380,13 @@ class _ReturnsOf(cst.CSTVisitor):
             self.values.append(node.value)
 
 
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What `function`'s own `return` statements return (nested functions and lambdas excluded)."""
+    collector = _ReturnsOf(function)
+    visit(function, collector)
+    return collector.values
+
+
 class Facts:
     """Kinds of expressions within the traced functions of one file."""
 
@@ -767,9 +774,7 @@ class Facts:
             return Kind.UNKNOWN
         self._in_progress.add(key)
         try:
-            collector = _ReturnsOf(function)
-            visit(function, collector)
-            kinds = [self.kind(v, function) for v in collector.values]
+            kinds = [self.kind(v, function) for v in returned_values(function)]
             result = join(kinds) if kinds else Kind.PY
         finally:
             self._in_progress.discard(key)

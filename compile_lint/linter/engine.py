@@ -22,7 +22,7 @@ from compile_lint.linter.fix_rendering import FixBuilder
 from compile_lint.linter.positions import Anchor, NodePositions, RenderCache
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, read_source
-from compile_lint.linter.suppressions import is_suppressed
+from compile_lint.linter.suppressions import without_suppressed
 from compile_lint.linter.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
@@ -275,6 +275,7 @@ def lint_module(
     source: Optional[str] = None,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
+    branch_fix: Optional[str] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
@@ -283,8 +284,10 @@ def lint_module(
     module's text, saves regenerating it. When `cancelled()` turns true, the walk stops
     at the next top-level statement with `LintCancelled`. `render_cache` keeps statement
     renderings from one lint of a document to the next (see `positions.RenderCache`).
+    `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
     """
     context = FileContext(path, module, module_bases, source if prune else None)
+    context.branch_fix = branch_fix
     rules = [rule_class(context) for rule_class in rule_classes]
     dispatcher = _Dispatcher(context, rules, prune, cancelled)
     for rule in rules:
@@ -397,7 +400,7 @@ def lint_text(
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
-    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    `noqa=False` keeps findings on `# noqa` lines (flake8's `--disable-noqa`).
     With `fast` (the default), files that provably cannot hold a finding are not parsed
     with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
     when no module-scoped rule runs. `fast=False` parses and walks everything; both give
@@ -438,23 +441,19 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
         raise LintCancelled()
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                  cancelled=cancelled, render_cache=render_cache)
+                                  cancelled=cancelled, render_cache=render_cache, branch_fix=config.tensor_branch_fix)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
                 lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                    cancelled=cancelled, render_cache=render_cache))
+                                    cancelled=cancelled, render_cache=render_cache,
+                                    branch_fix=config.tensor_branch_fix))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
-    lines = text.splitlines()
-    kept = [
-        d for d in diagnostics
-        if not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))
-    ]
-    return sorted(kept, key=Diagnostic.sort_key)
+    return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)
 
 
 def lint_file(path: str, config: Config) -> FileResult:

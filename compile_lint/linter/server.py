@@ -1,8 +1,9 @@
 """`compile-lint server`: a language server (LSP over stdio) for editors.
 
 It publishes findings when a document is opened, changed or saved, and offers quick fixes
-built from the same fixes `--fix` applies: one code action per fixable finding, and a
-"fix all" source action that runs the CLI's fixer to its fixed point. Needs pygls
+built from the same fixes `--fix` applies: one code action per fixable finding, an "add
+`# noqa: CODE`" action per finding (the edit `--add-noqa` makes), and a "fix all" source
+action that runs the CLI's fixer to its fixed point. Needs pygls
 (`pip install "compile-lint[lsp]"`); the linter itself does not.
 
 Linting runs on one worker thread, off the thread that reads messages, so the server
@@ -23,6 +24,7 @@ import os
 import sys
 import threading
 import time
+import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -31,9 +33,11 @@ from compile_lint.autofix.apply import fix_text, is_applicable
 from compile_lint.linter.config import Config, ConfigError, load_config
 from compile_lint.linter.diagnostics import Diagnostic, Edit
 from compile_lint.linter.docs import graph_break_url
-from compile_lint.linter.engine import LintCancelled, lint_text
+from compile_lint.linter.engine import SYNTAX_ERROR_CODE, LintCancelled, lint_text
 from compile_lint.linter.incremental import IncrementalParser
 from compile_lint.linter.positions import RenderCache
+from compile_lint.linter.suppressions import add_noqa
+from compile_lint.linter.text_offsets import split_lines
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
@@ -168,6 +172,7 @@ class _Text:
 
     def __init__(self, codec, text: str) -> None:
         self.position_codec = codec
+        self.source = text
         self.lines = text.splitlines(True)
 
 
@@ -238,6 +243,34 @@ def _supports_resolve(server, types) -> bool:
     except AttributeError:
         return False
     return support is not None and "edit" in (support.properties or [])
+
+
+def _noqa_actions(types, document, uri: str, findings: Sequence[Diagnostic], wanted_range) -> list:
+    """One "add `# noqa: CODE`" quick fix per finding in range: the edit `--add-noqa` would make.
+
+    `document` is the text the findings are for (a `_Text`).
+    """
+    lines = split_lines(document.source)
+    actions = []
+    for finding in findings:
+        lsp_diagnostic = _to_lsp(types, document, finding)
+        if finding.code == SYNTAX_ERROR_CODE or not _overlaps(types, lsp_diagnostic.range, wanted_range):
+            continue
+        try:
+            addition = add_noqa(document.source, [finding])
+        except (tokenize.TokenError, SyntaxError):
+            continue  # text mid-edit that does not tokenize: no comment can be placed safely
+        if not addition.added:
+            continue
+        old, new = lines[finding.line - 1].rstrip("\r\n"), split_lines(addition.text)[finding.line - 1].rstrip("\r\n")
+        edit = types.TextEdit(range=_range(types, document, finding.line, 1, finding.line, len(old) + 1), new_text=new)
+        actions.append(types.CodeAction(
+            title=f"Add `# noqa: {finding.code}` (silence this finding)",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[lsp_diagnostic],
+            edit=types.WorkspaceEdit(changes={uri: [edit]}),
+        ))
+    return actions
 
 
 def build_server():
@@ -378,6 +411,7 @@ def build_server():
                     is_preferred=not unsafe,
                     edit=types.WorkspaceEdit(changes={uri: _text_edits(types, text, finding.fix.edits)}),
                 ))
+            actions += _noqa_actions(types, text, uri, findings, params.range)
         wants_fix_all = not wanted or any(FIX_ALL_KIND.startswith(kind) for kind in wanted)
         if wants_fix_all and any(is_applicable(d, unsafe=False) for d in findings):
             if not wanted and _supports_resolve(server, types):
