@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test clean realworld
+.PHONY: run test clean realworld sweep-score
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,8 @@ $(VENV)/.realworld-installed: $(VENV)/.dev-installed
 
 realworld: $(VENV)/.realworld-installed
 	$(BIN)/python benchmarks/realworld.py $(ARGS)
+
+# Architecture sweep (benchmarks/README.md, "Architecture sweep"): score compile-lint against
+# the committed ground truth without running a model. ARGS="--codes JIT101" or ARGS="--out PREFIX".
+sweep-score: $(VENV)/.realworld-installed
+	$(BIN)/python benchmarks/sweep_score.py $(ARGS)
