@@ -133,8 +133,8 @@ def build_truth(records: list[dict], sources: Optional[dict] = None) -> dict:
         summary = runs.setdefault(run, {"run": run})
         tag = "torch " + record["torch"]
         if record.get("status") != "ok":
-            summary.setdefault("status", record.get("status"))
-            summary.setdefault("reason", record.get("reason") or record.get("error"))
+            if summary.get("status") in (None, "not-run"):  # a later source that tried the unit says why
+                summary.update(status=record.get("status"), reason=record.get("reason") or record.get("error"))
             continue
         summary.update(status="ok", mode=mode)
         summary.pop("reason", None)
@@ -162,13 +162,13 @@ def build_truth(records: list[dict], sources: Optional[dict] = None) -> dict:
             if not site:
                 unattributed[item["gb_type"]] += 1
                 continue
-            key = (site[0], site[1], item["gb_type"])
-            entry = sites.setdefault(key, {
-                "file": site[0], "line": site[1], "gb_type": item["gb_type"], "gb_id": item.get("gb_id"),
+            entry = sites.setdefault((site[0], site[1]), {
+                "file": site[0], "line": site[1], "gb_types": {}, "gb_id": item.get("gb_id"),
                 "explanation": item.get("explanation", ""), "location": item.get("location"),
                 "graceful_fallback": False, "modes": set(), "torch": set(), "runs": set(), "calls": set(),
                 "stack": None,
             })
+            entry["gb_types"].setdefault(item["gb_type"], set()).add(record["torch"])
             entry["modes"].add(mode)
             entry["torch"].add(record["torch"])
             entry["runs"].add(run)
@@ -185,9 +185,15 @@ def build_truth(records: list[dict], sources: Optional[dict] = None) -> dict:
                                                 "guard": item.get("reason", "")[:240], "modes": set(), "runs": set()})
             entry["modes"].add(mode)
             entry["runs"].add(run)
-    site_rows = sorted((_jsonable(s) for s in sites.values()), key=lambda s: (s["file"], s["line"], s["gb_type"]))
-    for row in site_rows:
+    reproduced = _reproduced_on_newest(records, sites)
+    site_rows = []
+    for key, entry in sorted(sites.items()):
+        row = _jsonable(entry)
+        row["gb_types"] = {gb: sorted(versions) for gb, versions in entry["gb_types"].items()}
+        row["gb_type"] = _main_gb_type(entry["gb_types"])
         row["stack"] = row["stack"] or []
+        row["reproduced_on_newest_torch"] = reproduced.get(key)
+        site_rows.append(row)
     line_sets = {kind: line_set.ranges() for kind, line_set in lines.items()}
     files = sorted({s["file"] for s in site_rows}.union(*(m.keys() for d in line_sets.values() for m in d.values())))
     return {
@@ -200,6 +206,42 @@ def build_truth(records: list[dict], sources: Optional[dict] = None) -> dict:
                              key=lambda r: (str(r["file"]), r["line"] or 0)),
         "runs": sorted(runs.values(), key=lambda r: r["run"]),
     }
+
+
+def _main_gb_type(gb_types: dict[str, set[str]]) -> str:
+    """The break type the newest torch logged at a site (versions name some types differently)."""
+    return max(gb_types, key=lambda gb: (_version_key(max(gb_types[gb], key=_version_key)), gb))
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def _reproduced_on_newest(records: list[dict], sites: dict) -> dict[tuple, Optional[bool]]:
+    """Per site seen only on older torch: whether the newest torch's default compile of the
+    same runs hits it too (None when the newest torch measured none of those runs).
+
+    compile-lint is calibrated on the newest; a break an older Dynamo logged and the newest
+    traces cleanly (e.g. `copy.deepcopy` of a config object) is no longer a miss.
+    """
+    versions = {r["torch"] for r in records if r.get("status") == "ok"}
+    if not versions:
+        return {}
+    newest = max(versions, key=_version_key)
+    measured: dict[str, set[tuple]] = {}
+    for record in records:
+        if record.get("status") == "ok" and record["torch"] == newest and record.get("protocol") == "default-first":
+            run = record["unit"] + "/" + record["variant"]
+            measured.setdefault(run, set()).update(
+                (b["site"]["file"], b["site"]["line"]) for b in record.get("breaks", []) if b.get("site"))
+    result: dict[tuple, Optional[bool]] = {}
+    for key, entry in sites.items():
+        if newest in entry["torch"]:
+            result[key] = True
+            continue
+        rechecked = [run for run in entry["runs"] if run in measured]
+        result[key] = any(key in measured[run] for run in rechecked) if rechecked else None
+    return result
 
 
 def _lenient_types(records: list[dict]) -> list[str]:
