@@ -58,6 +58,8 @@ def fixed(body: str, unsafe: bool = True) -> str:
         ("a = x.numpy()\nreturn x * float(a.max())", ["JIT202"]),
         ("return x.sum(0).tolist()", ["JIT203"]),
         ("return torch.arange(x.max())", ["JIT204"]),
+        ("for h, w in zip(x.sum(0).long(), x.sum(1).long()):\n    x = x + torch.zeros(h, w).sum()\nreturn x",
+         ["JIT204", "JIT204"]),
         ("return torch.zeros((x > 0).sum(), 3)", ["JIT204"]),
         ("return x.view((x > 0).sum(), -1)", ["JIT204"]),
         ("return torch.split(x, (x > 0).sum())", ["JIT204"]),
@@ -102,6 +104,12 @@ LOOK_ALIKES = [
     # dict methods and other look-alikes of tensor methods
     "d = {'a': x}\nfor k, v in d.items():\n    x = x + v\nreturn x",
     "return x % 2, 'step_%d' % 3",
+    # Python numbers the facts once took for tensors: numpy on sizes, torch's own Python values
+    "return x / float(np.sqrt(x.shape[-1])) + int(torch.seed() % 1000) % 2",
+    "return x + int(torch.__version__.split('.')[0])",
+    # the keys of a dict of tensors are strings
+    "losses = {'loss_mask': x.sum(), 'loss_cls': x.mean()}\nfor key, loss in losses.items():\n"
+    "    if 'mask' in key:\n        x = x * loss\nreturn x",
 ]
 
 
@@ -118,6 +126,13 @@ def test_look_alikes_really_compile(body):
 
     result = probe_example(_module(body), "Model", "[(torch.randn(4, 8),)]")
     assert result.clean, result.describe()
+
+
+def test_numpy_product_of_a_shape_is_reported_once_where_it_breaks():
+    """`int(np.prod(x.shape[1:]))` breaks at the conversion (JIT408 says so and fixes it);
+    the int it gives is no tensor where it is used as a size."""
+    source = _module("n = int(np.prod(x.shape[1:]))\nreturn x.reshape(-1, n)")
+    assert findings(source, "JIT") == [(8, "JIT408")]
 
 
 def test_untyped_parameters_are_not_assumed_tensors():
@@ -335,3 +350,60 @@ def test_fix_through_augmented_assignment_on_a_tensor():
     # `n += s` on a Python number is not tensor arithmetic.
     untouched = "n = 0\ns = x.sum().item()\nn += s\nreturn x * n"
     assert fixed(untouched) == untouched
+
+
+# ----- JIT203: vectorising a row loop over .tolist() ---------------------------------------
+
+ROW_LOOP = """
+areas = []
+for x1, y1, x2, y2 in x.tolist():
+    areas.append((x2 - x1) * (y2 - y1) / 2)
+return x.new_tensor(areas)
+"""
+
+
+def test_row_loop_fix_gives_identical_values_on_float_half_and_integer_rows():
+    torch = pytest.importorskip("torch")
+    from compile_lint.verifier.probe import load_module_from_source
+
+    body = fixed(ROW_LOOP)
+    assert body == ("x1, y1, x2, y2 = x.double().unbind(-1)\nareas = (x2 - x1) * (y2 - y1) / 2\n"
+                    "return areas.to(x.dtype)")
+    original = load_module_from_source(_module(ROW_LOOP)).Model()
+    rewritten = load_module_from_source(HEADER + textwrap.indent(body, " " * 8) + "\n").Model()
+    torch.manual_seed(0)
+    rows = [torch.rand(64, 4) * 1000, torch.rand(64, 4).half(), torch.rand(64, 4).bfloat16() * 7,
+            torch.randint(-50, 50, (64, 4)), torch.randn(64, 4, dtype=torch.float64), torch.zeros(0, 4)]
+    for boxes in rows:
+        expected, got = original(boxes), rewritten(boxes)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert torch.equal(got, expected), boxes.dtype
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the list is used as a list too
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a * b)\nn = len(areas)\nreturn x.new_tensor(areas) * n",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a * b)\nareas.append(0.0)\nreturn x.new_tensor(areas)",
+        # not elementwise arithmetic: Python functions, comparisons, indexing
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(max(a, b))\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a ** 0.5)\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a // b)\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a > b)\nreturn x.new_tensor(areas)",
+        # a single loop variable may be a number or a row: `v * 2` repeats a list
+        "areas = []\nfor v in x.tolist():\n    areas.append(v * 2)\nreturn x.new_tensor(areas)",
+        # not made back into a tensor of the same rows
+        "areas = [a * b for a, b in x.tolist()]\nreturn torch.tensor(areas)",
+        "areas = [a * b for a, b in x.tolist()]\nreturn x.sum(0).new_tensor(areas)",
+        "areas = [a * b for a, b in x.tolist() if a > 0]\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a * b)\nelse:\n    areas.append(0.0)\n"
+        "return x.new_tensor(areas)",
+        "areas = [1.0 for a, b in x.tolist()]\nreturn x.new_tensor(areas)",
+        # split sizes: no tensor form
+        "return torch.stack([c.sum(0) for c in x.split(x[:, 0].long().tolist())])",
+    ],
+)
+def test_row_loop_fix_is_withheld_where_the_list_or_the_body_is_not_elementwise(body):
+    assert codes_in_forward(body, "JIT203") == ["JIT203"]
+    assert fixed(body) == textwrap.dedent(body).strip("\n")

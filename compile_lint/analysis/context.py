@@ -33,6 +33,8 @@ class FileContext:
         self.source = source  # the module's text, when known: lets analyses skip work
         self.module_bases = tuple(module_bases)
         self.function_stack: list[cst.FunctionDef] = []
+        # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
+        self.branch_fix: Optional[str] = None
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property

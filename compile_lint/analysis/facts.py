@@ -338,6 +338,25 @@ class SelfAttributes:
             self.values.setdefault(target.attr.value, []).append(value)
 
 
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What `function`'s own `return` statements return (nested functions and lambdas excluded)."""
+    values: list[cst.BaseExpression] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if node.value is not None:
+                values.append(node.value)
+
+    visit(function, _Returns())
+    return values
+
+
 class Facts:
     """Kinds of expressions within the traced functions of one file."""
 
@@ -732,22 +751,8 @@ class Facts:
         if key in self._in_progress:
             return Kind.UNKNOWN
         self._in_progress.add(key)
-        values: list[cst.BaseExpression] = []
-
-        class _Returns(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is function
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-            def visit_Return(self, node: cst.Return) -> None:
-                if node.value is not None:
-                    values.append(node.value)
-
         try:
-            visit(function, _Returns())
-            kinds = [self.kind(v, function) for v in values]
+            kinds = [self.kind(v, function) for v in returned_values(function)]
             result = join(kinds) if kinds else Kind.PY
         finally:
             self._in_progress.discard(key)

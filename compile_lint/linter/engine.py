@@ -19,7 +19,7 @@ from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.fix_rendering import FixBuilder
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, read_source
-from compile_lint.linter.suppressions import is_suppressed
+from compile_lint.linter.suppressions import without_suppressed
 from compile_lint.linter.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
@@ -191,13 +191,16 @@ def lint_module(
     module_bases: Iterable[str] = (),
     prune: bool = True,
     source: Optional[str] = None,
+    branch_fix: Optional[str] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
     With `prune`, the walk skips what no rule can see (code outside compiled regions
-    when every rule is region-scoped); without, it walks every node.
+    when every rule is region-scoped); without, it walks every node. `branch_fix` is the
+    `tensor-branch-fix` setting (None: the rules' default).
     """
     context = FileContext(path, module, module_bases, source if prune else None)
+    context.branch_fix = branch_fix
     rules = [rule_class(context) for rule_class in rule_classes]
     _Dispatcher(context, rules, prune).run(module)
     findings = [finding for rule in rules for finding in rule.findings]
@@ -272,7 +275,7 @@ def run_with_deep_stack(function):
 def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: bool = True) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
-    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    `noqa=False` keeps findings on `# noqa` lines (flake8's `--disable-noqa`).
     With `fast` (the default), files that provably cannot hold a finding are not parsed
     with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
     when no module-scoped rule runs. `fast=False` parses and walks everything; both give
@@ -296,22 +299,19 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: boo
     if not may_hold_regions(text, config.module_bases):
         return []
     try:
-        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text)
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
+                                  branch_fix=config.tensor_branch_fix)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
-                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text))
+                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
+                                    branch_fix=config.tensor_branch_fix))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
-    lines = text.splitlines()
-    kept = [
-        d for d in diagnostics
-        if not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))
-    ]
-    return sorted(kept, key=Diagnostic.sort_key)
+    return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)
 
 
 def lint_file(path: str, config: Config) -> FileResult:
