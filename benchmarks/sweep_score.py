@@ -10,7 +10,9 @@ compile-lint CLI of this checkout (`--select ALL --output-format json`), in the 
 sources of the measured versions (`--sources`, default /work/scratch/rw when it exists,
 else the installed packages), and matches findings to what the compiler did:
 
-- **recall** over distinct break sites (file, line, gb_type). A site is *caught* when a
+- **recall** over distinct break sites (file, line; a site lists every gb_type logged there).
+  Sites only an older torch logged, which the newest torch's default compile of the same
+  runs does not hit (`reproduced_on_newest_torch: false`), are listed, not counted. A site is *caught* when a
   break-kind finding in the same file spans the site's line (finding line <= site line <=
   finding end line), and the finding's mode (JSON field `mode`: "training" / "inference",
   absent or null = both) admits one of the modes the site broke in. The site is where
@@ -20,8 +22,11 @@ else the installed packages), and matches findings to what the compiler did:
   that leads to it): reported, never the headline.
 - **precision** is judged only where the compiler is certain. A break-kind finding is a
   *violation* (a certain false positive) when its first line was traced by Dynamo in a run
-  whose `fullgraph=True` compile succeeded, in a mode the finding applies to, and it
-  catches no site (strict or stack). The first line is where the flagged expression or
+  whose default compile (fullgraph=False) logged no graph break (*default-clean*), in a mode
+  the finding applies to, and it catches no site (strict or stack). For runs whose default
+  compile was not measured, a line traced by a successful `fullgraph=True` compile
+  (*fullgraph-clean*) counts too, unless the finding predicts a break type fullgraph=True
+  captures as an unbacked value (`.item()`, data-dependent shapes: "undecided"). The first line is where the flagged expression or
   statement starts; Python's line table attributes its first instructions there, so the
   `trace_source` log names that line whenever Dynamo evaluated it. A finding that catches
   a site is a *true positive* (counted as "context-dependent" when its line was also traced
@@ -75,9 +80,13 @@ def default_sources() -> str:
 class Truth:
     """The ground truth file, with line sets parsed lazily."""
 
-    def __init__(self, path: str):
-        with open(path, encoding="utf-8") as handle:
-            self.data = json.load(handle)
+    def __init__(self, path_or_data):
+        """Read the truth from a path, or take an already built document (sweep_truth.build_truth)."""
+        if isinstance(path_or_data, dict):
+            self.data = path_or_data
+        else:
+            with open(path_or_data, encoding="utf-8") as handle:
+                self.data = json.load(handle)
         # Sites an older torch logged that torch 2.13 (compile-lint's calibration) traces
         # cleanly in the same runs are listed, not counted.
         self.sites = [s for s in self.data["sites"] if s.get("reproduced_on_newest_torch") is not False]
@@ -206,7 +215,7 @@ def score(truth: Truth, findings: list[dict], rules: dict[str, dict], codes: Opt
     for index, site in enumerate(truth.sites):
         site_rows.append(dict(site, caught_by=sorted(caught_strict.get(index, ())),
                               caught_by_stack=sorted(caught_stack.get(index, set()) - caught_strict.get(index, set()))))
-    per_code = _per_code(truth, by_file, verdicts, context_dependent, site_rows, rules)
+    per_code = _per_code(truth, by_file, verdicts, context_dependent, site_rows, rules, codes)
     return {"sites": site_rows, "per_code": per_code,
             "findings": [dict(_short_finding(f), verdict=verdicts.get(id(f), "not judged"),
                               context_dependent=id(f) in context_dependent)
@@ -217,8 +226,11 @@ def _short_finding(finding: dict) -> dict:
     return {k: finding.get(k) for k in ("path", "line", "end_line", "code", "name", "kind", "mode", "message")}
 
 
-def _per_code(truth, by_file, verdicts, context_dependent, site_rows, rules) -> dict[str, dict]:
-    rows: dict[str, dict] = {}
+def _per_code(truth, by_file, verdicts, context_dependent, site_rows, rules, codes=None) -> dict[str, dict]:
+    # Every break rule gets a row, with or without findings: a rule that finds nothing here
+    # is a result too (its gb types' sites are what it would have to catch).
+    rows: dict[str, Counter] = {code: Counter() for code, meta in rules.items()
+                                if meta["kind"] == "break" and (not codes or code in codes)}
     for items in by_file.values():
         for finding in items:
             row = rows.setdefault(finding["code"], Counter())
@@ -297,6 +309,49 @@ def _pct(value) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def method_section(truth: Truth) -> list[str]:
+    """How the ground truth was measured: the chain's commands and each source's machine and versions."""
+    out = [
+        "## How it was measured",
+        "",
+        "1. Catalog and probe: `benchmarks/sweep_catalog.py` (the units and their variants) and "
+        "`benchmarks/sweep_probe.py` (one run: eager lines, default compile with the graph-break and "
+        "`trace_source` logs, fullgraph=True verdict, recompiles), CPU, backend \"eager\"; both are driven by:",
+        "2. Run: `python benchmarks/sweep_run.py --out DIR ...` (on the device machine: "
+        "`bash benchmarks/sweep_device.sh`), one source per row below, with its arguments:",
+        "",
+        "| raw file | machine | torch | Python | runs | arguments |",
+        "| --- | --- | --- | --- | ---: | --- |",
+    ]
+    for name, info in sorted(truth.data["meta"].get("sources", {}).items()):
+        env, stats = info.get("environment", {}), info.get("stats", {})
+        out.append(f"| {name} | {env.get('machine', '?')}, {env.get('cpus', '?')} cores | {env.get('torch', '?')} | "
+                   f"{env.get('python', '?')} | {stats.get('variants', '?')} | `{' '.join(info.get('argv', []))}` |")
+    out += [
+        "",
+        "16 cores: the `device` machine (an H200 host; the sweep uses its CPU only). 2 cores: the development "
+        "machine, re-measuring on torch 2.13 the default compile of runs the H200 saw pass fullgraph=True "
+        "(the `--variants-file` lists are committed as `benchmarks/results/sweep_local213_*_runs.tsv`).",
+        "",
+        "3. Truth: `python benchmarks/sweep_truth.py " + " ".join(
+            "benchmarks/results/" + name for name in sorted(truth.data["meta"].get("sources", {})))
+        + "` -> `benchmarks/results/sweep_ground_truth.json`.",
+        "4. Score (this file): `python benchmarks/sweep_score.py --out benchmarks/results/sweep_score` "
+        "(`make sweep-score`), which lints the truth's files of transformers 5.23.0, timm 1.0.31 and "
+        "diffusers 0.42.1 with this checkout's compile-lint and runs no model.",
+        "",
+        "A *violation* is a break-kind finding on a line Dynamo traced in a run whose default compile "
+        "(fullgraph=False) logged no graph break, in that run's mode (eval or train) and a mode the finding "
+        "applies to, that catches no break site: the compiler traced that line cleanly, so the finding is "
+        "certainly false there. For runs whose default compile only torch 2.11 measured (fullgraph=True "
+        "first), a line traced by a successful fullgraph=True compile counts too, unless the finding predicts "
+        "a break type fullgraph=True captures as an unbacked value (Summary). A *true positive* spans a break "
+        "site's line (or a frame of its stack).",
+        "",
+    ]
+    return out
+
+
 def markdown(truth: Truth, result: dict, totals: dict, rules: dict, sources: str, lint_seconds: float,
              command: str) -> str:
     """The results file: summary, per-code table, per gb_type, misses, violations."""
@@ -308,8 +363,10 @@ def markdown(truth: Truth, result: dict, totals: dict, rules: dict, sources: str
         f"Command: `{command}` (lint {lint_seconds:.0f} s). Ground truth: "
         f"`benchmarks/results/sweep_ground_truth.json` ({counts['runs']} runs of {counts['units_measured']} "
         f"architectures, {counts['sites']} distinct break sites, {counts['files']} library files). "
-        "How it is made and what the columns mean: benchmarks/results/sweep.md.",
+        "How it is made: benchmarks/README.md, \"Architecture sweep\"; every verdict is defined in "
+        "benchmarks/sweep_score.py's docstring.",
         "",
+        *method_section(truth),
         "## Summary",
         "",
         "Violations: break findings on a line Dynamo traced in a run whose default compile logged no break "
@@ -335,15 +392,16 @@ def markdown(truth: Truth, result: dict, totals: dict, rules: dict, sources: str
             "gb types the rule predicts that it catches / all such sites.", "",
             "| code | name | kind | default | findings | true pos. (line) | true pos. (stack) | violations | "
             "context-dep. | undecided reached | fullgraph-clean, unbacked type | not reached | precision | "
-            "sites caught | recall (own gb types) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "sites caught | recall (own gb types) | gb types the rule predicts |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for code, row in result["per_code"].items():
         own = f"{row['own_gb_caught']}/{row['own_gb_sites']}" if row["own_gb_sites"] else "-"
         state = "on" if row["default"] else "off"
         out.append(f"| {code} | {row['name']} | {row['kind']} | {state} | {row['findings']} | "
                    f"{row['true_positive']} | {row['true_positive_stack']} | {row['violations']} | "
                    f"{row['context_dependent']} | {row['reached']} | {row['fullgraph_clean_unbacked']} | "
-                   f"{row['not_reached']} | {_pct(row['precision'])} | {row['sites_caught']} | {own} |")
+                   f"{row['not_reached']} | {_pct(row['precision'])} | {row['sites_caught']} | {own} | "
+                   f"{'; '.join(row['gb_types']).replace('|', '/') or '-'} |")
     by_type: dict[str, list] = defaultdict(lambda: [0, 0, 0])
     for site in result["sites"]:
         by_type[site["gb_type"]][0] += 1
