@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test clean realworld fix-realworld
+.PHONY: run test clean realworld fix-realworld sweep-score
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,3 +46,8 @@ realworld: $(VENV)/.realworld-installed
 # the fixed libraries. ARGS="--models timm/resnet18" or ARGS="--select ALL".
 fix-realworld: $(VENV)/.realworld-installed
 	$(BIN)/python benchmarks/fix_realworld.py $(ARGS)
+
+# Architecture sweep (benchmarks/README.md, "Architecture sweep"): score compile-lint against
+# the committed ground truth without running a model. ARGS="--codes JIT101" or ARGS="--out PREFIX".
+sweep-score: $(VENV)/.realworld-installed
+	$(BIN)/python benchmarks/sweep_score.py $(ARGS)
