@@ -14,7 +14,9 @@ from compile_lint.analysis import module_facts
 from compile_lint.analysis.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.imports import ImportMap, dotted_name
 from compile_lint.analysis.module_index import ModuleIndex
+from compile_lint.analysis.paths import PathModes
 from compile_lint.analysis.regions import Regions, find_regions
+from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import visit
 
 
@@ -27,11 +29,14 @@ class FileContext:
 
     def __init__(
         self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
+        symbols: Optional[SymbolIndex] = None,
     ) -> None:
         self.path = path
         self.module = module
         self.source = source  # the module's text, when known: lets analyses skip work
         self.module_bases = tuple(module_bases)
+        # Other files' classes and functions (None: this file is analysed on its own).
+        self.symbols = symbols
         self.function_stack: list[cst.FunctionDef] = []
 
     # ----- analyses ------------------------------------------------------------------
@@ -43,12 +48,18 @@ class FileContext:
     @cached_property
     def regions(self) -> Regions:
         """The functions torch.compile traces in this file."""
-        return find_regions(self.module, self.imports, self.module_bases, self.source)
+        return find_regions(self.module, self.imports, self.module_bases, self.source, self.symbols, self.path)
 
     @cached_property
     def facts(self) -> Facts:
         """Kinds of expressions inside traced functions."""
         return Facts(self.imports, self.regions)
+
+    @cached_property
+    def paths(self) -> PathModes:
+        """The modes (`self.training` or not) in which traced code runs."""
+        facts = self.facts
+        return PathModes(self.regions.roots, lambda: self.parents, facts.call_sites, facts.assignments)
 
     @cached_property
     def module_index(self) -> ModuleIndex:
@@ -119,6 +130,10 @@ class FileContext:
         """The class whose method is being visited, if any."""
         function = self.function
         return self.regions.owner_class.get(function) if function is not None else None
+
+    def modes_at(self, node: cst.CSTNode, function: Optional[cst.FunctionDef] = None) -> frozenset:
+        """The modes (`paths.TRAINING`, `paths.INFERENCE`) in which `node` runs under compile."""
+        return self.paths.modes_at(node, function or self.function)
 
     # ----- questions about expressions -----------------------------------------------
     def kind(self, expr: cst.BaseExpression) -> Kind:

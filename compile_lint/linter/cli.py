@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.linter.config import Config, ConfigError, load_config, validate_codes
+from compile_lint.linter.config import MODES, Config, ConfigError, load_config, validate_codes
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.files import discover
 from compile_lint.linter.progress import track
@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--explain", metavar="CODE", help="explain a rule: what breaks, why, examples")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="how the model is compiled: drop findings that need the other mode "
+                             "(code under `if self.training:` never runs in a compiled eval() model); default: both")
     parser.add_argument("--no-cache", action="store_true",
                         help="lint every file afresh; neither read nor write .compile-lint-cache/")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
@@ -89,6 +92,7 @@ class FileOutcome:
     error: Optional[str] = None  # a one-line reason the file could not be linted or fixed
     text: str = ""  # the file's text (after fixing), kept only when it has findings
     digest: Optional[str] = None  # the content digest the cache keys on
+    dependencies: tuple[str, ...] = ()  # other files the findings were computed from
     applied: list[Diagnostic] = field(default_factory=list)  # fixes applied
     original: str = ""  # the text before fixing, for --diff
 
@@ -107,7 +111,7 @@ class FixJob:
 def _lint_one(job: tuple[str, Config]) -> FileOutcome:
     """Lint one file (in a worker process when there are many)."""
     from compile_lint.linter.cache import content_digest
-    from compile_lint.linter.engine import lint_text
+    from compile_lint.linter.engine import lint_text, symbol_index
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
     path, config = job
@@ -117,7 +121,8 @@ def _lint_one(job: tuple[str, Config]) -> FileOutcome:
     except SourceError as error:
         return FileOutcome(path, error=f"{path}: {error}")
     diagnostics = lint_text(source.text, path, config)
-    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=content_digest(path, data))
+    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=content_digest(path, data),
+                       dependencies=tuple(sorted(symbol_index(config).dependencies(path))))
 
 
 def _fix_one(job: FixJob) -> FileOutcome:
@@ -191,7 +196,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
         outcomes.append(FileOutcome(path, cached, text=text))
     for outcome in _map(_lint_one, [(f, config) for f in _by_size_descending(misses)], jobs):
         if cache is not None and outcome.error is None and outcome.digest is not None:
-            cache.put(outcome.path, outcome.digest, outcome.diagnostics)
+            cache.put(outcome.path, outcome.digest, outcome.diagnostics, outcome.dependencies)
         outcomes.append(outcome)
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
@@ -246,6 +251,7 @@ def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
         select=select,
         extend_select=(config.extend_select + extend) if extend else None,
         ignore=(config.ignore + ignore) if ignore else None,
+        mode=args.mode,
     )
 
 
@@ -352,6 +358,9 @@ def clean_command(argv: Sequence[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="compile-lint clean", description="Remove the lint cache (.compile-lint-cache/).")
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="how the model is compiled: drop findings that need the other mode "
+                             "(code under `if self.training:` never runs in a compiled eval() model); default: both")
     args = parser.parse_args(list(argv))
     try:
         config = load_config(args.config, start=".")

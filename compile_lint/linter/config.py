@@ -22,6 +22,11 @@ DEFAULT_EXCLUDE = (
 )
 
 
+# How the user compiles: Dynamo specialises on `self.training`, so training-only code never
+# runs in a compiled eval() model, and inference-only code never in a compiled training step.
+MODES = ("both", "inference", "training")
+
+
 class ConfigError(Exception):
     """A configuration problem; the message is one line for the user."""
 
@@ -39,6 +44,7 @@ class Config:
     respect_gitignore: bool = True
     target_torch_version: Optional[str] = None
     module_bases: tuple[str, ...] = ()
+    mode: str = "both"  # "inference" / "training": keep only findings that can happen in that mode
     verify_targets: tuple[str, ...] = ()
     root: str = "."
     source: Optional[str] = None
@@ -89,6 +95,10 @@ def parse_config(data: dict, source: str, root: str) -> Config:
             if not isinstance(value, str) or not _looks_like_version(value):
                 raise ConfigError(f"{source}: [tool.compile-lint] target-torch-version must be a version string such as \"2.13\"")
             values["target_torch_version"] = value
+        elif key == "mode":
+            if value not in MODES:
+                raise ConfigError(f"{source}: [tool.compile-lint] mode must be one of {', '.join(map(repr, MODES))}")
+            values["mode"] = value
         elif key == "verify":
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: [tool.compile-lint.verify] must be a table")

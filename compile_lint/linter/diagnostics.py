@@ -7,6 +7,8 @@ from typing import Literal, Optional
 
 Kind = Literal["break", "recompile", "perf", "error"]
 Applicability = Literal["safe", "unsafe"]
+# The one mode a finding needs (Dynamo specialises on `self.training`); None: either mode.
+Mode = Optional[Literal["training", "inference"]]
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Diagnostic:
     gb_id: Optional[str] = None
     fix: Optional[Fix] = None
     confirmed: Optional[bool] = field(default=None, compare=False)
+    mode: Mode = None
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -83,6 +86,7 @@ class Diagnostic:
             "message": self.message,
             "gb_type": self.gb_type,
             "fix": self.fix.to_json() if self.fix else None,
+            "mode": self.mode,
         }
         if self.confirmed is not None:
             data["confirmed"] = self.confirmed

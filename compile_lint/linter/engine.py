@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import threading
 import warnings
@@ -13,6 +14,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from compile_lint.analysis.context import FileContext
+from compile_lint.analysis.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.regions import is_imported_module_class
+from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import WHITESPACE_TYPES, walk
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.diagnostics import Diagnostic
@@ -37,9 +41,31 @@ class FileResult:
     source: Optional[SourceFile] = None
 
 
-def may_hold_regions(text: str, module_bases: Iterable[str] = ()) -> bool:
-    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`)."""
-    return any(word in text for word in relevant_words(module_bases))
+def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
+    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`).
+
+    With `cross_file`, a file that defines a class may hold a module whose nn.Module base
+    is in another file, so it passes.
+    """
+    return any(word in text for word in relevant_words(module_bases)) or (cross_file and "class" in text)
+
+
+_SYMBOL_INDEXES: dict[tuple[str, ...], SymbolIndex] = {}
+
+
+def symbol_index(config: Config) -> SymbolIndex:
+    """This process's index of other files' classes and functions, for `config`'s project.
+
+    Absolute imports are looked up in each file's own package root, then the project's
+    root and its `src/`, then `sys.path`. The index re-reads files that change, so one
+    per project serves a long-lived process (the language server) too.
+    """
+    root = os.path.abspath(config.root)
+    roots = tuple(path for path in (root, os.path.join(root, "src")) if os.path.isdir(path))
+    index = _SYMBOL_INDEXES.get(roots)
+    if index is None:
+        index = _SYMBOL_INDEXES[roots] = SymbolIndex(roots)
+    return index
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
@@ -191,13 +217,15 @@ def lint_module(
     module_bases: Iterable[str] = (),
     prune: bool = True,
     source: Optional[str] = None,
+    symbols: Optional[SymbolIndex] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
     With `prune`, the walk skips what no rule can see (code outside compiled regions
-    when every rule is region-scoped); without, it walks every node.
+    when every rule is region-scoped); without, it walks every node. `symbols` lets the
+    analysis follow base classes and helpers into other files.
     """
-    context = FileContext(path, module, module_bases, source if prune else None)
+    context = FileContext(path, module, module_bases, source if prune else None, symbols)
     rules = [rule_class(context) for rule_class in rule_classes]
     _Dispatcher(context, rules, prune).run(module)
     findings = [finding for rule in rules for finding in rule.findings]
@@ -212,7 +240,14 @@ def lint_module(
         raise RecursionError("too deeply nested to resolve positions") from error
     diagnostics = []
     builder = FixBuilder(module, context.parents) if any(f.fix for f in findings) else None
+    traced = context.regions.functions
     for finding in findings:
+        mode = None
+        if finding.function is not None and finding.function in traced:
+            modes = context.modes_at(finding.path_node or finding.node, finding.function)
+            if modes == NEVER:
+                continue  # the code never runs under compile (both modes return before it)
+            mode = only_mode(modes)
         code_range = positions[finding.node]
         fix = None
         if finding.fix is not None and builder is not None:
@@ -229,7 +264,8 @@ def lint_module(
                 end_line=code_range.end.line,
                 end_column=code_range.end.column + 1,
                 code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
-                message=finding.message, gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix,
+                message=f"{finding.message} ({condition_text(mode)})" if mode else finding.message,
+                gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
             )
         )
     return diagnostics
@@ -280,8 +316,12 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: boo
     """
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
+    symbols = symbol_index(config)
     if fast:
-        if not needs_lint(text, rule_classes, syntax_enabled, config.module_bases):
+        def inherits_module(qualified: str) -> bool:
+            return is_imported_module_class(symbols, qualified, path, config.module_bases)
+
+        if not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:
@@ -296,14 +336,19 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: boo
     if not may_hold_regions(text, config.module_bases):
         return []
     try:
-        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text)
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
+                                  symbols=symbols)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
-                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text))
+                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
+                                    symbols=symbols))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if config.mode != "both":
+        # Findings that need the other mode cannot happen the way this user compiles.
+        diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
     lines = text.splitlines()

@@ -180,7 +180,7 @@ class TensorValuedIf(Rule):
             self._elifs.add(node.orelse)
         culprit = data_dependent(self, node.test)
         if culprit is not None:
-            self.report(node.test, fix=self._where_fix(node))
+            self.report(node.test, fix=self._where_fix(node), path_node=culprit)
 
     def _where_fix(self, node: cst.If) -> Optional[FixPlan]:
         if node in self._elifs or data_dependent(self, node.test) is not node.test:

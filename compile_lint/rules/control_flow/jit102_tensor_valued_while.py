@@ -131,6 +131,7 @@ class TensorValuedWhile(Rule):
     ]
 
     def visit_While(self, node: cst.While) -> None:
-        if data_dependent(self, node.test) is not None:
-            self.report(node.test)
+        culprit = data_dependent(self, node.test)
+        if culprit is not None:
+            self.report(node.test, path_node=culprit)
 

@@ -136,14 +136,15 @@ class TensorValuedTernary(Rule):
     ]
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        if data_dependent(self, node.test) is None:
+        culprit = data_dependent(self, node.test)
+        if culprit is None:
             return
         fix = None
-        if data_dependent(self, node.test) is node.test:
+        if culprit is node.test:
             built = where_call(self.context, node.test, node.body, node.orelse)
             if built is not None:
                 call, imports = built
                 call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
                 fix = FixPlan([(node, call)], "Use torch.where(cond, a, b)", "unsafe", imports)
-        self.report(node.test, fix=fix)
+        self.report(node.test, fix=fix, path_node=culprit)
 
