@@ -132,8 +132,25 @@ class FileContext:
         return self.regions.owner_class.get(function) if function is not None else None
 
     def modes_at(self, node: cst.CSTNode, function: Optional[cst.FunctionDef] = None) -> frozenset:
-        """The modes (`paths.TRAINING`, `paths.INFERENCE`) in which `node` runs under compile."""
-        return self.paths.modes_at(node, function or self.function)
+        """The modes (`paths.TRAINING`, `paths.INFERENCE`) in which `node` runs under compile.
+
+        A local in `node` that is a tensor only after some bindings ran (`skip = False`,
+        `if self.training: skip = torch.rand([]) < p`) narrows them to the modes in which
+        those bindings run, as far as the kinds asked so far know.
+        """
+        function = function or self.function
+        modes = self.paths.modes_at(node, function)
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            statements = self.facts.conditional_tensor_bindings(current)
+            if statements:
+                reached = frozenset()
+                for statement in statements:
+                    reached |= self.paths.modes_at(statement, function)
+                modes &= reached
+            stack.extend(current.children)
+        return modes
 
     # ----- questions about expressions -----------------------------------------------
     def kind(self, expr: cst.BaseExpression) -> Kind:
@@ -143,6 +160,24 @@ class FileContext:
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
         """The qualified name `expr` refers to, through the file's imports."""
         return self.imports.qualname(expr)
+
+    def argument_kind(self, name: str, function: Optional[cst.FunctionDef] = None) -> Optional[Kind]:
+        """What this file's traced calls of `function` (default: the one visited) pass to parameter `name`.
+
+        None when no call with a certain target passes it (an entry point, or a helper
+        called only through names the analysis cannot follow).
+        """
+        function = function or self.function
+        return self.facts.argument_kind(function, name) if function is not None else None
+
+    def call_target(self, call: cst.Call, function: Optional[cst.FunctionDef] = None) -> Optional[cst.FunctionDef]:
+        """The function of this file `call` certainly runs: a helper, `self.method`, a submodule's forward."""
+        function = function or self.function
+        return self.facts.call_target(call, function) if function is not None else None
+
+    def returned_values(self, function: cst.FunctionDef) -> list[cst.BaseExpression]:
+        """What `function`'s `return` statements return."""
+        return self.facts.returned_values(function)
 
     def local_assignments(self, function: Optional[cst.FunctionDef] = None) -> dict[str, list[AssignedValue]]:
         """Local name -> what `function` (default: the one being visited) assigns to it.

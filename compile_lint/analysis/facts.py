@@ -2,8 +2,9 @@
 
 This is what lets a rule tell `if x.sum() > 0:` (a tensor: data-dependent) from
 `if x.dim() == 4:` (a shape: guarded), `if mask is not None:` and `if self.training:`.
-The analysis is intraprocedural and flow-insensitive over local names, with return
-kinds of same-file helpers and parameter kinds from their call sites.
+Reads of locals bound more than once see the bindings that reach them (`reaching`);
+other names merge everything bound to them. Across calls of the file (`callees`),
+parameters take the kinds the calls pass and calls the kinds their targets return.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Iterable, Optional, Union
 
 import libcst as cst
 
+from compile_lint.analysis.callees import Callees, parameters_passed, passed_argument
 from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.reaching import Binding, ReachingBindings, target_bindings
 from compile_lint.analysis.regions import Regions
 from compile_lint.analysis.walk import visit
 
@@ -164,6 +167,10 @@ _TENSOR_GET_IS_METHODS = frozenset({
 # torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
 _TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
 
+# Python `random` draws that Dynamo traces as 0-d tensors (its RandomVariable functions,
+# torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured).
+_TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
+
 
 def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
     """The kind an annotation promises, or None when it says nothing we use."""
@@ -219,6 +226,19 @@ def _is_none(expr: Optional[cst.BaseExpression]) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
+def _plain_binding(binding: Binding) -> bool:
+    """A binding whose value is a literal or None (`flag = False`), or a parameter's own value."""
+    value = binding.value
+    return value is None or (isinstance(value, cst.BaseExpression) and (_is_literal(value) or _is_none(value)))
+
+
+def _tuple_items(expr: cst.BaseExpression) -> Optional[list[cst.BaseExpression]]:
+    """The items of a tuple or list literal without starred parts, else None."""
+    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        return [element.value for element in expr.elements]
+    return None
+
+
 # What a local name is bound to: an expression, or how it was bound from one:
 # ("element", value, index) / ("starred", value) for unpacking, ("aug", target, value) for
 # `x += value`, ("iter", iterable) for loop and comprehension targets, ("with", item).
@@ -235,15 +255,8 @@ class _Assignments(cst.CSTVisitor):
         self.added: dict[str, list[cst.BaseExpression]] = {}
 
     def _add(self, target: cst.BaseExpression, value: object) -> None:
-        if isinstance(target, cst.Name):
-            self.values.setdefault(target.value, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for index, element in enumerate(target.elements):
-                inner = element.value
-                if isinstance(element, cst.StarredElement):
-                    self._add(inner, ("starred", value))
-                else:
-                    self._add(inner, ("element", value, index))
+        for name, bound in target_bindings(target, value):
+            self.values.setdefault(name.value, []).append(bound)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.function
@@ -351,7 +364,16 @@ class Facts:
         self._self_attrs: dict[cst.ClassDef, SelfAttributes] = {}
         self._returns: dict[cst.FunctionDef, Kind] = {}
         self._call_sites: Optional[dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]] = None
+        self._resolved_sites: Optional[dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]] = None
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        self._reaching: dict[cst.FunctionDef, ReachingBindings] = {}
+        self._read_kinds: dict[cst.Name, Kind] = {}
+        # A read that is a tensor only when some bindings ran -> the statements that bind the tensor.
+        self._conditional_tensors: dict[cst.Name, list[cst.CSTNode]] = {}
+        self.callees = Callees(
+            imports, regions.module_classes, regions.owner_class,
+            lambda cls, attr: self.self_attributes(cls).values.get(attr, []), self.assignments, self._find_method,
+        )
 
     # ----- names -------------------------------------------------------------
     def assignments(self, function: cst.FunctionDef) -> dict[str, list[AssignedValue]]:
@@ -378,16 +400,49 @@ class Facts:
                 continue
             if index == 0 and name in ("self", "cls") and function in self.regions.owner_class:
                 return Kind.SELF
+            passed = self.argument_kind(function, name)
+            if passed is Kind.TENSOR:
+                # Every call of this file passes a tensor (`self.rotary(grid_thw[:, 1:].max())`),
+                # whatever the annotation says (`seqlen: int`).
+                return Kind.TENSOR
             annotated = annotation_kind(param.annotation, self.imports)
             if annotated is not None:
                 return annotated
             default = param.default
             if default is not None and _is_literal(default):
                 return Kind.PY
+            if passed is not None and passed not in (Kind.UNKNOWN, Kind.PENDING):
+                return passed
             if function in self.regions.roots:
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
             return self._param_from_call_sites(function, name)
         return None
+
+    def argument_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
+        """The join of what this file's traced calls of `function` pass to parameter `name`.
+
+        Only calls whose target is certain count: module-level functions and nested
+        functions by name, `self.method(...)`, and submodule calls (`self.attn(x)`,
+        `blk(x)` over a ModuleList of one class) for `forward`. None when no such call
+        passes the parameter.
+        """
+        key = ("argument", function, name)
+        if key in self._in_progress:
+            return None
+        sites = self.resolved_call_sites().get(function)
+        if not sites:
+            return None
+        self._in_progress.add(key)
+        try:
+            positional = parameters_passed(function, function in self.regions.owner_class)
+            kinds = []
+            for caller, call in sites:
+                passed = passed_argument(call, name, positional)
+                if passed is not None:
+                    kinds.append(self.kind(passed, caller))
+            return join(kinds) if kinds else None
+        finally:
+            self._in_progress.discard(key)
 
     def _param_from_call_sites(self, function: cst.FunctionDef, name: str) -> Kind:
         key = ("param", function, name)
@@ -422,17 +477,7 @@ class Facts:
                 by_name.setdefault(function.name.value, []).append(function)
             sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
             for caller in self.regions.functions:
-                calls: list[cst.Call] = []
-
-                class _Calls(cst.CSTVisitor):
-                    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                        return node is caller
-
-                    def visit_Call(self, node: cst.Call) -> None:
-                        calls.append(node)
-
-                visit(caller, _Calls())
-                for call in calls:
+                for call in self._calls_of(caller):
                     func = call.func
                     name = func.value if isinstance(func, cst.Name) else (
                         func.attr.value if isinstance(func, cst.Attribute) else None)
@@ -440,6 +485,120 @@ class Facts:
                         sites.setdefault(target, []).append((caller, call))
             self._call_sites = sites
         return self._call_sites
+
+    def resolved_call_sites(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:
+        """Traced function -> the calls from traced code that certainly run it."""
+        if self._resolved_sites is None:
+            sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
+            for callers in self.call_sites().values():
+                for caller, call in callers:
+                    target = self.call_target(call, caller)
+                    if target is not None and (caller, call) not in sites.get(target, []):
+                        sites.setdefault(target, []).append((caller, call))
+            for caller in self.regions.functions:
+                for call in self._calls_of(caller):
+                    forward = self.callees.module_forward(call, caller)
+                    if forward is not None and forward in self.regions.functions:
+                        sites.setdefault(forward, []).append((caller, call))
+            self._resolved_sites = sites
+        return self._resolved_sites
+
+    def call_target(self, call: cst.Call, function: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+        """The function of this file that `call` (made in `function`) certainly runs, or None.
+
+        A module-level or nested function called by name, `self.method(...)` through the
+        class and its same-file bases, or a submodule's `forward` (`self.attn(x)`).
+        """
+        func = call.func
+        if isinstance(func, cst.Name):
+            target = self._local_function(func.value, function)
+            if target is not None:
+                return target
+        elif (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and function in self.regions.owner_class):
+            target = self._find_method(self.regions.owner_class[function], func.attr.value)
+            if target is not None:
+                return target
+        return self.callees.module_forward(call, function)
+
+    def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        calls: list[cst.Call] = []
+
+        class _Calls(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function
+
+            def visit_Call(self, node: cst.Call) -> None:
+                calls.append(node)
+
+        visit(function, _Calls())
+        return calls
+
+    # ----- reads, flow-sensitively ---------------------------------------------
+    def reaching(self, function: cst.FunctionDef) -> ReachingBindings:
+        """Which bindings of its locals reach each read in `function` (eager-only branches skipped)."""
+        found = self._reaching.get(function)
+        if found is None:
+            found = self._reaching[function] = ReachingBindings(function, self.regions.eager_only)
+        return found
+
+    def _read_kind(self, node: cst.Name, function: cst.FunctionDef) -> Optional[Kind]:
+        """The kind a read of a local sees, from the bindings that reach it; None to use `name_kind`.
+
+        Only names bound more than once (a parameter counts) are worth it. When a tensor
+        reaches the read on some paths and only literals, sizes or None on the others
+        (`skip = False; if self.training: skip = torch.rand([]) < p`), the read is a
+        tensor on those paths: TENSOR, and `conditional_tensor_bindings` names them.
+        """
+        name = node.value
+        bound = len(self.assignments(function).get(name, ())) + (self.param_kind(function, name) is not None)
+        if bound < 2:
+            return None
+        cached = self._read_kinds.get(node)
+        if cached is not None:
+            return cached
+        reaching = self.reaching(function).reads.get(node)
+        if reaching is None:
+            return None
+        key = ("read", node)
+        if key in self._in_progress:
+            # A loop-carried binding such as `x = x + 1`: judged by the other paths, as `name_kind` does.
+            param = self.param_kind(function, name)
+            return param if param is not None else Kind.PENDING
+        self._in_progress.add(key)
+        try:
+            kinds: list[Kind] = []
+            tensor_statements: list[cst.CSTNode] = []
+            plain = True  # every non-tensor binding is a literal, None or a size
+            for binding in reaching:
+                kind = self._binding_kind(binding, function)
+                kinds.append(kind)
+                if kind is Kind.TENSOR:
+                    tensor_statements.append(binding.statement)
+                elif kind is not Kind.PENDING:
+                    plain = plain and kind in (Kind.PY, Kind.SHAPE) and _plain_binding(binding)
+            result = join(kinds)
+            if result is Kind.MAYBE_TENSOR and tensor_statements and plain and None not in tensor_statements:
+                result = Kind.TENSOR
+                self._conditional_tensors[node] = tensor_statements
+        finally:
+            self._in_progress.discard(key)
+        if result is Kind.PENDING:
+            return result
+        if not any(isinstance(k, tuple) and k[0] == "read" for k in self._in_progress):
+            self._read_kinds[node] = result  # not built on a pending guess
+        return result
+
+    def _binding_kind(self, binding: Binding, function: cst.FunctionDef) -> Kind:
+        if binding.value is None:
+            return self.param_kind(function, binding.name) or Kind.UNKNOWN
+        if isinstance(binding.value, (cst.FunctionDef, cst.ClassDef)):
+            return Kind.UNKNOWN
+        return self._value_kind(binding.value, function)
+
+    def conditional_tensor_bindings(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """For a read that is a tensor only on some paths, the statements that bind the tensor."""
+        return self._conditional_tensors.get(node, []) if isinstance(node, cst.Name) else []
 
     def name_kind(self, name: str, function: cst.FunctionDef) -> Kind:
         """The kind of local or parameter `name` in `function` (flow-insensitive)."""
@@ -490,6 +649,10 @@ class Facts:
                 unpacked = self._unpacked_iteration_kind(value[1], value[2], function)
                 if unpacked is not None:
                     return unpacked
+                if isinstance(value[1], cst.Call):
+                    returned = self.returned_element_kind(value[1], value[2], function)
+                    if returned is not None:
+                        return returned
                 inner = self._value_kind(value[1], function)
                 return Kind.TENSOR if inner is Kind.TENSOR else (
                     Kind.SHAPE if inner is Kind.SHAPE else Kind.UNKNOWN if inner is not Kind.MAYBE_TENSOR else inner)
@@ -724,14 +887,8 @@ class Facts:
         return Kind.UNKNOWN
 
     # ----- returns -----------------------------------------------------------
-    def return_kind(self, function: cst.FunctionDef) -> Kind:
-        """The join of what `function` returns."""
-        if function in self._returns:
-            return self._returns[function]
-        key = ("return", function)
-        if key in self._in_progress:
-            return Kind.UNKNOWN
-        self._in_progress.add(key)
+    def returned_values(self, function: cst.FunctionDef) -> list[cst.BaseExpression]:
+        """The expressions `function`'s `return` statements return (nested defs not included)."""
         values: list[cst.BaseExpression] = []
 
         class _Returns(cst.CSTVisitor):
@@ -745,14 +902,64 @@ class Facts:
                 if node.value is not None:
                     values.append(node.value)
 
+        visit(function, _Returns())
+        return values
+
+    def return_kind(self, function: cst.FunctionDef) -> Kind:
+        """The join of what `function` returns."""
+        if function in self._returns:
+            return self._returns[function]
+        key = ("return", function)
+        if key in self._in_progress:
+            return Kind.UNKNOWN
+        self._in_progress.add(key)
         try:
-            visit(function, _Returns())
-            kinds = [self.kind(v, function) for v in values]
+            kinds = [self.kind(v, function) for v in self.returned_values(function)]
             result = join(kinds) if kinds else Kind.PY
         finally:
             self._in_progress.discard(key)
         self._returns[function] = result
         return result
+
+    def returned_element_kind(self, call: cst.Call, index: int, function: cst.FunctionDef) -> Optional[Kind]:
+        """The kind of item `index` of what `call` returns, when its target returns tuples; else None.
+
+        `embeddings, height, width = self.patch_embed(x)` where the submodule's forward
+        ends in `return embeddings, height, width`: the second and third are sizes, not
+        tensors. A target that returns a tensor gives its rows (TENSOR).
+        """
+        target = self.call_target(call, function)
+        key = ("element-return", target, index)
+        if target is None or key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            kinds = []
+            for value in self.returned_values(target):
+                if _is_none(value):
+                    continue  # unpacking None fails: the path that returns it is not this one
+                items = _tuple_items(value)
+                if items is None:
+                    whole = self.kind(value, target)
+                    kinds.append(Kind.TENSOR if whole is Kind.TENSOR else Kind.UNKNOWN)
+                else:
+                    kinds.append(self.kind(items[index], target) if index < len(items) else Kind.UNKNOWN)
+            return join(kinds) if kinds else None
+        finally:
+            self._in_progress.discard(key)
+
+    def _list_item_kind(self, expr: cst.Subscript, function: cst.FunctionDef) -> Kind:
+        """`outputs[0]` of a tuple: the item's kind when certain (a literal index of a returned tuple,
+        or the one kind all elements share)."""
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return Kind.UNKNOWN  # a slice of a list is a list
+        index = expr.slice[0].slice.value
+        if isinstance(expr.value, cst.Call) and isinstance(index, cst.Integer):
+            returned = self.returned_element_kind(expr.value, int(index.value), function)
+            if returned is not None:
+                return returned
+        element = self.element_kind(expr.value, function)
+        return element if element in (Kind.TENSOR, Kind.SHAPE, Kind.PY) else Kind.UNKNOWN
 
     # ----- expressions -------------------------------------------------------
     def kind(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Kind:
@@ -765,7 +972,8 @@ class Facts:
         if isinstance(expr, cst.Name):
             if expr.value in ("True", "False", "None"):
                 return Kind.PY
-            return self.name_kind(expr.value, function)
+            flow = self._read_kind(expr, function)
+            return flow if flow is not None else self.name_kind(expr.value, function)
         if isinstance(expr, cst.Attribute):
             return self._attribute_kind(expr, function)
         if isinstance(expr, cst.Call):
@@ -774,8 +982,14 @@ class Facts:
             base = self.kind(expr.value, function)
             if base is Kind.PENDING:
                 return base
+            if base is Kind.MAYBE_TENSOR and len(expr.slice) > 1:
+                # `grid_thw[:, 0]` of an optional tensor: only a tensor takes a multi-axis index
+                # (None, a list or a tuple would raise), so past this point it is one.
+                return Kind.TENSOR
             if base in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.SHAPE, Kind.NDARRAY):
                 return base
+            if base is Kind.LIST:
+                return self._list_item_kind(expr, function)
             return Kind.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             return _combine([self.kind(expr.left, function), self.kind(expr.right, function)])
@@ -840,7 +1054,7 @@ class Facts:
             if func.value in self.regions.module_classes:
                 return Kind.MODULE
             callee = self.name_kind(func.value, function)
-            return Kind.TENSOR if callee is Kind.MODULE else Kind.UNKNOWN
+            return self._module_call_kind(call, function) if callee is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = func.value
@@ -852,7 +1066,7 @@ class Facts:
                         return self.return_kind(target)
                     attr_kind = self.self_attribute_kind(method, function)
                     if attr_kind is Kind.MODULE:
-                        return Kind.TENSOR
+                        return self._module_call_kind(call, function)
                 return Kind.UNKNOWN
             base = self.kind(receiver, function)
             if base is Kind.PENDING:
@@ -883,7 +1097,21 @@ class Facts:
                 return Kind.LIST
         return Kind.UNKNOWN
 
+    def _module_call_kind(self, call: cst.Call, function: cst.FunctionDef) -> Kind:
+        """What calling a submodule gives: its forward's return kind when this file defines its class.
+
+        Submodules of other classes (`nn.Linear`, imported blocks) are taken to return a tensor.
+        """
+        forward = self.callees.module_forward(call, function)
+        if forward is not None:
+            returned = self.return_kind(forward)
+            if returned not in (Kind.UNKNOWN, Kind.PENDING):
+                return returned
+        return Kind.TENSOR
+
     def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
+        if qualified in _TRACED_RANDOM_DRAWS:
+            return Kind.TENSOR
         if qualified in _TORCH_NON_TENSOR:
             return _TORCH_NON_TENSOR[qualified]
         if qualified in _TORCH_SIZE_ARITHMETIC and call.args and all(

@@ -18,6 +18,8 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
+from compile_lint.analysis.callees import parameters_passed, passed_argument
+
 Modes = frozenset
 TRAINING = "training"
 INFERENCE = "inference"
@@ -147,8 +149,7 @@ class PathModes:
 
     def _parameter_is_mode_flag(self, name: str, function: cst.FunctionDef, depth: int) -> bool:
         params = function.params
-        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-        if name not in positional and name not in [p.name.value for p in params.kwonly_params]:
+        if name not in [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]:
             return False
         sites = self._call_sites().get(function, [])
         if not sites or function in self._roots:
@@ -159,7 +160,8 @@ class PathModes:
         self._in_progress.add(key)
         try:
             for caller, call in sites:
-                argument = _argument_for(call, name, positional)
+                method = isinstance(call.func, cst.Attribute)
+                argument = passed_argument(call, name, parameters_passed(function, method))
                 if argument is None or not self.is_mode_flag(argument, caller, depth + 1):
                     return False
             return True
@@ -259,16 +261,3 @@ def _body(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     if isinstance(block, cst.IndentedBlock):
         return block.body
     return [block]  # a one-line suite: `if x: return y`
-
-
-def _argument_for(call: cst.Call, name: str, positional: list[str]) -> Optional[cst.BaseExpression]:
-    """The expression a call passes to parameter `name` (methods: `self` is not passed)."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    names = positional[1:] if positional[:1] in (["self"], ["cls"]) and isinstance(call.func, cst.Attribute) else positional
-    plain = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    if any(arg.star for arg in call.args):
-        return None
-    index = names.index(name) if name in names else -1
-    return plain[index].value if 0 <= index < len(plain) else None

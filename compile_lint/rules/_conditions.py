@@ -15,7 +15,8 @@ def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExp
 
     `and`/`or`/`not` are looked through: `if mask is not None and mask.any():` is flagged
     for `mask.any()`. A bare parameter (`if flag:`) is only flagged when annotated as a
-    Tensor, since untyped parameters are as often flags as tensors.
+    Tensor or when every call of the file passes it a tensor, since untyped parameters are
+    as often flags as tensors.
     """
     context = rule.context
     if isinstance(expr, cst.BooleanOperation):
@@ -24,7 +25,8 @@ def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExp
         return data_dependent(rule, expr.expression)
     if isinstance(expr, cst.Name) and context.function is not None:
         param = context.facts.param_kind(context.function, expr.value)
-        if param is not None and not annotated_tensor(rule, expr.value):
+        if (param is not None and not annotated_tensor(rule, expr.value)
+                and context.argument_kind(expr.value) is not Kind.TENSOR):
             assigned = context.local_values(expr.value)
             if not assigned:
                 return None

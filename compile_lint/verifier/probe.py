@@ -69,14 +69,14 @@ def load_module_from_source(code: str, name_hint: str = "example") -> Any:
     return module
 
 
-def resolve_entry(module: Any, entry: str) -> Callable:
-    """The callable to compile: an instance of a module class, or the plain function."""
+def resolve_entry(module: Any, entry: str, training: bool = False) -> Callable:
+    """The callable to compile: an instance of a module class (in eval mode unless `training`), or the function."""
     import torch
 
     target = getattr(module, entry)
     if isinstance(target, type) and issubclass(target, torch.nn.Module):
         torch.manual_seed(0)
-        return target().eval()
+        return target().train(training)
     # Unwrap functions already decorated with @torch.compile, so we choose the settings.
     while hasattr(target, "_torchdynamo_orig_callable"):
         target = target._torchdynamo_orig_callable
@@ -132,12 +132,16 @@ def probe(fn: Callable, calls: Sequence[tuple], kwargs_list: Optional[Sequence[d
     return result
 
 
-def probe_example(code: str, entry: str, calls_expr: str) -> ProbeResult:
-    """Import an example's code and probe its entry over the calls `calls_expr` evaluates to."""
+def probe_example(code: str, entry: str, calls_expr: str, training: bool = False) -> ProbeResult:
+    """Import an example's code and probe its entry over the calls `calls_expr` evaluates to.
+
+    A module entry runs in eval mode, or in training mode with `training` (Dynamo
+    specialises on `self.training`: code under `if self.training:` is traced only then).
+    """
     import torch
 
     module = load_module_from_source(code)
-    fn = resolve_entry(module, entry)
+    fn = resolve_entry(module, entry, training)
     torch.manual_seed(0)
     calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
     split = [split_call(call) for call in calls]

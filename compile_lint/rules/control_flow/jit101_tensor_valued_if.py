@@ -112,6 +112,53 @@ class TensorValuedIf(Rule):
             entry="ClampedNorm",
             lines=[9],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LayerDrop(nn.Module):
+                def __init__(self, p=0.5):
+                    super().__init__()
+                    self.p = p
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    skip = False
+                    if self.training:
+                        skip = torch.rand([]) < self.p
+                    if not skip:
+                        x = self.proj(x)
+                        x = torch.relu(x)
+                    return x
+            """,
+            entry="LayerDrop",
+            lines=[14],
+            note="`skip` is a tensor once `self.training` assigned it, so the finding says "
+                 "\"only when self.training\": a compiled eval() model never breaks here.",
+        ),
+        Invalid(
+            """
+            import random
+
+            import torch
+            from torch import nn
+
+            class RandomDepth(nn.Module):
+                def __init__(self, layerdrop=0.5):
+                    super().__init__()
+                    self.layerdrop = layerdrop
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    if random.uniform(0, 1) < self.layerdrop:
+                        return x
+                    return self.proj(x)
+            """,
+            entry="RandomDepth",
+            lines=[13],
+            note="Dynamo traces `random.uniform` as a 0-d tensor input, so comparing it branches on data.",
+        ),
     ]
     valid = [
         Valid(
@@ -168,6 +215,34 @@ class TensorValuedIf(Rule):
                     return torch.where(hidden.sum(-1, keepdim=True) > 0, hidden, -hidden)
             """,
             entry="Pooler",
+        ),
+        Valid(
+            """
+            import random
+
+            import torch
+            from torch import nn
+
+            class LayerDrop(nn.Module):
+                def __init__(self, p=0.5):
+                    super().__init__()
+                    self.p = p
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    skip = False
+                    if self.training:
+                        skip = self.p > 0.9
+                    if not skip:
+                        x = self.proj(x)
+                        x = torch.relu(x)
+                    level = x.abs().mean()
+                    level = 4
+                    if level > 3:
+                        x = x * random.uniform(0.9, 1.1)
+                    return x
+            """,
+            entry="LayerDrop",
         ),
     ]
 
