@@ -98,3 +98,18 @@ def reported_gb_types(result) -> set[str]:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True, scope="session")
+def user_cache_in_a_temporary_directory(tmp_path_factory):
+    """Runs outside a project cache in the user's cache directory: the suite's go to a temp one.
+
+    Set in the environment, so that every CLI, flake8 and pre-commit subprocess inherits it.
+    """
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if saved is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved

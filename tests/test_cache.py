@@ -151,3 +151,37 @@ def test_concurrent_runs_agree(project):
     outputs = [json.loads(run.communicate(timeout=300)[0]) for run in runs]
     assert outputs[0] == outputs[1] == outputs[2] == _lint(project, "--no-cache")
     assert not glob.glob(str(project / cache.CACHE_DIR_NAME / "*" / "*" / ".tmp-*"))
+
+
+def test_outside_a_project_the_cache_goes_to_the_users_cache_directory(tmp_path):
+    scratch, home = tmp_path / "scratch", tmp_path / "xdg"
+    scratch.mkdir()
+    (scratch / "bad.py").write_text(BREAKING)
+    env = dict(os.environ, XDG_CACHE_HOME=str(home))
+    run = [sys.executable, "-m", "compile_lint"]
+    first = subprocess.run(run + ["bad.py"], cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 1, first.stderr
+    assert os.listdir(scratch) == ["bad.py"]  # nothing left where it ran (issue 16)
+    entries = glob.glob(str(home / "compile-lint" / "*" / "*" / "*.json"))
+    assert len(entries) == 1
+    settings = subprocess.run(run + ["--show-settings"], cwd=scratch, env=env, capture_output=True, text=True,
+                              timeout=300)
+    assert f"# cache: {home / 'compile-lint'}" in settings.stdout
+    cleaned = subprocess.run(run + ["clean"], cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
+    assert cleaned.stdout == f"Removed {home / 'compile-lint'}\n" and not (home / "compile-lint").exists()
+
+
+def test_user_cache_directory_per_platform(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.user_cache_dir() == str(tmp_path / "compile-lint")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # invalid per the XDG spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert cache.user_cache_dir() == str(tmp_path / "home" / ".cache" / "compile-lint")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert cache.user_cache_dir() == str(tmp_path / "home" / "Library" / "Caches" / "compile-lint")
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
+    assert cache.user_cache_dir() == str(tmp_path / "local" / "compile-lint")
+    assert cache.cache_root(Config(root=str(tmp_path), source=str(tmp_path / "pyproject.toml"))) == str(
+        tmp_path / ".compile-lint-cache")

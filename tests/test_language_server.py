@@ -16,6 +16,8 @@ from compile_lint.autofix.apply import fix_text
 from compile_lint.autofix.edits import apply_fixes
 from compile_lint.linter.config import Config
 from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.linter.engine import lint_text
+from compile_lint.linter.suppressions import add_noqa
 from compile_lint.rules import RULES_BY_CODE
 
 pytest.importorskip("pygls")
@@ -160,13 +162,19 @@ def test_quick_fixes_are_the_clis_fixes(client, tmp_path):
     actions = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": finding["range"],
         "context": {"diagnostics": [finding], "only": ["quickfix"]}})
-    [action] = actions
+    action, noqa = actions
     assert action["kind"] == "quickfix"
     assert action["title"].endswith("(JIT101, unsafe)")
     assert action["isPreferred"] is False
     assert action["diagnostics"][0]["code"] == "JIT101"
     fixed = _apply(example.code, action["edit"]["changes"][uri])
     assert fixed == fix_text(example.code, str(path), Config(), unsafe=True).text == example.fixed
+
+    # "Add noqa" writes what `--add-noqa` writes, and the finding is gone.
+    assert noqa["kind"] == "quickfix" and noqa["title"] == "Add `# noqa: JIT101` (silence this finding)"
+    silenced = _apply(example.code, noqa["edit"]["changes"][uri])
+    assert silenced == add_noqa(example.code, lint_text(example.code, str(path), Config())).text
+    assert "# noqa: JIT101" in silenced and lint_text(silenced, str(path), Config()) == []
 
     # Nothing to fix outside the finding's range, and no safe fix-all for an unsafe-only file.
     elsewhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}

@@ -7,6 +7,7 @@ prove the package installs from its own metadata (libcst comes from the package 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -117,3 +118,50 @@ def test_fix_hook_leaves_unsafe_fixes_alone(tmp_path, pre_commit_home):
     assert "1 more with --unsafe-fixes." in output
     assert "files were modified by this hook" not in output
     assert (tmp_path / "model.py").read_text() == source
+
+
+def test_exclude_applies_to_the_files_pre_commit_names(tmp_path, pre_commit_home):
+    # Issue 16: pre-commit passes every file by name; the hooks' --force-exclude makes
+    # `exclude` in [tool.compile-lint] apply to them, as it does to a directory walk.
+    env = _environment(pre_commit_home)
+    with open(FIXTURE) as handle:
+        model = handle.read()
+    make_repository(tmp_path, {
+        "pyproject.toml": '[tool.compile-lint]\nextend-exclude = ["mymodels/router.py"]\n',
+        "model.py": model,
+    }, env)
+    (tmp_path / "mymodels").mkdir()
+    (tmp_path / "mymodels" / "router.py").write_text(model)
+    subprocess.run(["git", "add", "--", "mymodels"], cwd=tmp_path, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "router"], cwd=tmp_path, check=True, env=env)
+    for hook in ("compile-lint", "compile-lint-fix"):
+        result = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", ROOT, hook, "--all-files"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        output = result.stdout + result.stderr
+        assert result.returncode == 1, output
+        assert "model.py:8:12: JIT101" in output
+        assert "router.py" not in output, output
+
+
+def _readme_pre_commit_config() -> str:
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    [snippet] = re.findall(r"```yaml\n(repos:.*?)```", readme, re.DOTALL)
+    return snippet
+
+
+def test_the_readme_pre_commit_config_works_as_written(tmp_path, pre_commit_home):
+    env = _environment(pre_commit_home)
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, env=env)
+    if head.returncode != 0:
+        pytest.skip("the project is not a git checkout, so there is no commit to pin")
+    config = _readme_pre_commit_config()
+    assert "/path/to/compile-lint" in config and "<commit sha>" in config
+    config = config.replace("/path/to/compile-lint", ROOT).replace("<commit sha>", head.stdout.strip())
+    with open(FIXTURE) as handle:
+        make_repository(tmp_path, {".pre-commit-config.yaml": config, "model.py": handle.read()}, env)
+    result = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "model.py:8:12: JIT101" in output and "Found 1 finding in 1 file." in output

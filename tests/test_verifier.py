@@ -222,3 +222,28 @@ def test_a_break_inside_the_standard_library_is_reported_at_the_users_line():
         f'  File "/src/models/block.py", line 74, in forward\n    logger.debug("x")\n'
         f'  File "{stdlib}", line 1476, in debug\n    if self.isEnabledFor(DEBUG):\n')
     assert (brk.path, brk.line, brk.gb_type) == ("/src/models/block.py", 74, "Logger method")
+
+
+@pytest.mark.parametrize("target, message", [
+    ("nofile.py:make", "nofile.py:make: no such file 'nofile.py'"),
+    (f"{TARGETS}:nope", f"{TARGETS}:nope: {TARGETS} defines no 'nope' at top level"),
+    ("no_such_package.models:make", "no module named 'no_such_package.models'"),
+])
+def test_a_missing_file_module_or_factory_is_a_usage_error(target, message):
+    done = run_cli("verify", target)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and "JIT904" not in done.stdout
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_factories_made_dynamically_are_left_to_the_run(tmp_path):
+    from compile_lint.verifier.targets import missing_target, parse_target
+
+    (tmp_path / "star.py").write_text("from os.path import *\n")
+    (tmp_path / "lazy.py").write_text("def __getattr__(name):\n    return print\n")
+    (tmp_path / "plain.py").write_text("import torch\nif torch:\n    def make():\n        pass\nelse:\n    build = 1\n")
+    assert missing_target(parse_target(f"{tmp_path / 'star.py'}:make")) is None
+    assert missing_target(parse_target(f"{tmp_path / 'lazy.py'}:make")) is None
+    assert missing_target(parse_target(f"{tmp_path / 'plain.py'}:make")) is None
+    assert missing_target(parse_target(f"{tmp_path / 'plain.py'}:build")) is None
+    assert "defines no 'forward'" in missing_target(parse_target(f"{tmp_path / 'plain.py'}:forward"))

@@ -1,7 +1,10 @@
 """The lint cache: findings per file, keyed by content, settings and tool version.
 
 An unchanged tree re-lints by reading each file, hashing it and reading one small entry,
-with no parse. Layout: `<root>/.compile-lint-cache/<settings>/<ab>/<digest>.json`, where
+with no parse. The cache lives in `.compile-lint-cache/` next to the project's config file,
+or, outside any project, in the user's cache directory (`$XDG_CACHE_HOME/compile-lint`,
+`~/.cache/compile-lint`; `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows).
+Layout: `<cache>/<settings>/<ab>/<digest>.json`, where
 `settings` hashes the tool version, the source of compile-lint itself (so editing a rule
 invalidates it without a version bump) and the whole configuration, and `digest` hashes
 the file's path and bytes. A file's findings may also depend on other files its analysis
@@ -18,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from typing import Iterable, Optional, Sequence
 
@@ -67,10 +71,28 @@ def file_digest(path: str) -> Optional[str]:
         return None
 
 
+def user_cache_dir() -> str:
+    """compile-lint's directory in the user's cache: $XDG_CACHE_HOME, else the platform's place."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative value is invalid and ignored
+        if sys.platform == "win32":
+            base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+        elif sys.platform == "darwin":
+            base = os.path.join(os.path.expanduser("~"), "Library", "Caches")
+        else:
+            base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "compile-lint")
+
+
 def cache_root(config: Config) -> str:
-    """Where the cache lives: next to the project's pyproject.toml, else the working directory."""
-    base = config.root if config.source else "."
-    return os.path.join(os.path.abspath(base), CACHE_DIR_NAME)
+    """Where the cache lives: next to the project's config file, else in the user's cache directory.
+
+    A run outside any project (no pyproject.toml above the working directory) must not
+    leave a cache directory wherever it happened to run.
+    """
+    if config.source:
+        return os.path.join(os.path.abspath(config.root), CACHE_DIR_NAME)
+    return user_cache_dir()
 
 
 def _encode(diagnostic: Diagnostic) -> list:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
-from dataclasses import dataclass, replace
-from typing import Any, Iterable, Optional, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +31,10 @@ class ConfigError(Exception):
     """A configuration problem; the message is one line for the user."""
 
 
+DEFAULT_ORIGIN = "default"
+COMMAND_LINE = "command line"
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything that decides which findings a run reports."""
@@ -41,6 +45,7 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
     respect_gitignore: bool = True
     target_torch_version: Optional[str] = None
     module_bases: tuple[str, ...] = ()
@@ -48,21 +53,23 @@ class Config:
     verify_targets: tuple[str, ...] = ()
     root: str = "."
     source: Optional[str] = None
+    # Where each setting that is not a default came from: (field, origin). Not part of
+    # what a run reports, so neither compared nor in the repr the cache keys on.
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def with_cli(self, **overrides: Any) -> "Config":
         """A copy with the command line's non-empty values applied."""
-        changes = {key: value for key, value in overrides.items() if value is not None}
-        return replace(self, **changes)
+        return self.with_values(COMMAND_LINE, **{key: value for key, value in overrides.items() if value is not None})
 
+    def with_values(self, origin: str, **values: Any) -> "Config":
+        """A copy with `values` set, remembering that they came from `origin`."""
+        origins = dict(self.origins)
+        origins.update((name, origin) for name in values)
+        return replace(self, **values, origins=tuple(origins.items()))
 
-_LIST_KEYS = {
-    "select": "select",
-    "extend-select": "extend_select",
-    "ignore": "ignore",
-    "exclude": "exclude",
-    "extend-exclude": "extend_exclude",
-    "module-bases": "module_bases",
-}
+    def origin(self, name: str) -> str:
+        """Where the setting `name` (a field) came from: "default", a config file, the command line."""
+        return dict(self.origins).get(name, DEFAULT_ORIGIN)
 
 
 def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
@@ -71,47 +78,101 @@ def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _code_list(value: Any, key: str, source: str) -> tuple[str, ...]:
+    codes = _string_list(value, key, source)
+    validate_codes(codes, source)
+    return codes
+
+
+def _per_file_ignores(value: Any, key: str, source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be a table")
+    return tuple((pattern, _code_list(codes, f"{key}.{pattern}", source)) for pattern, codes in value.items())
+
+
+def _boolean(value: Any, key: str, source: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be true or false")
+    return value
+
+
+def _torch_version(value: Any, key: str, source: str) -> str:
+    if not isinstance(value, str) or not _looks_like_version(value):
+        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be a version string such as \"2.13\"")
+    return value
+
+
+def _mode(value: Any, key: str, source: str) -> str:
+    if value not in MODES:
+        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be one of {', '.join(map(repr, MODES))}")
+    return value
+
+
+def _verify_table(value: Any, key: str, source: str) -> tuple[str, ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: [tool.compile-lint.{key}] must be a table")
+    unknown = set(value) - {"targets"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}' in [tool.compile-lint.{key}]")
+    return _string_list(value.get("targets", []), f"{key}.targets", source)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One `[tool.compile-lint]` key: the Config field it sets and how its TOML value is read."""
+
+    key: str
+    field: str
+    read: Callable[[Any, str, str], Any]  # (value, key, source) -> the field's value; raises ConfigError
+
+
+# Every key of [tool.compile-lint], in the order `--show-settings` prints them. A new key
+# is one row here plus its Config field.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("select", "select", _code_list),
+    Setting("extend-select", "extend_select", _code_list),
+    Setting("ignore", "ignore", _code_list),
+    Setting("per-file-ignores", "per_file_ignores", _per_file_ignores),
+    Setting("exclude", "exclude", _string_list),
+    Setting("extend-exclude", "extend_exclude", _string_list),
+    Setting("force-exclude", "force_exclude", _boolean),
+    Setting("respect-gitignore", "respect_gitignore", _boolean),
+    Setting("target-torch-version", "target_torch_version", _torch_version),
+    Setting("module-bases", "module_bases", _string_list),
+    Setting("mode", "mode", _mode),
+    Setting("verify", "verify_targets", _verify_table),
+)
+SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}
+
+
+def read_settings(table: dict, source: str) -> dict[str, Any]:
+    """Config field values from a `[tool.compile-lint]` table; unknown keys and bad values raise."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        setting = SETTINGS_BY_KEY.get(key)
+        if setting is None:
+            raise ConfigError(f"{source}: unknown key '{key}' in [tool.compile-lint]")
+        values[setting.field] = setting.read(value, key, source)
+    return values
+
+
 def parse_config(data: dict, source: str, root: str) -> Config:
     """Build a Config from the `[tool.compile-lint]` table; reject unknown keys and bad types."""
     table = data.get("tool", {}).get("compile-lint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [tool.compile-lint] must be a table")
-    values: dict[str, Any] = {"root": root, "source": source}
-    for key, value in table.items():
-        if key in _LIST_KEYS:
-            values[_LIST_KEYS[key]] = _string_list(value, key, source)
-        elif key == "per-file-ignores":
-            if not isinstance(value, dict):
-                raise ConfigError(f"{source}: [tool.compile-lint] per-file-ignores must be a table")
-            values["per_file_ignores"] = tuple(
-                (pattern, _string_list(codes, f"per-file-ignores.{pattern}", source))
-                for pattern, codes in value.items()
-            )
-        elif key == "respect-gitignore":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{source}: [tool.compile-lint] respect-gitignore must be true or false")
-            values["respect_gitignore"] = value
-        elif key == "target-torch-version":
-            if not isinstance(value, str) or not _looks_like_version(value):
-                raise ConfigError(f"{source}: [tool.compile-lint] target-torch-version must be a version string such as \"2.13\"")
-            values["target_torch_version"] = value
-        elif key == "mode":
-            if value not in MODES:
-                raise ConfigError(f"{source}: [tool.compile-lint] mode must be one of {', '.join(map(repr, MODES))}")
-            values["mode"] = value
-        elif key == "verify":
-            if not isinstance(value, dict):
-                raise ConfigError(f"{source}: [tool.compile-lint.verify] must be a table")
-            unknown = set(value) - {"targets"}
-            if unknown:
-                raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}' in [tool.compile-lint.verify]")
-            values["verify_targets"] = _string_list(value.get("targets", []), "verify.targets", source)
-        else:
-            raise ConfigError(f"{source}: unknown key '{key}' in [tool.compile-lint]")
-    config = Config(**values)
-    validate_codes(config.select + config.extend_select + config.ignore, source)
-    for _, codes in config.per_file_ignores:
-        validate_codes(codes, source)
+    return Config(root=root, source=source).with_values(source, **read_settings(table, source))
+
+
+def apply_overrides(config: Config, overrides: Sequence[str]) -> Config:
+    """`config` with `--config 'key = value'` overrides (inline TOML, as in ruff) applied in order."""
+    for override in overrides:
+        try:
+            table = tomllib.loads(override)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"--config '{override}' is neither a config file nor a TOML `key = value` "
+                              f"override ({exc})") from None
+        config = config.with_values("--config", **read_settings(table, f"--config '{override}'"))
     return config
 
 
@@ -216,3 +277,39 @@ def path_matches(path: str, pattern: str, root: str = ".") -> bool:
         or fnmatch.fnmatch(relative, pattern + "/*")
         or any(fnmatch.fnmatch(part, pattern) for part in relative.split("/")[:-1])
     )
+
+
+def _toml_value(value: Any) -> str:
+    """A setting's value spelled as TOML (JSON strings are valid TOML basic strings)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+
+
+def describe_settings(config: Config) -> str:
+    """The resolved settings as `[tool.compile-lint]` TOML, each with where it came from."""
+    from compile_lint.linter.versions import installed_torch_version
+
+    lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.root)}",
+             "[tool.compile-lint]"]
+    for setting in SETTINGS:
+        value = getattr(config, setting.field)
+        origin = config.origin(setting.field)
+        if setting.key == "per-file-ignores":
+            pairs = ", ".join(f"{_toml_value(pattern)} = {_toml_value(codes)}" for pattern, codes in value)
+            text = f"{{ {pairs} }}" if pairs else "{}"
+        elif setting.key == "verify":
+            text = f"{{ targets = {_toml_value(value)} }}"
+        elif value is None:  # target-torch-version
+            installed = installed_torch_version()
+            lines.append(f"# {setting.key} is not set: rules are judged for "
+                         + (f"the installed torch, {installed}" if installed else "any torch (none is installed)"))
+            continue
+        else:
+            text = _toml_value(value)
+        lines.append(f"{setting.key} = {text}  # {origin}")
+    return "\n".join(lines) + "\n"

@@ -10,6 +10,19 @@ Applicability = Literal["safe", "unsafe"]
 # The one mode a finding needs (Dynamo specialises on `self.training`); None: either mode.
 Mode = Optional[Literal["training", "inference"]]
 
+# Where docs/rules.md is published: every code's section there is its documentation page.
+RULES_PAGE = "https://github.com/compile-lint/compile-lint/blob/main/docs/rules.md"
+
+
+def rule_anchor(code: str, name: str) -> str:
+    """The anchor of a code's section in docs/rules.md (`## JIT101 tensor-valued-if`)."""
+    return f"{code.lower()}-{name}"
+
+
+def rule_url(code: str, name: str) -> str:
+    """The documentation page of a finding's code: its docs/rules.md section."""
+    return f"{RULES_PAGE}#{rule_anchor(code, name)}"
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -82,6 +95,7 @@ class Diagnostic:
             "end_column": self.end_column,
             "code": self.code,
             "name": self.name,
+            "url": rule_url(self.code, self.name),
             "kind": self.kind,
             "message": self.message,
             "gb_type": self.gb_type,

@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from compile_lint.linter.codes import OTHER_CODES, OtherCode
+from compile_lint.linter.diagnostics import rule_anchor
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Example, Rule
 
@@ -43,7 +45,7 @@ def source_path(rule: type[Rule]) -> str:
 
 
 def _anchor(rule: type[Rule]) -> str:
-    return f"{rule.code.lower()}-{rule.name}"
+    return rule_anchor(rule.code, rule.name)
 
 
 def _fix_words(rule: type[Rule]) -> str:
@@ -135,6 +137,27 @@ def explain(rule: type[Rule]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _other_facts(entry: OtherCode, markdown: bool = True) -> list[tuple[str, str]]:
+    source = f"[`{entry.source}`](../{entry.source})" if markdown else entry.source
+    return [("Kind", KIND_WORDS.get(entry.kind, entry.kind)), ("Reported by", source)]
+
+
+def other_code_section(entry: OtherCode) -> str:
+    """The Markdown section for a code that is not a rule (JIT000, JIT900-JIT905)."""
+    lines = [f"## {entry.code} {entry.name}", "", entry.summary, "", "| | |", "| --- | --- |"]
+    lines += [f"| {label} | {value} |" for label, value in _other_facts(entry)]
+    lines += ["", *(_bold_heading(line) for line in entry.text.splitlines()), ""]
+    return "\n".join(lines)
+
+
+def explain_other(entry: OtherCode) -> str:
+    """`--explain` for a code that is not a rule."""
+    lines = [f"{entry.code} ({entry.name})", ""]
+    lines += [f"{label}: {value}" for label, value in _other_facts(entry, markdown=False)]
+    lines += ["", entry.summary, "", entry.text]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def generate(rules: Sequence[type[Rule]] = ALL_RULES) -> str:
     """The whole of docs/rules.md."""
     lines = [HEADER, "# Rules", ""]
@@ -149,8 +172,13 @@ def generate(rules: Sequence[type[Rule]] = ALL_RULES) -> str:
             f"| [{rule.code}](#{_anchor(rule)}) | {rule.name} | {KIND_WORDS.get(rule.kind, rule.kind)} "
             f"| {rule.fix_applicability or '-'} | {'yes' if rule.default_enabled else 'no'} |"
         )
+    lines += ["", "Codes that are not rules: a file that does not parse, and what `compile-lint verify` "
+              "saw the compiler do.", "", "| Code | Name | Kind |", "| --- | --- | --- |"]
+    lines += [f"| [{entry.code}](#{rule_anchor(entry.code, entry.name)}) | {entry.name} "
+              f"| {KIND_WORDS.get(entry.kind, entry.kind)} |" for entry in OTHER_CODES]
     lines.append("")
-    text = "\n".join(lines) + "\n" + "\n".join(rule_section(rule) for rule in rules)
+    sections = [rule_section(rule) for rule in rules] + [other_code_section(entry) for entry in OTHER_CODES]
+    text = "\n".join(lines) + "\n" + "\n".join(sections)
     return text.rstrip("\n") + "\n"
 
 

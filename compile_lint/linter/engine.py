@@ -23,7 +23,7 @@ from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.fix_rendering import FixBuilder
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, read_source
-from compile_lint.linter.suppressions import is_suppressed
+from compile_lint.linter.suppressions import without_suppressed
 from compile_lint.linter.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
@@ -308,7 +308,7 @@ def run_with_deep_stack(function):
 def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: bool = True) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
-    `noqa=False` keeps findings on `# noqa` lines, for hosts that apply noqa themselves (flake8).
+    `noqa=False` keeps findings on `# noqa` lines (flake8's `--disable-noqa`).
     With `fast` (the default), files that provably cannot hold a finding are not parsed
     with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
     when no module-scoped rule runs. `fast=False` parses and walks everything; both give
@@ -351,12 +351,7 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: boo
         diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
-    lines = text.splitlines()
-    kept = [
-        d for d in diagnostics
-        if not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))
-    ]
-    return sorted(kept, key=Diagnostic.sort_key)
+    return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)
 
 
 def lint_file(path: str, config: Config) -> FileResult:

@@ -130,7 +130,8 @@ def _ignored(path: str, is_dir: bool, stack: list[GitIgnore]) -> bool:
     return result
 
 
-def _excluded(path: str, config: Config) -> bool:
+def is_excluded(path: str, config: Config) -> bool:
+    """Whether `exclude` or `extend-exclude` matches `path` or one of its directories."""
     patterns = config.exclude + config.extend_exclude
     return any(path_matches(path, pattern, config.root) for pattern in patterns)
 
@@ -138,14 +139,17 @@ def _excluded(path: str, config: Config) -> bool:
 def discover(paths: list[str], config: Config, errors: Optional[list[str]] = None) -> list[str]:
     """Python files under `paths`, sorted, de-duplicated; missing paths go to `errors`.
 
-    Files named explicitly are linted even when excluded, as ruff and flake8 do only with
-    `--force-exclude`; we follow ruff's default: explicit files are always linted.
+    Files named explicitly are linted even when excluded, as in ruff, unless
+    `force-exclude` is set: tools that pass every file by name (pre-commit, editors)
+    need it for `exclude` to apply at all.
     """
     found: dict[str, None] = {}
     for path in paths:
         if not os.path.lexists(path):
             if errors is not None:
                 errors.append(f"{path}: no such file or directory")
+            continue
+        if config.force_exclude and is_excluded(path, config):
             continue
         if os.path.isfile(path):
             found[os.path.normpath(path)] = None
@@ -178,7 +182,7 @@ def _walk(directory: str, config: Config, stack: list[GitIgnore], seen: set) -> 
             is_dir = entry.is_dir()
         except OSError:
             continue
-        if _excluded(path, config):
+        if is_excluded(path, config):
             continue
         if stack and _ignored(os.path.abspath(path), is_dir, stack):
             continue

@@ -1,8 +1,11 @@
 """The flake8 plugin: compile-lint's findings as flake8 errors (entry point `JIT`).
 
-flake8 owns the parts it already does well: reading the file, `# noqa`, `--select` /
-`--ignore`, output formats. The plugin parses the lines flake8 hands it once with libcst
-and yields every finding. Rules that are off by default (perf hints, noisy rules) are
+flake8 owns the parts it already does well: reading the file, `--select` / `--ignore`,
+output formats. The plugin parses the lines flake8 hands it once with libcst and yields
+every finding that compile-lint's own `# noqa` parser (suppressions.py) keeps, so a noqa
+means the same here as in the CLI and the editor; flake8 then applies its own noqa on top
+(it also reads a malformed `# noqa: foo` as a bare `# noqa`, for every plugin alike).
+`--disable-noqa` turns both off. Rules that are off by default (perf hints, noisy rules) are
 registered with flake8's `extend_default_ignore`, and the plugin runs them only when a
 selector more specific than the bare `JIT` prefix asks for them (`--extend-select JIT8`,
 `--select JIT801`), so `flake8 --select JIT` reports what `compile-lint` reports.
@@ -61,6 +64,7 @@ class CompileLintPlugin:
     name = "compile-lint"
     version = __version__
     _selection: Config = Config()
+    _noqa: bool = True
 
     def __init__(self, tree: Any, lines: Sequence[str], filename: str) -> None:
         # `tree` is flake8's ast; compile-lint needs libcst's tree, built from the same lines.
@@ -74,9 +78,10 @@ class CompileLintPlugin:
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
-        """Remember which off-by-default rules the user selected."""
+        """Remember which off-by-default rules the user selected, and `--disable-noqa`."""
         cls._selection = selection_from_flake8(getattr(options, "select", None),
                                                getattr(options, "extend_select", None))
+        cls._noqa = not getattr(options, "disable_noqa", False)
 
     def run(self) -> Iterator[Flake8Error]:
         """Lint the file flake8 read; a file that does not parse yields nothing (flake8 says E999)."""
@@ -92,7 +97,7 @@ class CompileLintPlugin:
             mode=project.mode,
             root=project.root,
         )
-        for diagnostic in lint_text(text, self.filename, config, noqa=False):
+        for diagnostic in lint_text(text, self.filename, config, noqa=self._noqa):
             if diagnostic.code == SYNTAX_ERROR_CODE:
                 continue
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)

@@ -1,8 +1,9 @@
 """`compile-lint server`: a language server (LSP over stdio) for editors.
 
 It publishes findings when a document is opened, changed or saved, and offers quick fixes
-built from the same fixes `--fix` applies: one code action per fixable finding, and a
-"fix all" source action that runs the CLI's fixer to its fixed point. Needs pygls
+built from the same fixes `--fix` applies: one code action per fixable finding, an "add
+`# noqa: CODE`" action per finding (the edit `--add-noqa` makes), and a "fix all" source
+action that runs the CLI's fixer to its fixed point. Needs pygls
 (`pip install "compile-lint[lsp]"`); the linter itself does not.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tokenize
 from typing import Optional, Sequence
 
 from compile_lint import __version__
@@ -18,7 +20,9 @@ from compile_lint.autofix.apply import fix_text, is_applicable
 from compile_lint.linter.config import Config, ConfigError, load_config
 from compile_lint.linter.diagnostics import Diagnostic, Edit
 from compile_lint.linter.docs import graph_break_url
-from compile_lint.linter.engine import lint_text
+from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text
+from compile_lint.linter.suppressions import add_noqa
+from compile_lint.linter.text_offsets import split_lines
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
@@ -71,6 +75,31 @@ def _overlaps(types, a, b) -> bool:
     def key(position):
         return (position.line, position.character)
     return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def _noqa_actions(types, document, uri: str, findings: Sequence[Diagnostic], wanted_range) -> list:
+    """One "add `# noqa: CODE`" quick fix per finding in range: the edit `--add-noqa` would make."""
+    lines = split_lines(document.source)
+    actions = []
+    for finding in findings:
+        lsp_diagnostic = _to_lsp(types, document, finding)
+        if finding.code == SYNTAX_ERROR_CODE or not _overlaps(types, lsp_diagnostic.range, wanted_range):
+            continue
+        try:
+            addition = add_noqa(document.source, [finding])
+        except (tokenize.TokenError, SyntaxError):
+            continue  # text mid-edit that does not tokenize: no comment can be placed safely
+        if not addition.added:
+            continue
+        old, new = lines[finding.line - 1].rstrip("\r\n"), split_lines(addition.text)[finding.line - 1].rstrip("\r\n")
+        edit = types.TextEdit(range=_range(types, document, finding.line, 1, finding.line, len(old) + 1), new_text=new)
+        actions.append(types.CodeAction(
+            title=f"Add `# noqa: {finding.code}` (silence this finding)",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[lsp_diagnostic],
+            edit=types.WorkspaceEdit(changes={uri: [edit]}),
+        ))
+    return actions
 
 
 def build_server():
@@ -146,6 +175,7 @@ def build_server():
                     is_preferred=not unsafe,
                     edit=types.WorkspaceEdit(changes={uri: _text_edits(types, document, finding.fix.edits)}),
                 ))
+            actions += _noqa_actions(types, document, uri, findings, params.range)
         wants_fix_all = not wanted or any(FIX_ALL_KIND.startswith(kind) for kind in wanted)
         if wants_fix_all and any(is_applicable(d, unsafe=False) for d in findings):
             outcome = fix_text(document.source, document.path, config)

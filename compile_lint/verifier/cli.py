@@ -14,7 +14,7 @@ from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.reporters import FORMATS, render
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
-from compile_lint.verifier.targets import TargetError, parse_target
+from compile_lint.verifier.targets import TargetError, missing_target, parse_target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 INSTALL_HINT = "the verifier needs torch: pip install 'compile-lint[verify]' (or install torch for your platform)"
@@ -120,7 +120,9 @@ def verify_main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     try:
         for target in targets:
-            parse_target(target)
+            problem = missing_target(parse_target(target))  # a typo is a usage error, not a finding
+            if problem:
+                raise TargetError(problem)
     except TargetError as error:
         _error(str(error))
         return EXIT_ERROR

@@ -198,3 +198,75 @@ def entry_location(model: Callable) -> tuple[Optional[str], int]:
         return os.path.abspath(inspect.getsourcefile(function) or ""), inspect.getsourcelines(function)[1]
     except (TypeError, OSError):
         return None, 1
+
+
+def missing_target(spec: TargetSpec) -> Optional[str]:
+    """Why a target certainly cannot load, found without running any of its code, or None.
+
+    A path target whose file is missing, a module target no import path holds, or a file
+    that binds no top-level name `factory` (unless it can make names dynamically: a star
+    import, a module `__getattr__`, `globals()`/`exec`/`setattr`). Anything subtler is left
+    to the run, which reports it as JIT904.
+    """
+    if spec.is_path:
+        if not os.path.isfile(spec.location):
+            return f"{spec.text}: no such file '{spec.location}'"
+        path: Optional[str] = spec.location
+    else:
+        path = _module_file_without_importing(spec.location)
+        if path is None:
+            return f"{spec.text}: no module named '{spec.location}' (from {os.getcwd()} or the import path)"
+    names = _top_level_names(path) if path and path.endswith(".py") else None
+    if names is not None and spec.factory not in names:
+        return f"{spec.text}: {path} defines no '{spec.factory}' at top level"
+    return None
+
+
+def _module_file_without_importing(dotted: str) -> Optional[str]:
+    """The file of module `dotted`, found as the import system would, but with no package imported."""
+    from importlib.machinery import PathFinder
+
+    search: Optional[list[str]] = [os.getcwd(), *sys.path]
+    found = None
+    parts = dotted.split(".")
+    for index in range(len(parts)):
+        found = PathFinder.find_spec(".".join(parts[:index + 1]), search)
+        if found is None:
+            return None
+        search = list(found.submodule_search_locations or [])
+    return found.origin if found is not None and found.origin else ""
+
+
+def _top_level_names(path: str) -> Optional[set[str]]:
+    """Names a module binds at top level, or None when it may bind names dynamically (or does not parse)."""
+    import ast
+
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    dynamic = {"globals", "exec", "setattr", "vars", "__getattr__"}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            return None
+        if isinstance(node, ast.Name) and node.id in dynamic:
+            return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
+            return None
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue  # what a body binds is local to it
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.add(child.id)
+            elif isinstance(child, ast.AST) and not isinstance(child, ast.expr_context):
+                pending.append(child)
+    return names
