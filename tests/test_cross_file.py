@@ -202,3 +202,67 @@ def test_cross_file_findings_are_real_breaks(project):
     result = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
                             timeout=600)
     assert result.stdout.splitlines() == ["Gate True None", "Counted True None"], result.stderr
+
+
+HELPERS = """
+def longest(lengths):
+    return lengths.max().item()
+
+
+def width(shape):
+    return shape[-1].item() if hasattr(shape[-1], "item") else shape[-1]
+
+
+def scaled(x, factor):
+    return x * factor
+"""
+
+PAD = """
+import torch
+from torch import nn
+
+from .helpers import longest, scaled
+
+
+class Pad(nn.Module):
+    def forward(self, x, lengths):
+        n = longest(lengths)
+        y = scaled(x, 2.0)
+        if y.sum() > 0:
+            y = -y
+        return y[:, :n]
+
+
+class Fine(nn.Module):
+    def forward(self, x):
+        y = scaled(x.shape[-1], 2)
+        return x[:, :y]
+"""
+
+
+@pytest.fixture
+def helpers(tmp_path):
+    write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/pad.py": PAD})
+    return tmp_path
+
+
+def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers):
+    findings = lint_text((helpers / "pkg" / "pad.py").read_text(), str(helpers / "pkg" / "pad.py"),
+                         Config(select=("ALL",), root=str(helpers)))
+    assert [(d.line, d.code) for d in findings] == [(9, "JIT201"), (11, "JIT101")]
+    assert findings[0].message.startswith("`longest()` (helpers.py:1) reads tensor data with `.item()`")
+
+
+def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
+    script = textwrap.dedent("""
+        import torch
+        from compile_lint.verifier.probe import probe
+        from pkg.pad import Fine, Pad
+
+        print(probe(Pad().eval(), [(torch.randn(2, 6), torch.tensor([3, 4]))]).graph_breaks[:1])
+        print(probe(Fine().eval(), [(torch.randn(2, 6),)]).clean)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=helpers, capture_output=True, text=True,
+                            timeout=600)
+    lines = result.stdout.splitlines()
+    assert lines and "item()" in lines[0] and lines[1] == "True", result.stdout + result.stderr

@@ -220,13 +220,13 @@ class Model(nn.Module):
     def helper(self, grid):
         return grid[:, 0]
 
-    def forward(self, x, grid, sizes=None):
+    def forward(self, x: torch.Tensor, grid, sizes=None):
         longest = grid.max()
         emb = self.rotary(longest, x.shape[0])
         tokens, height, width = self.patch(x)
         first = self.patch(x)[0]
         for block in self.blocks:
-            x = block(x)
+            x = block(x, mask=grid)
         rows = self.helper(grid)
         column = sizes[:, 0]
         draw = random.uniform(0, 1)
@@ -247,8 +247,10 @@ def test_argument_kinds_flow_into_submodule_forwards():
     assert context.argument_kind("seqlen", rotary) is Kind.TENSOR
     assert context.facts.param_kind(rotary, "offset") is Kind.SHAPE  # x.shape[0]
     block = _function(context, "forward", "Block")
-    assert context.argument_kind("x", block) is Kind.TENSOR  # `for block in self.blocks: block(x)`
-    assert context.argument_kind("mask", block) is None  # no call passes it
+    assert context.argument_kind("x", block) is Kind.TENSOR  # `for block in self.blocks: block(x, ...)`
+    # `grid` is untyped: a tensor by default in Model.forward, but no evidence to pass on
+    assert context.argument_kind("mask", block) is Kind.UNKNOWN
+    assert context.facts.param_kind(block, "mask") is Kind.MAYBE_TENSOR
     model = _function(context, "forward", "Model")
     assert context.argument_kind("x", model) is None  # an entry point: nobody in the file calls it
 

@@ -5,6 +5,8 @@ This is the analysis's public face: rules ask the context, never a `_name` of an
 
 from __future__ import annotations
 
+import textwrap
+import tokenize
 from functools import cached_property
 from typing import Iterable, Optional
 
@@ -15,9 +17,38 @@ from compile_lint.analysis.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.imports import ImportMap, dotted_name
 from compile_lint.analysis.module_index import ModuleIndex
 from compile_lint.analysis.paths import PathModes
-from compile_lint.analysis.regions import Regions, find_regions
+from compile_lint.analysis.regions import Regions, find_regions, predicate_sense
 from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import visit
+
+
+def dependency_context(
+    symbols: SymbolIndex, path: str, function: str, module_bases: Iterable[str] = (),
+) -> Optional["FileContext"]:
+    """The analysis of one module-level function of another file, with that file's imports.
+
+    Only the function's own lines and the file's import statements are parsed (a whole
+    `modeling_utils.py` would cost more than the file being linted); names resolve as in
+    the file itself. Built once while the file is unchanged.
+    """
+
+    def build() -> Optional[FileContext]:
+        summary = symbols.summary(path)
+        found = summary.functions.get(function) if summary is not None else None
+        if found is None or not found.end_line:
+            return None
+        try:
+            with tokenize.open(path) as handle:
+                lines = handle.read().splitlines(keepends=True)
+            pieces = [textwrap.dedent("".join(lines[first - 1:last])) for first, last in summary.import_spans]
+            pieces.append(textwrap.dedent("".join(lines[found.first_line - 1:found.end_line])))
+            text = "".join(piece if piece.endswith("\n") else piece + "\n" for piece in pieces)
+            module = cst.parse_module(text)
+        except (OSError, SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError, MemoryError):
+            return None
+        return FileContext(path, module, module_bases, text, symbols)
+
+    return symbols.memo(path, ("function", function, tuple(module_bases)), build)  # type: ignore[return-value]
 
 
 class FileContext:
@@ -53,13 +84,69 @@ class FileContext:
     @cached_property
     def facts(self) -> Facts:
         """Kinds of expressions inside traced functions."""
-        return Facts(self.imports, self.regions)
+        return Facts(self.imports, self.regions, self._imported_function if self.symbols is not None else None)
+
+    def imported_function(self, call: cst.Call) -> Optional[tuple["FileContext", cst.FunctionDef]]:
+        """The function of another file `call` runs through an import, with that file's context."""
+        qualified = self.imports.qualname(call.func)
+        if qualified is None or self.symbols is None:
+            return None
+        return self._imported(qualified)
+
+    def calls_in(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls `function` makes under compile: nested defs and eager-only branches left out."""
+        eager_only = self.regions.eager_only
+        calls: list[cst.Call] = []
+
+        class _Calls(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if node in eager_only or (isinstance(node, cst.FunctionDef) and node is not function):
+                    return False
+                if isinstance(node, cst.Call):
+                    calls.append(node)
+                return True
+
+        visit(function, _Calls())
+        return calls
+
+    def _imported_function(self, qualified: str) -> Optional[tuple[Facts, cst.FunctionDef]]:
+        found = self._imported(qualified)
+        return (found[0].facts, found[1]) if found is not None else None
+
+    def _imported(self, qualified: str) -> Optional[tuple["FileContext", cst.FunctionDef]]:
+        if qualified.startswith(("torch.", "numpy.", "builtins.", "math.")):
+            return None
+        assert self.symbols is not None
+        symbol = self.symbols.lookup(qualified, self.path)
+        if symbol is None or symbol.kind != "function" or symbol.owner is not None:
+            return None
+        context = dependency_context(self.symbols, symbol.path, symbol.name, self.module_bases)
+        function = context.top_level_function(symbol.name) if context is not None else None
+        return (context, function) if function is not None else None
+
+    def top_level_function(self, name: str) -> Optional[cst.FunctionDef]:
+        """The module-level function `name` (also inside top-level if/try blocks)."""
+        pending: list[cst.CSTNode] = list(self.module.body)
+        while pending:
+            statement = pending.pop(0)
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                return statement
+            if isinstance(statement, (cst.If, cst.Try, cst.Else, cst.ExceptHandler, cst.Finally)):
+                pending.extend(getattr(statement.body, "body", ()))
+                for extra in ("orelse", "handlers", "finalbody"):
+                    value = getattr(statement, extra, None)
+                    if isinstance(value, (list, tuple)):
+                        pending.extend(value)
+                    elif value is not None:
+                        pending.append(value)
+        return None
 
     @cached_property
     def paths(self) -> PathModes:
         """The modes (`self.training` or not) in which traced code runs."""
         facts = self.facts
-        return PathModes(self.regions.roots, lambda: self.parents, facts.call_sites, facts.assignments)
+        return PathModes(self.regions.roots, lambda: self.parents, facts.call_sites, facts.assignments,
+                         lambda test: predicate_sense(test, self.imports))
 
     @cached_property
     def module_index(self) -> ModuleIndex:

@@ -10,7 +10,7 @@ parameters take the kinds the calls pass and calls the kinds their targets retur
 from __future__ import annotations
 
 import enum
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 
@@ -167,6 +167,13 @@ _TENSOR_GET_IS_METHODS = frozenset({
 # torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
 _TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
 
+# How deep `certain_tensor` follows names, calls and operands.
+_CERTAINTY_DEPTH = 8
+
+# Reads of one function worked out afresh before its flow-sensitive kinds give up (uncached
+# reads in loops can otherwise multiply).
+_READ_BUDGET = 20000
+
 # Python `random` draws that Dynamo traces as 0-d tensors (its RandomVariable functions,
 # torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured).
 _TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
@@ -224,6 +231,23 @@ def _is_literal(expr: cst.BaseExpression) -> bool:
 
 def _is_none(expr: Optional[cst.BaseExpression]) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _find_param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param
+    return None
+
+
+def _array_index(expr: cst.Subscript) -> bool:
+    """`x[:, 0]`, `x[..., 1:]`: several axes, one of them a slice or `...`."""
+    if len(expr.slice) < 2:
+        return False
+    return any(isinstance(element.slice, cst.Slice) or (
+        isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis))
+        for element in expr.slice)
 
 
 def _plain_binding(binding: Binding) -> bool:
@@ -354,9 +378,20 @@ class SelfAttributes:
 class Facts:
     """Kinds of expressions within the traced functions of one file."""
 
-    def __init__(self, imports: ImportMap, regions: Regions) -> None:
+    def __init__(
+        self, imports: ImportMap, regions: Regions,
+        imported_function: Optional[Callable[[str], Optional[tuple["Facts", cst.FunctionDef]]]] = None,
+    ) -> None:
         self.imports = imports
         self.regions = regions
+        # A qualified name -> the function another file defines under it, with that file's
+        # facts (None: the file is analysed on its own).
+        self.imported_function = imported_function
+        self._param_bindings: dict[tuple[cst.FunctionDef, str], Kind] = {}
+        self._argument_kinds: dict[tuple, Optional[Kind]] = {}
+        self._cycles = 0  # how many recursion guards fired: results built on one are not cached
+        self._read_steps: dict[cst.FunctionDef, int] = {}
+        self._binding_kinds: dict[Binding, Kind] = {}
         self._assignments: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._added: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._name_cache: dict[tuple[cst.FunctionDef, str], Kind] = {}
@@ -391,6 +426,9 @@ class Facts:
 
     def param_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
         """The kind of parameter `name` of `function`, or None if it is not one."""
+        bound = self._param_bindings.get((function, name))
+        if bound is not None:
+            return bound
         params = function.params
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param) and star.name.value == name:
@@ -411,7 +449,9 @@ class Facts:
             default = param.default
             if default is not None and _is_literal(default):
                 return Kind.PY
-            if passed is not None and passed not in (Kind.UNKNOWN, Kind.PENDING):
+            if passed is not None and passed not in (Kind.UNKNOWN, Kind.PENDING, Kind.MAYBE_TENSOR):
+                # Evidence that it is no tensor (sizes, flags, lists) replaces the default below;
+                # an optional tensor passed on (`labels`) keeps it: the callee uses it as one.
                 return passed
             if function in self.regions.roots:
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
@@ -427,22 +467,32 @@ class Facts:
         passes the parameter.
         """
         key = ("argument", function, name)
+        if key in self._argument_kinds:
+            return self._argument_kinds[key]
         if key in self._in_progress:
+            self._cycles += 1
             return None
         sites = self.resolved_call_sites().get(function)
         if not sites:
             return None
         self._in_progress.add(key)
+        cycles = self._cycles
         try:
             positional = parameters_passed(function, function in self.regions.owner_class)
             kinds = []
             for caller, call in sites:
                 passed = passed_argument(call, name, positional)
                 if passed is not None:
-                    kinds.append(self.kind(passed, caller))
-            return join(kinds) if kinds else None
+                    kind = self.kind(passed, caller)
+                    if kind is Kind.TENSOR and not self.certain_tensor(passed, caller):
+                        kind = Kind.UNKNOWN  # a tensor only by default: no evidence to pass on
+                    kinds.append(kind)
+            result = join(kinds) if kinds else None
         finally:
             self._in_progress.discard(key)
+        if cycles == self._cycles and not self._param_bindings:
+            self._argument_kinds[key] = result  # not built on a guess made to break a cycle
+        return result
 
     def _param_from_call_sites(self, function: cst.FunctionDef, name: str) -> Kind:
         key = ("param", function, name)
@@ -563,8 +613,13 @@ class Facts:
         key = ("read", node)
         if key in self._in_progress:
             # A loop-carried binding such as `x = x + 1`: judged by the other paths, as `name_kind` does.
+            self._cycles += 1
             param = self.param_kind(function, name)
             return param if param is not None else Kind.PENDING
+        steps = self._read_steps.get(function, 0) + 1
+        self._read_steps[function] = steps
+        if steps > _READ_BUDGET:
+            return None  # a pathological function: fall back to the flow-insensitive kind
         self._in_progress.add(key)
         try:
             kinds: list[Kind] = []
@@ -575,6 +630,7 @@ class Facts:
                 kinds.append(kind)
                 if kind is Kind.TENSOR:
                     tensor_statements.append(binding.statement)
+                    plain = plain and self._certain_binding(binding, function, 1)
                 elif kind is not Kind.PENDING:
                     plain = plain and kind in (Kind.PY, Kind.SHAPE) and _plain_binding(binding)
             result = join(kinds)
@@ -583,18 +639,25 @@ class Facts:
                 self._conditional_tensors[node] = tensor_statements
         finally:
             self._in_progress.discard(key)
-        if result is Kind.PENDING:
-            return result
-        if not any(isinstance(k, tuple) and k[0] == "read" for k in self._in_progress):
-            self._read_kinds[node] = result  # not built on a pending guess
+        if result is not Kind.PENDING:
+            # Kept even when a loop's guard fired inside: the guess (the loop-carried binding
+            # counts as its other inputs) is what one more pass would confirm.
+            self._read_kinds[node] = result
         return result
 
     def _binding_kind(self, binding: Binding, function: cst.FunctionDef) -> Kind:
+        cached = self._binding_kinds.get(binding)
+        if cached is not None:
+            return cached
         if binding.value is None:
-            return self.param_kind(function, binding.name) or Kind.UNKNOWN
-        if isinstance(binding.value, (cst.FunctionDef, cst.ClassDef)):
-            return Kind.UNKNOWN
-        return self._value_kind(binding.value, function)
+            kind = self.param_kind(function, binding.name) or Kind.UNKNOWN
+        elif isinstance(binding.value, (cst.FunctionDef, cst.ClassDef)):
+            kind = Kind.UNKNOWN
+        else:
+            kind = self._value_kind(binding.value, function)
+        if kind is not Kind.PENDING:
+            self._binding_kinds[binding] = kind
+        return kind
 
     def conditional_tensor_bindings(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         """For a read that is a tensor only on some paths, the statements that bind the tensor."""
@@ -675,6 +738,91 @@ class Facts:
         assert isinstance(value, cst.BaseExpression)
         return self.kind(value, function)
 
+    # ----- certainty ---------------------------------------------------------
+    def certain_tensor(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
+        """True when `expr` is a tensor on evidence, not only on the default for untyped forward parameters.
+
+        An untyped forward parameter is taken to be a tensor, and so are the items of what
+        an unknown submodule returns; that default is fine for deciding what `x.sum() > 0`
+        is, but it is no evidence to pass on: a parameter that every call passes a tensor
+        is a tensor, not one that every call passes its own untyped parameter
+        (`output_attentions`, a `window_size` tuple, sizes unpacked from a submodule).
+        """
+        if depth > _CERTAINTY_DEPTH or self.kind(expr, function) is not Kind.TENSOR:
+            return False
+        depth += 1
+        if isinstance(expr, cst.Name):
+            reaching = self.reaching(function).reads.get(expr)
+            if reaching is not None:
+                return all(self._certain_binding(b, function, depth) for b in reaching)
+            if self.param_kind(function, expr.value) is not None:
+                return self._certain_parameter(function, expr.value, depth)
+            values = self.assignments(function).get(expr.value, [])
+            return bool(values) and all(self._certain_value(v, function, depth) for v in values)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qualified = self.imports.qualname(func)
+            if qualified is not None:
+                return qualified.startswith("torch.") or qualified in _TRACED_RANDOM_DRAWS
+            if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+                # A tensor method: only a tensor (or array) has it, whatever the receiver was taken for.
+                return self.kind(func.value, function).tensorish or self.kind(func.value, function) is Kind.NDARRAY
+            target = self.call_target(expr, function)
+            return target is not None and all(self.certain_tensor(v, target, depth) for v in self.returned_values(target))
+        if isinstance(expr, cst.Subscript):
+            return _array_index(expr) or self.certain_tensor(expr.value, function, depth)
+        if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
+            parts = [expr.left, expr.right] if not isinstance(expr, cst.Comparison) else [
+                expr.left, *(t.comparator for t in expr.comparisons)]
+            return any(self.certain_tensor(part, function, depth) for part in parts)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.certain_tensor(expr.expression, function, depth)
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                return True  # a registered buffer or an nn.Parameter
+            return self.certain_tensor(expr.value, function, depth)
+        if isinstance(expr, cst.IfExp):
+            return self.certain_tensor(expr.body, function, depth) and self.certain_tensor(expr.orelse, function, depth)
+        return False
+
+    def _certain_parameter(self, function: cst.FunctionDef, name: str, depth: int) -> bool:
+        bound = self._param_bindings.get((function, name))
+        if bound is not None:
+            return bound is Kind.TENSOR
+        param = _find_param(function, name)
+        if param is not None and annotation_kind(param.annotation, self.imports) is Kind.TENSOR:
+            return True
+        if ("argument", function, name) in self._in_progress:
+            return True  # a loop through calls (x = block(x)): its other inputs decide
+        return self.argument_kind(function, name) is Kind.TENSOR
+
+    def _certain_binding(self, binding: Binding, function: cst.FunctionDef, depth: int) -> bool:
+        if binding.value is None:
+            return self._certain_parameter(function, binding.name, depth)
+        return self._certain_value(binding.value, function, depth)
+
+    def _certain_value(self, value: object, function: cst.FunctionDef, depth: int) -> bool:
+        if isinstance(value, cst.BaseExpression):
+            return self.certain_tensor(value, function, depth)
+        if not isinstance(value, tuple):
+            return False
+        tag = value[0]
+        if tag == "aug":
+            return self.certain_tensor(value[1], function, depth) or self.certain_tensor(value[2], function, depth)
+        if tag == "iter":
+            return isinstance(value[1], cst.BaseExpression) and self.certain_tensor(value[1], function, depth)
+        if tag == "element" and isinstance(value[1], cst.Call):
+            target = self.call_target(value[1], function)
+            if target is None:
+                return False  # the items of what an unknown callable returns are a guess
+            items = [_tuple_items(v) for v in self.returned_values(target) if not _is_none(v)]
+            return bool(items) and all(
+                item is not None and value[2] < len(item) and self.certain_tensor(item[value[2]], target, depth)
+                for item in items)
+        if tag == "element" and isinstance(value[1], tuple) and value[1][0] == "iter":
+            return self._certain_value(value[1], function, depth)  # `for a, b in tensor`: rows of rows
+        return False
+
     # ----- containers --------------------------------------------------------
     def element_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
         """The kind of the elements of the list, tuple or iterable `expr` (joined).
@@ -734,7 +882,11 @@ class Facts:
             return []
         self._in_progress.add(key)
         try:
-            if self.param_kind(function, name) not in (None, Kind.LIST):
+            param = self.param_kind(function, name)
+            if param is Kind.TENSOR and not self.assignments(function).get(name) and self._certain_parameter(
+                    function, name, 1):
+                return [Kind.TENSOR]  # every call passes a tensor (or a tuple of them): its rows are tensors
+            if param not in (None, Kind.LIST):
                 return [Kind.UNKNOWN]
             kinds: list[Kind] = []
             if self.param_kind(function, name) is Kind.LIST:
@@ -757,17 +909,46 @@ class Facts:
 
     def kind_with_bindings(self, expr: cst.BaseExpression, function: cst.FunctionDef,
                            bindings: dict[str, Kind]) -> Kind:
-        """The kind of `expr` with some names bound to given kinds (a lambda's parameters).
+        """The kind of `expr` with some names bound to given kinds (a lambda's or a helper's parameters).
 
-        Name kinds worked out meanwhile may depend on the bindings, so the name cache is
-        restored afterwards.
+        Kinds worked out meanwhile may depend on the bindings, so the caches are restored
+        afterwards.
         """
-        saved = dict(self._name_cache)
+        saved = (dict(self._name_cache), dict(self._read_kinds), dict(self._returns),
+                 dict(self._conditional_tensors), dict(self._param_bindings), dict(self._binding_kinds),
+                 dict(self._argument_kinds))
         self._name_cache.update({(function, name): kind for name, kind in bindings.items()})
+        self._param_bindings.update({(function, name): kind for name, kind in bindings.items()})
         try:
             return self.kind(expr, function)
         finally:
-            self._name_cache = saved
+            (self._name_cache, self._read_kinds, self._returns, self._conditional_tensors,
+             self._param_bindings, self._binding_kinds, self._argument_kinds) = saved
+
+    def return_kind_with(self, function: cst.FunctionDef, bindings: dict[str, Kind]) -> Kind:
+        """What `function` returns when its parameters hold `bindings` (a call from another file)."""
+        kinds = [self.kind_with_bindings(value, function, bindings) for value in self.returned_values(function)]
+        return join(kinds) if kinds else Kind.PY
+
+    def passed_kinds(self, call: cst.Call, function: cst.FunctionDef, target: cst.FunctionDef) -> dict[str, Kind]:
+        """Parameter of `target` -> the kind `call` (made in `function`) passes to it."""
+        bindings = {}
+        params = target.params
+        positional = parameters_passed(target, method=False)
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            passed = passed_argument(call, param.name.value, positional)
+            if passed is not None:
+                bindings[param.name.value] = self.kind(passed, function)
+        return bindings
+
+    def imported_call(self, call: cst.Call) -> Optional[tuple["Facts", cst.FunctionDef]]:
+        """The function of another file `call` runs (through an import), with that file's facts."""
+        if self.imported_function is None:
+            return None
+        qualified = self.imports.qualname(call.func)
+        if qualified is None or qualified.startswith(("torch.", "numpy.", "builtins.", "math.")):
+            return None
+        return self.imported_function(qualified)
 
     def _unpacked_iteration_kind(self, value: object, index: int, function: cst.FunctionDef) -> Optional[Kind]:
         """Kind of `b` in `for a, b in enumerate(xs)` / `zip(xs, ys)` / `d.items()`, or None."""
@@ -982,9 +1163,9 @@ class Facts:
             base = self.kind(expr.value, function)
             if base is Kind.PENDING:
                 return base
-            if base is Kind.MAYBE_TENSOR and len(expr.slice) > 1:
-                # `grid_thw[:, 0]` of an optional tensor: only a tensor takes a multi-axis index
-                # (None, a list or a tuple would raise), so past this point it is one.
+            if base in (Kind.MAYBE_TENSOR, Kind.UNKNOWN) and _array_index(expr):
+                # `grid_thw[:, 0]`, `mask[..., 1:]`: only a tensor (or an array) takes a multi-axis
+                # slice (None, a list or a tuple would raise), so past this point it is one.
                 return Kind.TENSOR
             if base in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.SHAPE, Kind.NDARRAY):
                 return base
@@ -1131,6 +1312,12 @@ class Facts:
             return Kind.NDARRAY
         if qualified.startswith("math."):
             return Kind.DATA if any(self.kind(a.value, function).tensorish for a in call.args) else Kind.PY
+        if not qualified.startswith("builtins."):
+            imported = self.imported_call(call)
+            if imported is not None:
+                # A helper of another file: its returns, with the kinds this call passes.
+                facts, target = imported
+                return facts.return_kind_with(target, self.passed_kinds(call, function, target))
         if qualified.startswith("builtins."):
             name = qualified[len("builtins."):]
             arg_kinds = [self.kind(a.value, function) for a in call.args]

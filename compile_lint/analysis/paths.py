@@ -52,7 +52,9 @@ class PathModes:
     `call_sites()` maps a traced function to the (caller, call) pairs that reach it, so a
     helper called only under `if self.training:` runs only in training; roots (forward,
     compiled functions) run in both modes. `assignments(function)` gives a function's
-    local bindings, so `training = self.training` is read as the mode too.
+    local bindings, so `training = self.training` is read as the mode too. `compiling(test)`
+    says whether a test is known true or false under compile (`is_compiling()`), so the
+    right side of `not is_compiling() and ...` runs in no mode.
     """
 
     def __init__(
@@ -61,8 +63,11 @@ class PathModes:
         parents: Callable[[], dict],
         call_sites: CallSites,
         assignments: Callable[[cst.FunctionDef], dict],
+        compiling: Optional[Callable[[cst.BaseExpression], Optional[bool]]] = None,
     ) -> None:
         self._roots = roots
+        # Whether a test is known True (False) while Dynamo traces (`regions.predicate_sense`).
+        self._compiling = compiling
         self._parents = parents
         self._call_sites = call_sites
         self._assignments = assignments
@@ -182,7 +187,10 @@ class PathModes:
                 return self._allowed(parent.test, False, function)
         elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
             # `a and b` evaluates b only when a is true; `a or b` only when a is false.
-            return self._allowed(parent.left, isinstance(parent.operator, cst.And), function)
+            needed = isinstance(parent.operator, cst.And)
+            if self._compiling is not None and self._compiling(parent.left) is (not needed):
+                return NEVER  # `not is_compiling() and b`: b never runs under compile
+            return self._allowed(parent.left, needed, function)
         return BOTH
 
     # ----- statements ----------------------------------------------------------------

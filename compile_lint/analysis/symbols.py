@@ -35,11 +35,16 @@ _MAX_DEPTH = 30
 
 @dataclass(frozen=True)
 class FunctionSummary:
-    """A function or method: where it is, and which `self.NAME(...)` methods it calls."""
+    """A function or method: where it is, and which `self.NAME(...)` methods it calls.
+
+    `line` is the `def` line; `first_line`..`end_line` span its decorators and body.
+    """
 
     name: str
     line: int
     self_calls: frozenset[str] = frozenset()
+    first_line: int = 0
+    end_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class ModuleSummary:
     imports: dict[str, str] = field(default_factory=dict)
     # `Alias = some.Name` at top level.
     aliases: dict[str, str] = field(default_factory=dict)
+    # (first, last) line of every top-level import statement (also inside top-level if/try).
+    import_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -139,8 +146,12 @@ def _summarise(path: str, stamp: tuple[int, int], tree: ast.Module) -> ModuleSum
             }
             summary.classes.setdefault(stmt.name, ClassSummary(stmt.name, stmt.lineno, bases, methods))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            summary.functions.setdefault(stmt.name, FunctionSummary(stmt.name, stmt.lineno))
-        elif isinstance(stmt, ast.Import):
+            first = min([stmt.lineno] + [decorator.lineno for decorator in stmt.decorator_list])
+            summary.functions.setdefault(
+                stmt.name, FunctionSummary(stmt.name, stmt.lineno, first_line=first, end_line=stmt.end_lineno or stmt.lineno))
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            summary.import_spans.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+        if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname:
                     summary.imports[alias.asname] = alias.name

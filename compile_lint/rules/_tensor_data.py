@@ -105,6 +105,12 @@ def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bo
     found = False
 
     class _Scan(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            # `np.sqrt(x.shape[1])` reads a size, not tensor data: do not look inside.
+            if isinstance(node, (cst.Subscript, cst.Attribute, cst.Call)) and context.kind(node) in (Kind.SHAPE, Kind.PY):
+                return False
+            return super().on_visit(node)
+
         def visit_Name(self, node: cst.Name) -> None:
             nonlocal found
             kind = context.kind(node)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Optional
+
 import libcst as cst
 
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
@@ -199,7 +202,14 @@ class TensorItem(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         receiver = method_call(node, frozenset({"item"}))
-        if receiver is None or self.context.kind(receiver) in NOT_ARRAYS:
+        if receiver is None:
+            where = _imported_helper_reading_item(self, node)
+            if where is not None:
+                self.report(node, message=(
+                    f"{where} reads tensor data with `.item()` and breaks the graph here; keep the value a "
+                    "tensor in the helper, or pass it sizes"))
+            return
+        if self.context.kind(receiver) in NOT_ARRAYS:
             return
         fix = None
         if self.context.kind(receiver).tensorish:
@@ -207,3 +217,35 @@ class TensorItem(Rule):
             fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
         self.report(node, fix=fix)
 
+
+def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:
+    """"`helper()` (its file:line)" when `call` runs a function of another file that calls `.item()`.
+
+    The helper is read with the kinds this call passes it; `.item()` on what is surely
+    no tensor there (a size, a list) does not count. The break happens inside the helper,
+    but this call is the traced line of the file being linted.
+    """
+    context = rule.context
+    imported = context.imported_function(call)
+    if imported is None or context.function is None:
+        return None
+    other, helper = imported
+    bindings = context.facts.passed_kinds(call, context.function, helper)
+    for inner in other.calls_in(helper):
+        receiver = method_call(inner, frozenset({"item"}))
+        if receiver is not None and other.facts.kind_with_bindings(receiver, helper, bindings) not in NOT_ARRAYS:
+            return f"`{helper.name.value}()` ({_display_path(context.path, other.path)}:{_line(other, helper)})"
+    return None
+
+
+def _line(context, function: cst.FunctionDef) -> int:
+    """The line a module-level function is defined on, from the symbol index's summary."""
+    summary = context.symbols.summary(context.path) if context.symbols is not None else None
+    found = summary.functions.get(function.name.value) if summary is not None else None
+    return found.line if found is not None else 1
+
+
+def _display_path(linted: str, other: str) -> str:
+    """`other` relative to the linted file's directory when it is beside or below it, else as found."""
+    relative = os.path.relpath(other, os.path.dirname(os.path.abspath(linted)))
+    return other if relative.startswith("..") else relative
