@@ -149,3 +149,25 @@ def test_dynamo_specialises_on_self_training():
     model.train()
     with pytest.raises(Exception, match="Data-dependent branching"):
         compiled(torch.randn(4))
+
+
+def test_a_flag_that_is_a_tensor_only_past_self_training_needs_training():
+    # wav2vec2's layer-drop: `skip = self.training and p < drop` is False in eval().
+    code = """
+    import torch
+    from torch import nn
+    from transformers.utils import is_torchdynamo_compiling
+
+
+    class Encoder(nn.Module):
+        def forward(self, x, first):
+            skip = self.training and torch.rand([]) < 0.5
+            if not skip:
+                x = x * 2
+            if not is_torchdynamo_compiling() and first.any():
+                x = x + 1
+            return x
+    """
+    findings = lint_text(textwrap.dedent(code), "encoder.py", Config(select=("JIT101",)))
+    # the second `if` is eager-only on its right side: `first.any()` never runs under compile
+    assert [(d.line, d.mode) for d in findings] == [(10, "training")]

@@ -222,22 +222,37 @@ class FileContext:
         """The modes (`paths.TRAINING`, `paths.INFERENCE`) in which `node` runs under compile.
 
         A local in `node` that is a tensor only after some bindings ran (`skip = False`,
-        `if self.training: skip = torch.rand([]) < p`) narrows them to the modes in which
-        those bindings run, as far as the kinds asked so far know.
+        `if self.training: skip = torch.rand([]) < p`), or only past a short circuit (`skip =
+        self.training and p < drop`), narrows them to the modes in which those run, as far
+        as the kinds asked so far know.
         """
         function = function or self.function
         modes = self.paths.modes_at(node, function)
         stack = [node]
         while stack:
             current = stack.pop()
-            statements = self.facts.conditional_tensor_bindings(current)
-            if statements:
+            sources = self.facts.conditional_tensor_bindings(current) or self._short_circuit_tensors(current, function)
+            if sources:
                 reached = frozenset()
-                for statement in statements:
-                    reached |= self.paths.modes_at(statement, function)
+                for source in sources:
+                    reached |= self.paths.modes_at(source, function)
                 modes &= reached
             stack.extend(current.children)
         return modes
+
+    def _short_circuit_tensors(self, node: cst.CSTNode, function: Optional[cst.FunctionDef]) -> list[cst.CSTNode]:
+        """For a local bound only to `a and <tensor>` (`skip = self.training and p < drop`), the tensor parts.
+
+        The local is a tensor only when `a` held, so the modes that evaluate the tensor part
+        are the ones it is a tensor in.
+        """
+        if not isinstance(node, cst.Name) or function is None:
+            return []
+        values = self.local_values(node.value, function)
+        if not values or not all(isinstance(v, cst.BooleanOperation) and isinstance(v.operator, cst.And)
+                                 for v in values):
+            return []
+        return [v.right for v in values]  # type: ignore[union-attr]
 
     # ----- questions about expressions -----------------------------------------------
     def kind(self, expr: cst.BaseExpression) -> Kind:
