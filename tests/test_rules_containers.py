@@ -207,6 +207,46 @@ def test_odd_calls_do_not_crash():
     findings(source)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # shapes may differ: slices by the loop variable, module outputs, several arguments
+        "xs = [x[: k + 1] for k in range(3)]\nreturn max(xs, key=lambda s: s.mean())",
+        "xs = [layer(x) for layer in self.layers]\nreturn max(xs, key=lambda s: s.mean())",
+        "return max(x, x * 2, key=lambda s: s.mean())",
+        # the list changes after it is built
+        "xs = [x * k for k in range(3)]\nxs.append(x[:1])\nreturn max(xs, key=lambda s: s.mean())",
+        "xs = [x * k for k in range(3)]\nxs[0] = x[:1]\nreturn max(xs, key=lambda s: s.mean())",
+        # a score that is not one 0-d tensor per candidate, or no lambda
+        "xs = [x * k for k in range(3)]\nreturn max(xs, key=lambda s: s.mean(0))",
+        "xs = [x * k for k in range(3)]\nreturn max(xs, key=lambda s: s.shape[0])",
+        "xs = [x * k for k in range(3)]\nreturn max(xs, key=self.score)",
+        # candidates rebuilt elsewhere, or filtered
+        "xs = [x * k for k in range(3)]\nif x.dim() > 1:\n    xs = [x]\nreturn max(xs, key=lambda s: s.mean())",
+        "xs = [x * k for k in range(3) if k != 1]\nreturn max(xs, key=lambda s: s.mean())",
+    ],
+)
+def test_stack_fix_is_withheld_where_candidates_may_differ_in_shape_or_change(body):
+    source = textwrap.dedent(module(body, "self.layers = nn.ModuleList([nn.Linear(8, 4), nn.Linear(8, 2)])"))
+    diagnostics = lint_text(source, "m.py", Config(select=("JIT304",)))
+    assert [d.code for d in diagnostics] == ["JIT304"]
+    assert diagnostics[0].fix is None
+
+
+def test_stack_fix_keeps_the_first_of_tied_candidates_like_max_does():
+    torch = pytest.importorskip("torch")
+    from compile_lint.verifier.probe import load_module_from_source
+
+    source = module("xs = [x * (1 - 2 * k) for k in range(3)]\nreturn max(xs, key=lambda s: s.abs().mean())")
+    fixed = fix_text(source, "m.py", Config(select=("JIT304",)), unsafe=True).text
+    assert "argmax(0, keepdim=True)" in fixed
+    original, rewritten = (load_module_from_source(code).M() for code in (source, fixed))
+    for x in (torch.randn(4, 8), torch.zeros(4, 8), torch.full((4, 8), float("inf"))):
+        torch.testing.assert_close(rewritten(x), original(x), rtol=0, atol=0, equal_nan=True)
+    compiled = torch.compile(rewritten, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(torch.ones(4, 8)), original(torch.ones(4, 8)))
+
+
 # ----- JIT305 dict-input-key-set ---------------------------------------------------------
 
 

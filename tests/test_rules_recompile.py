@@ -47,11 +47,14 @@ class Counter(nn.Module):
 """
 
 
-def test_counter_fix_converges_to_one_buffer_and_is_safe():
-    fixed = _fix(COUNTER_MODULE, "JIT501")
+def test_counter_fix_converges_to_one_buffer_updated_out_of_place_and_is_unsafe():
+    assert _fix(COUNTER_MODULE, "JIT501") == textwrap.dedent(COUNTER_MODULE).lstrip("\n")
+    fixed = _fix(COUNTER_MODULE, "JIT501", unsafe=True)
     assert 'self.register_buffer("calls", torch.tensor(3), persistent=False)' in fixed
     assert "self.calls = 3" not in fixed
-    assert fixed.count("self.calls += 1") == 1  # the update itself is already in place on a tensor
+    # out of place: an in-place update fails on a buffer made under inference_mode
+    assert "self.calls = self.calls + 1\n        self.calls = self.calls - 2\n" in fixed
+    assert "+=" not in fixed and "-=" not in fixed
     assert _lint(fixed, "JIT501") == []
 
 
@@ -60,7 +63,7 @@ def test_counter_value_after_n_calls_matches_eager_and_compiled():
     from compile_lint.verifier.probe import load_module_from_source
 
     original = load_module_from_source(textwrap.dedent(COUNTER_MODULE).lstrip("\n"))
-    fixed = load_module_from_source(_fix(COUNTER_MODULE, "JIT501"))
+    fixed = load_module_from_source(_fix(COUNTER_MODULE, "JIT501", unsafe=True))
     torch.manual_seed(0)
     before = original.Counter()
     torch.manual_seed(0)
@@ -79,6 +82,64 @@ def test_counter_value_after_n_calls_matches_eager_and_compiled():
     assert after.calls.dtype == torch.long
     assert counter.frame_count == 1, "the buffer counter must not recompile"
     assert "calls" not in after.state_dict(), "a non-persistent buffer keeps checkpoints unchanged"
+
+
+WARMUP_MODULE = """
+import torch
+from torch import nn
+
+class Warmup(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.warmup = 4
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1
+        scale = max(0.0, min(1.0, (self.step - 1) / self.warmup))
+        return self.fc(x) * scale + x * self.step
+"""
+
+
+@pytest.mark.parametrize("built_under", ["plain", "inference_mode", "no_grad"])
+@pytest.mark.parametrize("called_under", ["plain", "inference_mode", "no_grad", "train"])
+def test_buffer_fix_runs_and_keeps_outputs_wherever_the_model_is_built_and_called(built_under, called_under):
+    """The fixed counter must work where the int did: an in-place `+=` on a buffer made under
+    inference_mode raises once called outside it; the out-of-place update does not."""
+    torch = pytest.importorskip("torch")
+    import contextlib
+
+    from torch._dynamo.testing import CompileCounter
+
+    from compile_lint.verifier.probe import load_module_from_source
+
+    fixed_source = _fix(WARMUP_MODULE, "JIT501", unsafe=True)
+    assert "scale = torch.clamp(torch.clamp((self.step - 1) / self.warmup, max=1.0), min=0.0)" in fixed_source
+    contexts = {"plain": contextlib.nullcontext, "inference_mode": torch.inference_mode,
+                "no_grad": torch.no_grad, "train": contextlib.nullcontext}
+    models = []
+    for source in (textwrap.dedent(WARMUP_MODULE).lstrip("\n"), fixed_source):
+        torch.manual_seed(0)
+        with contexts[built_under]():
+            model = load_module_from_source(source).Warmup()
+        model.train(called_under == "train")
+        models.append(model)
+    original, fixed = models
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    compiled = torch.compile(fixed, backend=counter, fullgraph=True)
+    x = torch.randn(4, 8)
+    with contexts[called_under]():
+        for _ in range(7):
+            expected, eager_fixed = original(x), fixed(x)
+            torch.testing.assert_close(eager_fixed, expected, rtol=0, atol=0)
+        for _ in range(7):
+            torch.testing.assert_close(compiled(x), original(x))
+    assert int(fixed.step) == original.step == 14
+    # The buffer turns from an inference tensor into a normal one (or back) once when the
+    # model is built and called under different modes: one recompile, never one per call.
+    assert counter.frame_count <= 2
 
 
 def test_counter_read_as_number_outside_forward_makes_the_fix_unsafe():
@@ -105,6 +166,20 @@ def test_counter_read_as_number_outside_forward_makes_the_fix_unsafe():
 
 
 @pytest.mark.parametrize(
+    "reader",
+    [
+        'return f"{self.step} steps"',  # prints `tensor(3) steps`
+        'return "%d steps" % self.step',
+        "return str(self.step)",
+        "return isinstance(self.step, int)",
+    ],
+)
+def test_counter_formatted_or_type_checked_outside_forward_gets_no_fix(reader):
+    code = _counter_module("self.step += 1\n        return x * self.step", describe=reader)
+    assert [d.fix for d in _lint(code, "JIT501")] == [None]
+
+
+@pytest.mark.parametrize(
     "body",
     [
         "if self.step % 2 == 0:\n            x = x * 2",  # a tensor here would be a data-dependent branch
@@ -113,26 +188,12 @@ def test_counter_read_as_number_outside_forward_makes_the_fix_unsafe():
     ],
 )
 def test_counter_read_as_number_in_forward_gets_no_fix(body):
-    code = f"""
-import torch
-from torch import nn
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.step = 0
-
-    def forward(self, x):
-        self.step += 1
-        {body}
-        return x
-"""
-    findings = _lint(code, "JIT501")
+    findings = _lint(_counter_module(f"self.step += 1\n        {body}\n        return x"), "JIT501")
     assert [d.code for d in findings] == ["JIT501"]
     assert findings[0].fix is None
 
 
-def test_counter_reset_elsewhere_or_divided_gets_no_fix():
+def test_counter_reset_elsewhere_is_refilled_and_a_divided_one_gets_no_fix():
     reset = """
     import torch
     from torch import nn
@@ -149,10 +210,70 @@ def test_counter_reset_elsewhere_or_divided_gets_no_fix():
         def reset(self):
             self.step = 0
     """
-    assert [d.fix for d in _lint(reset, "JIT501")] == [None]
+    fixed = _fix(reset, "JIT501", unsafe=True)
+    assert "self.step = torch.full_like(self.step, 0)" in fixed
     halved = reset.replace("self.step = 0\n\n        def forward", "self.step = 8\n\n        def forward").replace(
         "self.step += 1", "self.step //= 2").replace("        def reset(self):\n            self.step = 0\n", "")
     assert [d.fix for d in _lint(halved, "JIT501")] == [None]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "self.step += 0.5\n        return x",  # Python makes it a float64, a tensor a float32
+        "self.step += 1\n        scale = self.step / self.warmup\n        if scale < 1:\n"
+        "            x = x * 2\n        return x",  # the local is read as a number
+        "self.step += 1\n        return x * min(self.limit, self.step)",  # bound is not a literal
+        "self.step += 1\n        return x * (self.step * 0.1)",  # 0.1 is not a float32: two roundings
+        "self.step += 1\n        return x * (self.step / self.warmup / 2)",  # two roundings
+        "self.step += 1\n        return torch.full_like(x, self.step)",  # passed to a function
+        "self.step += 1\n        return x * math.cos(self.step / self.warmup)",
+        "self.step += 1\n        return x * (1 / self.step)",  # Python raises at 0, a tensor gives inf
+    ],
+)
+def test_counter_in_python_arithmetic_that_a_tensor_would_change_gets_no_fix(body):
+    findings = _lint(_counter_module(body), "JIT501")
+    assert [d.code for d in findings] == ["JIT501"] and findings[0].fix is None
+
+
+def _counter_module(forward_body: str, describe: str = "return None") -> str:
+    """A module with an int counter `self.step`, the given forward body and a `describe` method."""
+    return f"""
+import math
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self, limit=2):
+        super().__init__()
+        self.limit = limit
+        self.warmup = 10
+        self.step = 0
+
+    def forward(self, x):
+        {forward_body}
+
+    def describe(self):
+        {describe}
+"""
+
+
+def test_counter_that_is_also_a_class_attribute_gets_no_fix():
+    code = """
+    from torch import nn
+
+    class Block(nn.Module):
+        step = 0
+
+        def __init__(self):
+            super().__init__()
+            self.step = 0
+
+        def forward(self, x):
+            self.step += 1
+            return x * self.step
+    """
+    assert [d.fix for d in _lint(code, "JIT501")] == [None]
 
 
 def test_counter_assigned_before_super_init_gets_no_fix():
@@ -196,6 +317,45 @@ class Block(nn.Module):
         return x
 """
     assert _lint(code, "JIT501") == []
+
+
+@pytest.mark.parametrize(
+    "init, update, flagged",
+    [
+        ("self.step = 0", "self.step += 1", True),
+        ("self.tau = 1.0", "self.tau = max(0.5, self.tau * 0.9)", False),  # annealed temperature
+        ("self.total = 0.0", "self.total += 0.5", False),
+    ],
+)
+def test_int_state_recompiles_every_call_and_float_state_once(init, update, flagged):
+    """Calibration on the installed torch: Dynamo guards on an int attribute's value, while a
+    float attribute becomes a graph input after one recompile, so only ints are flagged."""
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.testing import CompileCounter
+
+    from compile_lint.verifier.probe import load_module_from_source
+
+    code = f"""
+import torch
+from torch import nn
+
+class State(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+
+    def forward(self, x):
+        {update}
+        return x * 2
+"""
+    assert bool(_lint(code, "JIT501")) is flagged
+    model = load_module_from_source(textwrap.dedent(code).lstrip("\n")).State()
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    compiled = torch.compile(model, backend=counter)
+    for _ in range(6):
+        compiled(torch.randn(4, 8))
+    assert counter.frame_count == (6 if flagged else 2)
 
 
 def test_counter_outside_compiled_region_is_not_flagged():
@@ -253,7 +413,7 @@ def test_buffer_fix_spells_torch_as_the_file_does():
             self.step += 1
             return x * self.step
     """
-    assert 'self.register_buffer("step", T.tensor(1), persistent=False)' in _fix(code, "JIT501")
+    assert 'self.register_buffer("step", T.tensor(1), persistent=False)' in _fix(code, "JIT501", unsafe=True)
 
 
 # ----- JIT502 specialized-scalar-argument -------------------------------------------
@@ -625,7 +785,8 @@ def test_documented_fix_levels_of_the_counter_examples():
         findings = _lint(_example(MutatedModuleState, entry).code, "JIT501")
         return [d.fix.applicability if d.fix else None for d in findings]
 
-    assert fix_levels("WarmupScale") == ["safe"]
+    assert fix_levels("WarmupScale") == ["unsafe"]
+    assert fix_levels("LinearWarmup") == ["unsafe"]
     assert fix_levels("LoggedBlock") == ["unsafe"]
     assert fix_levels("EpsilonGreedy") == [None]
     assert fix_levels("KVCache") == [None]

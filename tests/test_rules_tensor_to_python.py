@@ -335,3 +335,60 @@ def test_fix_through_augmented_assignment_on_a_tensor():
     # `n += s` on a Python number is not tensor arithmetic.
     untouched = "n = 0\ns = x.sum().item()\nn += s\nreturn x * n"
     assert fixed(untouched) == untouched
+
+
+# ----- JIT203: vectorising a row loop over .tolist() ---------------------------------------
+
+ROW_LOOP = """
+areas = []
+for x1, y1, x2, y2 in x.tolist():
+    areas.append((x2 - x1) * (y2 - y1) / 2)
+return x.new_tensor(areas)
+"""
+
+
+def test_row_loop_fix_gives_identical_values_on_float_half_and_integer_rows():
+    torch = pytest.importorskip("torch")
+    from compile_lint.verifier.probe import load_module_from_source
+
+    body = fixed(ROW_LOOP)
+    assert body == ("x1, y1, x2, y2 = x.double().unbind(-1)\nareas = (x2 - x1) * (y2 - y1) / 2\n"
+                    "return areas.to(x.dtype)")
+    original = load_module_from_source(_module(ROW_LOOP)).Model()
+    rewritten = load_module_from_source(HEADER + textwrap.indent(body, " " * 8) + "\n").Model()
+    torch.manual_seed(0)
+    rows = [torch.rand(64, 4) * 1000, torch.rand(64, 4).half(), torch.rand(64, 4).bfloat16() * 7,
+            torch.randint(-50, 50, (64, 4)), torch.randn(64, 4, dtype=torch.float64), torch.zeros(0, 4)]
+    for boxes in rows:
+        expected, got = original(boxes), rewritten(boxes)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert torch.equal(got, expected), boxes.dtype
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the list is used as a list too
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a * b)\nn = len(areas)\nreturn x.new_tensor(areas) * n",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a * b)\nareas.append(0.0)\nreturn x.new_tensor(areas)",
+        # not elementwise arithmetic: Python functions, comparisons, indexing
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(max(a, b))\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a ** 0.5)\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a // b)\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a > b)\nreturn x.new_tensor(areas)",
+        # a single loop variable may be a number or a row: `v * 2` repeats a list
+        "areas = []\nfor v in x.tolist():\n    areas.append(v * 2)\nreturn x.new_tensor(areas)",
+        # not made back into a tensor of the same rows
+        "areas = [a * b for a, b in x.tolist()]\nreturn torch.tensor(areas)",
+        "areas = [a * b for a, b in x.tolist()]\nreturn x.sum(0).new_tensor(areas)",
+        "areas = [a * b for a, b in x.tolist() if a > 0]\nreturn x.new_tensor(areas)",
+        "areas = []\nfor a, b in x.tolist():\n    areas.append(a * b)\nelse:\n    areas.append(0.0)\n"
+        "return x.new_tensor(areas)",
+        "areas = [1.0 for a, b in x.tolist()]\nreturn x.new_tensor(areas)",
+        # split sizes: no tensor form
+        "return torch.stack([c.sum(0) for c in x.split(x[:, 0].long().tolist())])",
+    ],
+)
+def test_row_loop_fix_is_withheld_where_the_list_or_the_body_is_not_elementwise(body):
+    assert codes_in_forward(body, "JIT203") == ["JIT203"]
+    assert fixed(body) == textwrap.dedent(body).strip("\n")

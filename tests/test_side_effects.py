@@ -291,3 +291,214 @@ def test_compiler_disabled_call_is_off_by_default_and_matches_methods_and_functi
     """
     assert _codes(code, "JIT") == []  # perf rules need a selector beyond the bare prefix
     assert sorted(_codes(code, "JIT611")) == [("JIT611", 17), ("JIT611", 17)]
+
+
+# ----- is-compiling, every spelling: no guard inside code a test already confines ----------
+
+# transformers 5.23.0, activations.py (XIELUActivation.forward): the warning sits in the
+# `else` of `if not is_torchdynamo_compiling():`, so it runs only under compile.
+XIELU_FORWARD = '''
+from torch import Tensor, nn
+
+from .utils import logging
+from .utils.import_utils import is_torchdynamo_compiling
+
+logger = logging.get_logger(__name__)
+
+
+class XIELUActivation(nn.Module):
+    def forward(self, input: Tensor) -> Tensor:
+        if self._xielu_cuda_obj is not None and input.is_cuda:
+            if not is_torchdynamo_compiling():
+                return self._xielu_cuda_fn(input)
+            else:
+                logger.warning_once("torch._dynamo is compiling, using Python version of xIELU.")
+        return self._xielu_python(input)
+'''
+
+# transformers 5.23.0, modeling_utils.py (PreTrainedModel.warn_if_padding_and_no_attention_mask),
+# called from forward as BERT-style models do: `is_tracing(input_ids)` is True under Dynamo,
+# so the early return leaves the warning to eager runs.
+WARN_IF_PADDING = '''
+from torch import nn
+
+from .utils import is_tracing, logging
+
+logger = logging.get_logger(__name__)
+
+
+class Model(nn.Module):
+    def forward(self, input_ids, attention_mask=None):
+        self.warn_if_padding_and_no_attention_mask(input_ids, attention_mask)
+        return input_ids
+
+    def warn_if_padding_and_no_attention_mask(self, input_ids, attention_mask):
+        """
+        Shows a one-time warning if the input_ids appear to contain padding and no attention mask was given.
+        """
+
+        # Skip the check during tracing.
+        if is_tracing(input_ids):
+            return
+
+        if (attention_mask is not None) or (self.config.pad_token_id is None):
+            return
+
+        # Check only the first and last input IDs to reduce overhead.
+        if self.config.pad_token_id in input_ids[:, [-1, 0]]:
+            warn_string = (
+                "We strongly recommend passing in an `attention_mask` since your input_ids may be padded. See "
+                "https://huggingface.co/docs/transformers/troubleshooting"
+                "#incorrect-output-when-padding-tokens-arent-masked."
+            )
+            logger.warning_once(warn_string)
+'''
+
+
+def test_a_log_call_only_compiled_runs_reach_gets_no_guard_that_would_kill_it():
+    source = textwrap.dedent(XIELU_FORWARD).lstrip("\n")
+    (finding,) = lint_text(source, "activations.py", Config(select=("JIT602",)))
+    assert finding.line == 15
+    assert finding.fix is None, "a `not is_compiling()` guard in compile-only code is dead code"
+    assert "runs only under torch.compile" in finding.message
+    assert _fix(XIELU_FORWARD, "JIT602") == source
+
+
+def test_code_after_an_is_tracing_early_return_is_eager_only_and_not_flagged():
+    assert _codes(WARN_IF_PADDING, "JIT602") == []
+
+
+@pytest.mark.parametrize(
+    "setup, test",
+    [
+        ("from transformers.utils import is_torchdynamo_compiling", "not is_torchdynamo_compiling()"),
+        ("from ...utils.import_utils import is_torchdynamo_compiling as compiling", "not compiling()"),
+        ("from transformers.utils import is_tracing", "not is_tracing(x)"),
+        ("from ..utils import is_tracing", "not is_tracing()"),
+        ("import torch._dynamo", "not torch._dynamo.is_compiling()"),
+        ("from torch.compiler import is_dynamo_compiling", "not is_dynamo_compiling()"),
+        ("from timm.optim._helpers import _is_compiling", "not _is_compiling()"),
+        ("import torch", "not bool(torch.compiler.is_compiling())"),
+        ("from transformers.utils import is_torchdynamo_exporting", "is_torchdynamo_exporting()"),
+        ("import torch", "torch.compiler.is_exporting() or torch.jit.is_scripting()"),
+    ],
+)
+def test_every_spelling_of_is_compiling_makes_a_branch_eager_only(setup, test):
+    code = _warning_module(f"if {test}:\n            warnings.warn('eager only')", setup)
+    assert _codes(code, "JIT603") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a local bound once to the predicate (diffusers' transformer_anyflow.py spells it so)
+        "compiling = torch.compiler.is_compiling()\n        if not compiling:\n            warnings.warn('eager')",
+        "if torch.compiler.is_compiling():\n            return x\n        warnings.warn('eager')",
+        "if torch.compiler.is_compiling(): return x\n        warnings.warn('eager')",
+        "for _ in range(2):\n            if torch.compiler.is_compiling():\n                continue\n"
+        "            warnings.warn('eager')",
+    ],
+)
+def test_locals_and_early_exits_of_is_compiling_are_recognised(body):
+    assert _codes(_warning_module(body), "JIT603") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # rebound: the name no longer says whether we compile
+        "compiling = torch.compiler.is_compiling()\n        compiling = x.dim() > 1\n"
+        "        if not compiling:\n            warnings.warn('maybe')",
+        # a parameter that shares the name of a local elsewhere
+        "if not self.is_compiling():\n            warnings.warn('a method of the model')",
+        # the early return does not always leave
+        "if torch.compiler.is_compiling():\n            if x.dim() > 1:\n                return x\n"
+        "        warnings.warn('both')",
+        # not an is-compiling test: a call with arguments
+        "if not is_compiling(x):\n            warnings.warn('other helper')",
+    ],
+)
+def test_look_alikes_of_is_compiling_still_report_and_fix(body):
+    (finding,) = _lint_findings(_warning_module(body, "from mylib import is_compiling"), "JIT603")
+    assert finding.fix is not None
+
+
+def test_compile_only_branches_are_recorded_and_get_no_guard():
+    code = """
+    import warnings
+    import torch
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            if torch.compiler.is_compiling():
+                warnings.warn("compiled path")
+            if not torch.compiler.is_compiling():
+                return x
+            print("only compiled runs get here")
+            return x * 2
+    """
+    findings = _lint_findings(code, "JIT60")
+    assert [(d.code, d.line, d.fix) for d in findings] == [("JIT603", 7, None), ("JIT601", 10, None)]
+
+
+def test_guard_is_spelled_with_the_is_compiling_helper_the_file_imports():
+    fixed = _fix(
+        """
+        import warnings
+
+        import torch
+        from ...utils import is_torchdynamo_compiling, logging
+
+        logger = logging.get_logger(__name__)
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                warnings.warn("slow path")
+                if logger.isEnabledFor(10):
+                    logger.info("x")
+                return x
+        """,
+        "JIT60",
+    )
+    assert "if not is_torchdynamo_compiling():\n            warnings.warn" in fixed
+    assert "if not is_torchdynamo_compiling() and logger.isEnabledFor(10):" in fixed
+    assert "torch.compiler" not in fixed
+
+
+def _lint_findings(code: str, select: str):
+    return lint_text(textwrap.dedent(code).lstrip("\n"), "m.py", Config(select=(select,)))
+
+
+def _warning_module(body: str, setup: str = "") -> str:
+    """A module whose forward runs `body` (indented for forward's body)."""
+    return f"""
+import warnings
+import torch
+{setup}
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        {body}
+        return x
+"""
+
+
+def test_guard_ignores_an_is_compiling_helper_imported_only_inside_another_function():
+    fixed = _fix(
+        """
+        import warnings
+
+        import torch
+
+        def setup():
+            from transformers.utils import is_torchdynamo_compiling
+            return is_torchdynamo_compiling
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                warnings.warn("slow path")
+                return x
+        """,
+        "JIT603",
+    )
+    assert "if not torch.compiler.is_compiling():" in fixed

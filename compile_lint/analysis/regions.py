@@ -5,13 +5,16 @@ defined in the same file), functions decorated with `@torch.compile` and functio
 to `torch.compile(...)`. Every function or method they call in the same file is traced
 too, transitively. `@torch.compiler.disable` functions are not traced (their call sites
 are an intended break), and neither are branches guarded by `not is_compiling()` or
-`torch.jit.is_scripting()`.
+`torch.jit.is_scripting()`, nor the statements after `if is_compiling(): return ...`.
+Branches that only run under compile (`if is_compiling():`, the `else` of
+`if not is_compiling():`) are traced and recorded, so fixes never guard them with
+`not is_compiling()`, which would make them dead code.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Mapping, Optional
 
 import libcst as cst
 
@@ -42,9 +45,27 @@ COMPILING_PREDICATES = frozenset(
         "torch._utils.is_compiling",
     }
 )
-COMPILING_PREDICATE_SUFFIXES = ("is_torchdynamo_compiling",)
-# False while Dynamo traces: `if is_scripting():` bodies never run under torch.compile.
-EAGER_PREDICATES = frozenset({"torch.jit.is_scripting", "torch.jit.is_tracing"})
+# Library helpers with the same meaning, by their last name, wherever they are imported from:
+# transformers' `is_torchdynamo_compiling`, timm's `_is_compiling`, `from torch.compiler import
+# is_compiling as compiling`, `torch._dynamo.is_compiling` through an alias. Called without
+# arguments: a call with arguments is some other function that happens to share the name.
+COMPILING_PREDICATE_NAMES = frozenset(
+    {"is_torchdynamo_compiling", "is_compiling", "_is_compiling", "is_dynamo_compiling"}
+)
+# transformers' `is_tracing(tensor=None)` is True under Dynamo (it calls
+# `is_torchdynamo_compiling()`) and False in eager runs; `torch.jit.is_tracing` is not it.
+_TRACING_HELPER = ("is_tracing", ("utils", "import_utils"))
+# False while Dynamo traces: `if is_scripting():` bodies never run under torch.compile, and
+# neither do `if is_exporting():` ones (True only under torch.export).
+EAGER_PREDICATES = frozenset(
+    {
+        "torch.jit.is_scripting",
+        "torch.jit.is_tracing",
+        "torch.compiler.is_exporting",
+        "torch._dynamo.is_exporting",
+    }
+)
+EAGER_PREDICATE_NAMES = frozenset({"is_torchdynamo_exporting"})
 MODULE_BASE_PREFIX = "torch.nn."
 DEFAULT_MODULE_BASE_NAMES = frozenset({"PreTrainedModel", "ModelMixin", "LightningModule"})
 
@@ -58,6 +79,8 @@ class Regions:
     roots: set[cst.FunctionDef] = field(default_factory=set)
     disabled: dict[str, cst.FunctionDef] = field(default_factory=dict)
     eager_only: set[cst.CSTNode] = field(default_factory=set)
+    # Blocks and statements only compiled runs reach (`if is_compiling():` bodies).
+    compile_only: set[cst.CSTNode] = field(default_factory=set)
     owner_class: dict[cst.FunctionDef, cst.ClassDef] = field(default_factory=dict)
 
 
@@ -75,29 +98,79 @@ def _decorator_names(function: cst.FunctionDef, imports: ImportMap) -> set[str]:
     return names
 
 
-def predicate_sense(test: cst.BaseExpression, imports: ImportMap) -> Optional[bool]:
+def predicate_sense(
+    test: cst.BaseExpression,
+    imports: ImportMap,
+    bindings: Optional[Mapping[str, cst.BaseExpression]] = None,
+    eagerly: bool = False,
+) -> Optional[bool]:
     """Whether `test` is known True (or False) while Dynamo traces; None when unknown.
 
-    `not`, `and` and `or` combine known parts: `not is_compiling() and logger.isEnabledFor(x)`
-    is False under compile whatever the logger says.
+    With `eagerly=True`, the same question for eager runs, where every is-compiling
+    predicate is False. `not`, `and` and `or` combine known parts: `not is_compiling() and
+    logger.isEnabledFor(x)` is False under compile whatever the logger says. `bindings`
+    maps local names assigned once to their value (`compiling = is_compiling()`).
     """
+    return _sense(test, imports, bindings or {}, eagerly, 0)
+
+
+def _sense(
+    test: cst.BaseExpression, imports: ImportMap, bindings: Mapping[str, cst.BaseExpression], eagerly: bool, depth: int,
+) -> Optional[bool]:
+    if depth > 10:
+        return None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = predicate_sense(test.expression, imports)
+        inner = _sense(test.expression, imports, bindings, eagerly, depth + 1)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):
-        left, right = predicate_sense(test.left, imports), predicate_sense(test.right, imports)
+        left = _sense(test.left, imports, bindings, eagerly, depth + 1)
+        right = _sense(test.right, imports, bindings, eagerly, depth + 1)
         decisive = isinstance(test.operator, cst.Or)  # True decides `or`, False decides `and`
         if decisive in (left, right):
             return decisive
         return (not decisive) if left is right is (not decisive) else None
+    if isinstance(test, cst.Name) and test.value in bindings:
+        return _sense(bindings[test.value], imports, bindings, eagerly, depth + 1)
     if not isinstance(test, cst.Call):
         return None
-    name = imports.qualname(test.func) or dotted_name(test.func) or ""
-    if name in COMPILING_PREDICATES or name.endswith(COMPILING_PREDICATE_SUFFIXES):
-        return True
-    if name in EAGER_PREDICATES:
+    if imports.qualname(test.func) == "builtins.bool" and len(test.args) == 1:
+        return _sense(test.args[0].value, imports, bindings, eagerly, depth + 1)
+    role = predicate_role(test, imports)
+    if role == "compiling":
+        return not eagerly
+    if role == "never":
         return False
     return None
+
+
+def predicate_role(call: cst.Call, imports: ImportMap) -> Optional[str]:
+    """"compiling" for a call True only while Dynamo traces (`torch.compiler.is_compiling()`,
+    transformers' `is_torchdynamo_compiling()`), "never" for one False under torch.compile
+    and eagerly (`torch.jit.is_scripting()`), else None."""
+    name = imports.qualname(call.func) or dotted_name(call.func) or ""
+    parts = name.split(".")
+    last = parts[-1]
+    if name in COMPILING_PREDICATES:
+        return "compiling"
+    if name in EAGER_PREDICATES or (last in EAGER_PREDICATE_NAMES and not call.args):
+        return "never"
+    if parts[0] in ("self", "cls") or name.startswith("torch.jit."):
+        return None
+    if last in COMPILING_PREDICATE_NAMES and not call.args:
+        return "compiling"
+    helper, modules = _TRACING_HELPER
+    if last == helper and len(parts) > 1 and parts[-2] in modules and len(call.args) <= 1:
+        return "compiling"
+    return None
+
+
+def is_compiling_helper(qualified: str) -> bool:
+    """True for the qualified name of an is-compiling function (`torch.compiler.is_compiling`,
+    `transformers.utils.is_torchdynamo_compiling`): `not NAME()` guards eager-only code."""
+    if qualified in COMPILING_PREDICATES:
+        return True
+    parts = qualified.split(".")
+    return parts[-1] in COMPILING_PREDICATE_NAMES and not qualified.startswith("torch.jit.")
 
 
 class _Index(cst.CSTVisitor):
@@ -173,28 +246,157 @@ def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterat
 
 
 class _EagerBranches(cst.CSTVisitor):
-    def __init__(self, imports: ImportMap, eager_only: set[cst.CSTNode]) -> None:
+    """Branches only eager runs reach (not traced) and those only compiled runs reach."""
+
+    def __init__(self, imports: ImportMap, eager_only: set[cst.CSTNode], compile_only: set[cst.CSTNode]) -> None:
         self.imports = imports
         self.eager_only = eager_only
+        self.compile_only = compile_only
+        self._bindings: list[_LocalBindings] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bindings.append(_LocalBindings(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._bindings.pop()
+
+    def _senses(self, test: cst.BaseExpression) -> tuple[Optional[bool], Optional[bool]]:
+        """The test's value under compile and in eager runs (None: unknown)."""
+        bindings = self._bindings[-1] if self._bindings else {}
+        return (predicate_sense(test, self.imports, bindings),
+                predicate_sense(test, self.imports, bindings, eagerly=True))
+
+    def _split(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: Optional[cst.CSTNode]) -> None:
+        compiled, eager = self._senses(test)
+        if compiled is False:
+            self.eager_only.add(body)
+        elif eager is False:
+            self.compile_only.add(body)
+        if orelse is None:
+            return
+        if compiled is True:
+            self.eager_only.add(orelse)
+        elif eager is True:
+            self.compile_only.add(orelse)
 
     def visit_If(self, node: cst.If) -> None:
-        sense = predicate_sense(node.test, self.imports)
-        if sense is False:
-            self.eager_only.add(node.body)
-        elif sense is True and node.orelse is not None:
-            self.eager_only.add(node.orelse)
+        self._split(node.test, node.body, node.orelse)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        sense = predicate_sense(node.test, self.imports)
-        if sense is False:
-            self.eager_only.add(node.body)
-        elif sense is True:
-            self.eager_only.add(node.orelse)
+        self._split(node.test, node.body, node.orelse)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        # `if is_compiling(): return x` leaves the rest of the block to eager runs, and
+        # `if not is_compiling(): return x` leaves it to compiled ones.
+        statements = list(node.body)
+        for position, statement in enumerate(statements):
+            if not (isinstance(statement, cst.If) and statement.orelse is None and _always_exits(statement.body)):
+                continue
+            compiled, eager = self._senses(statement.test)
+            rest = statements[position + 1:]
+            if compiled is True:
+                self.eager_only.update(rest)
+            elif eager is True:
+                self.compile_only.update(rest)
 
 
-# Every compile function's name ends in one of these, and so does every eager predicate's.
+def _always_exits(block: cst.BaseSuite) -> bool:
+    """True when the block's last statement is `return`, `raise`, `continue` or `break`."""
+    if isinstance(block, cst.IndentedBlock):
+        if not block.body:
+            return False
+        last = block.body[-1]
+        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+            return False
+        small = last.body[-1]
+    elif isinstance(block, cst.SimpleStatementSuite) and block.body:
+        small = block.body[-1]
+    else:
+        return False
+    return isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+class _LocalBindings(Mapping[str, cst.BaseExpression]):
+    """Names a function binds exactly once, by a plain `name = value`, mapped to the value.
+
+    Computed on first lookup: most functions never test a bare name against is-compiling.
+    """
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self._values: Optional[dict[str, cst.BaseExpression]] = None
+
+    def _computed(self) -> dict[str, cst.BaseExpression]:
+        if self._values is None:
+            counter = _Bindings()
+            walk(self.function.body, counter.on_visit, None, WHITESPACE_TYPES)
+            params = self.function.params
+            extra = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            for parameter in (*params.posonly_params, *params.params, *params.kwonly_params, *extra):
+                counter.bind(parameter.name)
+            self._values = {name: value for name, value in counter.values.items() if counter.count.get(name) == 1}
+        return self._values
+
+    def __getitem__(self, name: str) -> cst.BaseExpression:
+        return self._computed()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._computed()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._computed())
+
+    def __len__(self) -> int:
+        return len(self._computed())
+
+
+class _Bindings:
+    """Counts every way a function binds each name; remembers plain `name = value` values."""
+
+    # Bound in a way that is never a single plain `name = value`: disqualifies the name.
+    _DISQUALIFIED = 2
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.values: dict[str, cst.BaseExpression] = {}
+
+    def bind(self, target: cst.CSTNode, weight: int = 1) -> None:
+        if isinstance(target, cst.Name):
+            self.count[target.value] = self.count.get(target.value, 0) + weight
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, weight)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, weight)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.bind(node.name)
+            return False  # their own scope
+        if isinstance(node, cst.Lambda):
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self.bind(target.target)
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                self.values[node.targets[0].target.value] = node.value
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            self.bind(node.target, self._DISQUALIFIED)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            self.bind(node.target)
+        elif isinstance(node, cst.AsName):
+            self.bind(node.name)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                self.bind(item.name, self._DISQUALIFIED)
+        elif isinstance(node, cst.Del):
+            self.bind(node.target)
+        return True
+
+
+# Every compile function's name ends in one of these; every predicate's name contains one of these.
 _COMPILE_WORDS = ("compile", "optimize")
-_PREDICATE_WORDS = ("compiling", "is_scripting", "is_tracing")
+_PREDICATE_WORDS = ("compiling", "is_scripting", "is_tracing", "exporting")
 
 
 def find_regions(
@@ -245,7 +447,7 @@ class _RegionFinder:
             visit(module, _CompileCalls(imports, self.index.compiled_names))
         self.regions = Regions(owner_class=dict(self.index.owner))
         if source is None or any(word in source for word in _PREDICATE_WORDS):
-            visit(module, _EagerBranches(imports, self.regions.eager_only))
+            visit(module, _EagerBranches(imports, self.regions.eager_only, self.regions.compile_only))
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases))
 
     def find(self) -> Regions:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.regions import is_compiling_helper
 from compile_lint.analysis.walk import visit
 from compile_lint.rules.base import FixPlan
 
@@ -129,14 +130,15 @@ class StatementCalls:
 def eager_only_guard(
     context: "FileContext", line: Optional[cst.SimpleStatementLine], what: str
 ) -> Optional[FixPlan]:
-    """Wrap `line` in `if not torch.compiler.is_compiling():`; None when there is no line.
+    """Wrap `line` in `if not torch.compiler.is_compiling():`; None when there is no line,
+    or when an is-compiling test already confines it to eager or to compiled runs.
 
     Unsafe: under torch.compile the statement no longer runs (no message is printed or
     logged); eager runs are unchanged.
     """
-    if line is None:
+    if line is None or gated_by_compile_test(context, line):
         return None
-    predicate, imports = spell(context, GUARD_PREDICATE)
+    predicate, imports = guard_predicate(context)
     guard = cst.If(
         test=cst.parse_expression(f"not {predicate}()"),
         body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]),
@@ -147,4 +149,69 @@ def eager_only_guard(
         f"Run the {what} only eagerly: `if not {predicate}():`",
         "unsafe",
         imports,
+    )
+
+
+def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
+    """How to call is-compiling in this file, and the imports that needs.
+
+    A file that already imports an is-compiling helper (transformers'
+    `is_torchdynamo_compiling`, `from torch.compiler import is_compiling`) is guarded with
+    it, as its authors write; else `torch.compiler.is_compiling`, spelled as torch is imported.
+    """
+    module_level = _module_level_imports(context.module)
+    for local, qualified in context.imports.names.items():
+        if local in module_level and local != qualified and is_compiling_helper(qualified):
+            return local, ()
+    return spell(context, GUARD_PREDICATE)
+
+
+def _module_level_imports(module: cst.Module) -> set[str]:
+    """Names imported at module level (also under a top-level `if`/`try`), so in scope in
+    every function; an import inside some other function is not."""
+    names: set[str] = set()
+    pending: list[cst.CSTNode] = list(module.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
+            pending.extend(node.body.body)
+            pending.extend(getattr(node, "handlers", ()))
+            for branch in ("orelse", "finalbody"):
+                child = getattr(node, branch, None)
+                if child is not None:
+                    pending.append(child)
+        elif isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    for alias in small.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(bound, cst.Name):
+                            names.add(bound.value)
+    return names
+
+
+def gated_by_compile_test(context: "FileContext", node: cst.CSTNode) -> bool:
+    """True when `node` sits in code an is-compiling test already confines to eager runs or to
+    compiled ones: a `not is_compiling()` guard there is redundant, or makes the code dead."""
+    regions = context.regions
+    gated = regions.compile_only | regions.eager_only
+    if not gated:
+        return False
+    current: Optional[cst.CSTNode] = node
+    while current is not None:
+        if current in gated:
+            return True
+        current = context.parent(current)
+    return False
+
+
+def compile_only_message(context: "FileContext", node: cst.CSTNode, what: str) -> Optional[str]:
+    """The message for a `what` (print, log call, warning) in a branch only compiled runs take,
+    where the usual advice, an eager-only guard, would never run it; None elsewhere."""
+    if not gated_by_compile_test(context, node):
+        return None
+    return (
+        f"this {what} runs only under torch.compile (an is-compiling test sends eager runs elsewhere) "
+        "and breaks the graph there; guarding it with `not is_compiling()` would make it dead code, "
+        "so drop it or accept the break"
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Optional
 
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.walk import visit, walk
 from compile_lint.rules._fixes import spell
 from compile_lint.rules._syntax import int_literal, self_attribute
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
@@ -24,26 +25,31 @@ class MutatedModuleState(Rule):
     replaced under the same key costs a single recompile and is not flagged.)
 
     Instead: keep counters in a buffer,
-    `self.register_buffer("step", torch.tensor(0), persistent=False)`, and update it in
-    place (`self.step += 1` on a tensor is in-place and traced). The fix does this when
-    the attribute is an int set once in `__init__` and only incremented; it is safe when
-    every other read is tensor arithmetic, unsafe when code outside the compiled region
-    reads it as a Python number (it becomes a 0-d tensor), and not offered when traced
-    code branches on it. Code in other files that reads the attribute also sees a 0-d
-    tensor. Move growing lists out of the compiled region.
+    `self.register_buffer("step", torch.tensor(0), persistent=False)`, and update it out
+    of place (`self.step = self.step + 1`): one graph, no recompile, in train, eval,
+    `no_grad` and `inference_mode` alike (an in-place `+=` on a buffer made under
+    `torch.inference_mode()` fails once the model runs outside it). The fix does this when
+    the attribute is an int set once in `__init__` and changed by `+=`, `-=`, `*=` with
+    int steps (resets to a literal become `torch.full_like`); Python arithmetic the
+    counter feeds into tensor math stays exact (`min(1.0, self.step / self.warmup)` becomes
+    `torch.clamp(self.step / self.warmup, max=1.0)`). It is always unsafe: every other
+    reader, in this file or another, now sees a 0-d tensor, and a model materialised from
+    the meta device must refill the buffer. No fix where traced code branches on the
+    counter, indexes with it or passes it to a function, or where code formats it as text.
+    Move growing lists out of the compiled region.
     """
 
     code = "JIT501"
     name = "mutated-module-state"
     kind = "recompile"
-    fix_applicability = "safe"
+    fix_applicability = "unsafe"
     config_note = (
         "torch._dynamo.config.allow_unspec_int_on_nn_module = True makes int attributes dynamic "
         "after one recompile (measured on 2.13); globals and growing lists still recompile every call"
     )
     message = (
         "updating Python state on `self` in forward recompiles on every call (eager after 8); "
-        "keep counters in a registered buffer updated in place"
+        "keep counters in a registered buffer, updated out of place (`self.step = self.step + 1`)"
     )
     invalid = [
         Invalid(
@@ -73,7 +79,7 @@ class MutatedModuleState(Rule):
                     self.register_buffer("step", torch.tensor(0), persistent=False)
 
                 def forward(self, x):
-                    self.step += 1
+                    self.step = self.step + 1
                     return self.proj(x) * self.step
             """,
             entry="WarmupScale",
@@ -109,7 +115,7 @@ class MutatedModuleState(Rule):
                 def forward(self, x):
                     if self.training:
                         self.num_batches = self.num_batches + 1
-                    self.num_batches += 1
+                    self.num_batches = self.num_batches + 1
                     return self.bn(x)
             """,
             entry="BatchNormStats",
@@ -163,7 +169,7 @@ class MutatedModuleState(Rule):
                     self.register_buffer("calls", torch.tensor(0), persistent=False)
 
                 def forward(self, x):
-                    self.calls += 1
+                    self.calls = self.calls + 1
                     return self.fc(x)
 
                 def should_log(self):
@@ -171,8 +177,52 @@ class MutatedModuleState(Rule):
             """,
             calls="[(torch.randn(4, 8),)] * 3",
             entry="LoggedBlock",
-            note="read as a Python number outside forward: the buffer fix is unsafe",
+            note="read as a Python number outside forward: `should_log` now returns a 0-d bool tensor",
             lines=[11],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LinearWarmup(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+                    self.warmup = 3
+                    self.step = 0
+
+                def forward(self, x):
+                    self.step += 1
+                    scale = min(1.0, self.step / self.warmup)
+                    return self.proj(x) * scale
+
+                def restart(self):
+                    self.step = 0
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class LinearWarmup(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+                    self.warmup = 3
+                    self.register_buffer("step", torch.tensor(0), persistent=False)
+
+                def forward(self, x):
+                    self.step = self.step + 1
+                    scale = torch.clamp(self.step / self.warmup, max=1.0)
+                    return self.proj(x) * scale
+
+                def restart(self):
+                    self.step = torch.full_like(self.step, 0)
+            """,
+            calls="[(torch.randn(4, 8),)] * 5",
+            entry="LinearWarmup",
+            note="Python arithmetic on the counter becomes tensor arithmetic; the reset refills the buffer",
+            lines=[12],
         ),
         Invalid(
             """
@@ -288,7 +338,7 @@ class MutatedModuleState(Rule):
                 node,
                 message=(
                     f"updating the global `{node.target.value}` in forward recompiles on every call "
-                    "(eager after 8); keep the count in a registered buffer updated in place"
+                    "(eager after 8); keep the count in a registered buffer, updated out of place"
                 ),
             )
 
@@ -376,40 +426,88 @@ class MutatedModuleState(Rule):
         ]
 
     def _buffer_fix(self, name: str) -> Optional[FixPlan]:
+        """Register `self.NAME` as a 0-d buffer and update it out of place; None where that
+        could change what the code computes."""
         cls = self.context.owner_class
-        if cls is None:
-            return None
+        if cls is None or self._class_level_values(cls, name):
+            return None  # register_buffer refuses a name the class itself defines
         init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-        if init is None:
+        statement = self._init_statement(init, name) if init is not None else None
+        if statement is None:
             return None
         uses = _AttributeUses(name)
         visit(cls, uses)
-        if len(uses.plain_assigns) != 1 + sum(1 for a in uses.plain_assigns if _mentions_self_attribute(a.value, name)):
-            return None  # reset elsewhere (`self.step = 0`): a buffer needs `.zero_()` there
-        statement = self._init_statement(init, name)
-        if statement is None:
-            return None
-        initial = int_literal(statement.body[0].value)  # type: ignore[attr-defined]
-        if any(not isinstance(u.operator, (cst.AddAssign, cst.SubtractAssign)) for u in uses.updates):
-            return None  # `//=`, `/=`... differ on a long tensor
-        traced = self.context.regions.functions
-        applicability = "safe"
-        for read, function, stack in uses.reads:
-            if self._tensor_arithmetic(read, function, stack):
+        imports: list[str] = []
+        replacements: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+        for assign, _ in uses.plain_assigns:
+            if assign is statement.body[0]:
                 continue
-            if function is not None and function in traced:
+            if _mentions_self_attribute(assign.value, name):
+                if not _is_step(assign.value, name):
+                    return None  # `self.n = self.n // 2`, `max(self.n - 1, 0)`: not an int step
+                continue
+            value = int_literal(assign.value)
+            if value is None or len(assign.targets) != 1:
+                return None
+            # `self.n = 0` would replace the buffer by a Python int: refill it instead.
+            full_like, needed = spell(self.context, "torch.full_like")
+            imports.extend(needed)
+            replacements.append((assign.value, cst.parse_expression(f"{full_like}(self.{name}, {value})")))
+        for update, function in uses.updates:
+            out_of_place = self._out_of_place(update, function)
+            if out_of_place is None:
+                return None
+            replacements.append((update, out_of_place))
+        traced = self.context.regions.functions
+        clamped: dict[cst.BaseExpression, None] = {}  # roots of arithmetic with min()/max(), in order
+        for read, function, stack in uses.reads:
+            if _own_update(read, stack):
+                continue
+            if function is None or function not in traced:
+                if _formats_or_checks_type(self.context, stack):
+                    return None  # str(), f-strings, isinstance(..., int) see a tensor
+                continue
+            tree = _ScalarTree(self.context, name, function, read, stack)
+            if not tree.feeds_tensor_arithmetic():
                 return None  # traced code reads it as a number: a tensor there would break the graph
-            applicability = "unsafe"
-        tensor_name, imports = spell(self.context, "torch.tensor")
-        new = statement.with_changes(
+            if tree.has_min_max():
+                clamped[tree.root] = None
+        if clamped:
+            clamp, needed = spell(self.context, "torch.clamp")
+            imports.extend(needed)
+            replacements.extend((root, _clamped(root, clamp)) for root in clamped)
+        tensor_name, needed = spell(self.context, "torch.tensor")
+        imports.extend(needed)
+        initial = int_literal(statement.body[0].value)  # type: ignore[attr-defined]
+        new_init = statement.with_changes(
             body=[cst.Expr(cst.parse_expression(
                 f'self.register_buffer("{name}", {tensor_name}({initial}), persistent=False)'))]
         )
         return FixPlan(
-            [(statement, new)],
-            f"Keep `{name}` in a non-persistent buffer updated in place",
-            applicability,
-            imports,
+            [(statement, new_init), *replacements],
+            f"Keep `{name}` in a non-persistent 0-d buffer, updated out of place "
+            "(code that reads it as a Python int now sees a tensor)",
+            "unsafe",
+            tuple(dict.fromkeys(imports)),
+        )
+
+    def _out_of_place(self, update: cst.AugAssign, function: Optional[cst.FunctionDef]) -> Optional[cst.Assign]:
+        """`self.n = self.n + k` for `self.n += k`: an in-place update fails on a buffer made
+        under `torch.inference_mode()` once the model runs outside it."""
+        operator = _OUT_OF_PLACE.get(type(update.operator))
+        if operator is None:
+            return None  # `//=`, `/=`... differ on a long tensor
+        step = update.value
+        exact = int_literal(step) is not None or (
+            function is not None and self.context.facts.kind(step, function) is Kind.SHAPE)
+        if not exact:
+            return None  # a float or tensor step changes the counter's type in Python too
+        if not isinstance(step, (cst.Integer, cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+            step = step.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Assign(
+            targets=[cst.AssignTarget(target=update.target)],
+            value=cst.BinaryOperation(left=update.target, operator=operator(), right=step),
+            semicolon=update.semicolon,
         )
 
     @staticmethod
@@ -429,19 +527,229 @@ class MutatedModuleState(Rule):
                 return statement if seen_super else None
         return None
 
-    def _tensor_arithmetic(self, read: cst.Attribute, function: Optional[cst.FunctionDef], stack: list) -> bool:
-        """True when `read` is an operand of arithmetic whose other operand is a tensor,
-        or part of its own update (`self.n = self.n + 1`)."""
-        parent = stack[-1] if stack else None
-        if isinstance(parent, cst.BinaryOperation) and function is not None:
-            other = parent.right if parent.left is read else parent.left
-            if self.context.facts.kind(other, function) is Kind.TENSOR:
-                return True
-            grand = stack[-2] if len(stack) > 1 else None
-            name = read.attr.value
-            if isinstance(grand, cst.Assign) and any(self_attribute(t.target) == name for t in grand.targets):
-                return int_literal(other) is not None and isinstance(parent.operator, (cst.Add, cst.Subtract))
+
+# Augmented updates the fix rewrites out of place; exact on an int64 tensor as on an int.
+_OUT_OF_PLACE = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply}
+
+
+def _is_step(value: cst.BaseExpression, name: str) -> bool:
+    """True for `self.NAME + k` or `self.NAME - k` with an int literal `k`."""
+    if not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Subtract))):
         return False
+    operands = (value.left, value.right)
+    return any(self_attribute(a) == name and int_literal(b) is not None for a, b in (operands, operands[::-1]))
+
+
+def _own_update(read: cst.Attribute, stack: list[cst.CSTNode]) -> bool:
+    """True for the read in `self.n = self.n + k` (or `- k`) with an int literal `k`."""
+    parent = stack[-1] if stack else None
+    grand = stack[-2] if len(stack) > 1 else None
+    name = read.attr.value
+    return (isinstance(grand, cst.Assign) and grand.value is parent and parent is not None
+            and _is_step(parent, name) and any(self_attribute(t.target) == name for t in grand.targets))
+
+
+_FORMATTERS = frozenset({"builtins.str", "builtins.repr", "builtins.format", "builtins.print",
+                         "builtins.isinstance", "builtins.type", "json.dumps", "json.dump"})
+
+
+def _formats_or_checks_type(context, stack: list[cst.CSTNode]) -> bool:
+    """True when the read is formatted as text or its type is checked: a 0-d tensor prints
+    as `tensor(3)` and is no `int`."""
+    for node in reversed(stack):
+        if isinstance(node, cst.FormattedString):
+            return True
+        if isinstance(node, cst.Call) and context.qualname(node.func) in _FORMATTERS:
+            return True
+        if (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+                and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))):
+            return True
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+class _ScalarTree:
+    """The Python arithmetic a counter read sits in, and whether a 0-d tensor there keeps
+    every value: `x * min(1.0, self.step / self.warmup)`.
+
+    The counter's value is an exact integer; integer `+ - *` with int literals or int
+    attributes stays exact on an int64 tensor, one division (or one product with a float
+    that float32 holds exactly) rounds once (float32 here, float64 then float32 in Python,
+    the same float32 value), and `min`/`max` with a literal become `torch.clamp`. The value
+    must then meet a tensor in `+ - * /`, directly or through a local used only so, where a
+    Python float and a 0-d float32 tensor give the same result (measured on float32,
+    float16 and bfloat16 tensors; a float64 tensor sees the float32 rounding).
+    """
+
+    def __init__(self, context, name: str, function: cst.FunctionDef, read: cst.Attribute,
+                 stack: list[cst.CSTNode]) -> None:
+        self.context = context
+        self.name = name
+        self.function = function
+        self.root: cst.BaseExpression = read
+        parents = list(reversed(stack))
+        index = 0
+        while index < len(parents):
+            parent = parents[index]
+            if isinstance(parent, cst.Arg):  # an argument of min()/max(): judge the call
+                index += 1
+                continue
+            if isinstance(parent, cst.BaseExpression) and self._exactness(parent) is not None:
+                self.root = parent
+                index += 1
+                continue
+            break
+        self.consumer = parents[index] if index < len(parents) else None
+
+    def feeds_tensor_arithmetic(self) -> bool:
+        """True when the tree's value meets a tensor in `+ - * /`, directly or through a local."""
+        consumer = self.consumer
+        if self._tensor_operand_of(consumer, self.root):
+            return True
+        if (isinstance(consumer, cst.Assign) and len(consumer.targets) == 1
+                and isinstance(consumer.targets[0].target, cst.Name)):
+            return self._local_meets_tensors(consumer.targets[0].target.value)
+        return False
+
+    def _tensor_operand_of(self, node: Optional[cst.CSTNode], operand: cst.CSTNode) -> bool:
+        if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _TENSOR_OPERATORS)):
+            return False
+        other = node.right if node.left is operand else node.left
+        return self.context.facts.kind(other, self.function) is Kind.TENSOR
+
+    def _local_meets_tensors(self, local: str) -> bool:
+        """True when `local` is assigned once in the function and every read of it is an
+        operand of tensor arithmetic."""
+        uses = _NameUses(local)
+        visit(self.function.body, uses)
+        return uses.bindings == 1 and bool(uses.reads) and all(
+            self._tensor_operand_of(parent, read) for read, parent in uses.reads)
+
+    def _exactness(self, expr: cst.BaseExpression) -> Optional[str]:
+        """"int" for exact integer arithmetic on the counter, "rounded" after one rounding
+        step, None for anything else."""
+        if self_attribute(expr) == self.name or int_literal(expr) is not None or self._int_attribute(expr):
+            return "int"
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self._exactness(expr.left), self._exactness(expr.right)
+            if isinstance(expr.operator, cst.Divide):
+                # Python raises on `1 / self.step` at 0 where a tensor gives inf: divide only
+                # by what is not the counter (and not a literal 0).
+                divisor_ok = not _mentions_self_attribute(expr.right, self.name) and int_literal(expr.right) != 0
+                return "rounded" if left == right == "int" and divisor_ok else None
+            if not isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+                return None
+            if left == right == "int":
+                return "int"
+            if {left, right} == {"int", None} and (_float32_literal(expr.left) or _float32_literal(expr.right)):
+                return "rounded"
+            return None
+        bound = self._min_max_bound(expr) if isinstance(expr, cst.Call) else None
+        return self._exactness(bound[2]) if bound is not None else None
+
+    def _int_attribute(self, expr: cst.BaseExpression) -> bool:
+        """`self.warmup` where the class only ever assigns it int literals."""
+        attr = self_attribute(expr)
+        cls = self.context.owner_class
+        if attr is None or cls is None:
+            return False
+        values = self.context.facts.self_attributes(cls).values.get(attr, [])
+        return bool(values) and all(int_literal(v) is not None for v in values)
+
+    def _min_max_bound(self, call: cst.Call) -> Optional[tuple[str, cst.BaseExpression, cst.BaseExpression]]:
+        """("max" or "min" keyword of torch.clamp, the literal bound, the other argument) for
+        `min(c, v)`/`max(v, c)` with a numeric literal `c`."""
+        name = self.context.qualname(call.func)
+        if name not in ("builtins.min", "builtins.max") or len(call.args) != 2:
+            return None
+        if any(arg.keyword is not None or arg.star for arg in call.args):
+            return None
+        first, second = (arg.value for arg in call.args)
+        for bound, value in ((first, second), (second, first)):
+            if int_literal(bound) is not None or _float32_literal(bound):
+                return ("max" if name == "builtins.min" else "min"), bound, value
+        return None
+
+    def has_min_max(self) -> bool:
+        """True when the arithmetic holds a `min`/`max` with a literal bound (made `torch.clamp`)."""
+        calls: list[cst.Call] = []
+
+        def collect(node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.Call):
+                calls.append(node)
+            return True
+
+        walk(self.root, collect)
+        return any(self._min_max_bound(call) is not None for call in calls)
+
+
+_TENSOR_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+
+def _float32_literal(expr: cst.BaseExpression) -> bool:
+    """A float literal that float32 holds exactly (`1.0`, `0.5`), so rounding it is a no-op."""
+    if not isinstance(expr, cst.Float):
+        return False
+    value = float(expr.evaluated_value)
+    return struct.unpack("f", struct.pack("f", value))[0] == value
+
+
+def _clamped(tree: cst.BaseExpression, clamp: str) -> cst.BaseExpression:
+    """`tree` with every `min(c, v)`/`max(v, c)` (c a literal) as `torch.clamp(v, max=c)`."""
+
+    class _ToClamp(cst.CSTTransformer):
+        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+            func = updated_node.func
+            if not (isinstance(func, cst.Name) and func.value in ("min", "max") and len(updated_node.args) == 2):
+                return updated_node
+            first, second = (arg.value for arg in updated_node.args)
+            literal_first = int_literal(first) is not None or isinstance(first, cst.Float)
+            bound, value = (first, second) if literal_first else (second, first)
+            keyword = "max" if func.value == "min" else "min"
+            return cst.Call(
+                func=cst.parse_expression(clamp),
+                args=[
+                    cst.Arg(value.with_changes(lpar=[], rpar=[]) if isinstance(value, cst.BinaryOperation) else value,
+                            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                    cst.Arg(bound, keyword=cst.Name(keyword), equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))),
+                ],
+                lpar=updated_node.lpar,
+                rpar=updated_node.rpar,
+            )
+
+    return tree.visit(_ToClamp())  # type: ignore[return-value]
+
+
+def _is_label(name: cst.Name, parent: Optional[cst.CSTNode]) -> bool:
+    """True for a Name that reads no variable: `obj.NAME`, `f(NAME=...)`."""
+    return (isinstance(parent, cst.Attribute) and parent.attr is name) or (
+        isinstance(parent, cst.Arg) and parent.keyword is name)
+
+
+class _NameUses(cst.CSTVisitor):
+    """Bindings of a local name in a function body, and each read with its parent node."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bindings = 0
+        self.reads: list[tuple[cst.Name, Optional[cst.CSTNode]]] = []
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value == self.name:
+            parent = self._stack[-1] if self._stack else None
+            if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor,
+                                   cst.AsName, cst.NamedExpr)):
+                self.bindings += 1 if isinstance(parent, cst.AssignTarget) else 2
+            elif not _is_label(node, parent):
+                self.reads.append((node, parent))
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
 
 
 def _mentions_self_attribute(expr: cst.CSTNode, name: str) -> bool:
@@ -464,8 +772,8 @@ class _AttributeUses(cst.CSTVisitor):
         self.name = name
         self.functions: list[cst.FunctionDef] = []
         self.reads: list[tuple[cst.Attribute, Optional[cst.FunctionDef], list[cst.CSTNode]]] = []
-        self.plain_assigns: list[cst.Assign] = []
-        self.updates: list[cst.AugAssign] = []
+        self.plain_assigns: list[tuple[cst.Assign, Optional[cst.FunctionDef]]] = []
+        self.updates: list[tuple[cst.AugAssign, Optional[cst.FunctionDef]]] = []
         self._stack: list[cst.CSTNode] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -477,10 +785,11 @@ class _AttributeUses(cst.CSTVisitor):
                 isinstance(parent, cst.AssignTarget) and parent.target is node)
             if not is_target:
                 self.reads.append((node, self.functions[-1] if self.functions else None, list(self._stack)))
+        function = self.functions[-1] if self.functions else None
         if isinstance(node, cst.AugAssign) and self_attribute(node.target) == self.name:
-            self.updates.append(node)
+            self.updates.append((node, function))
         if isinstance(node, cst.Assign) and any(self_attribute(t.target) == self.name for t in node.targets):
-            self.plain_assigns.append(node)
+            self.plain_assigns.append((node, function))
         self._stack.append(node)
         return True
 
@@ -488,4 +797,3 @@ class _AttributeUses(cst.CSTVisitor):
         self._stack.pop()
         if isinstance(original_node, cst.FunctionDef):
             self.functions.pop()
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._fixes import StatementCalls, eager_only_guard
+from compile_lint.rules._fixes import StatementCalls, compile_only_message, eager_only_guard
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -166,7 +166,11 @@ class PrintInCompiledRegion(StatementCalls, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func)
         if name in _PRINT_FUNCTIONS:
-            self.report(node, fix=eager_only_guard(self.context, self.statement_of(node), "print"))
+            self.report(
+                node,
+                message=compile_only_message(self.context, node, "print"),
+                fix=eager_only_guard(self.context, self.statement_of(node), "print"),
+            )
 
 
 _PRINT_FUNCTIONS = frozenset({"builtins.print", "sys.stdout.write", "sys.stderr.write", "pprint.pprint", "pprint.pp"})

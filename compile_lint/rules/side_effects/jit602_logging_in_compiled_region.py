@@ -7,7 +7,13 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.rules._bindings import made_by
-from compile_lint.rules._fixes import GUARD_PREDICATE, StatementCalls, eager_only_guard, spell
+from compile_lint.rules._fixes import (
+    StatementCalls,
+    compile_only_message,
+    eager_only_guard,
+    gated_by_compile_test,
+    guard_predicate,
+)
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 
 
@@ -20,7 +26,11 @@ class LoggingInCompiledRegion(StatementCalls, Rule):
     `logger.warning_once` helpers.
 
     Instead: log outside the compiled region, or only eagerly under
-    `if not torch.compiler.is_compiling():` (the unsafe fix: compiled runs log nothing).
+    `if not torch.compiler.is_compiling():` (the unsafe fix: compiled runs log nothing;
+    spelled with the file's own is-compiling helper, e.g. transformers'
+    `is_torchdynamo_compiling`, when it imports one). A log call only compiled runs reach
+    (the `else` of `if not is_torchdynamo_compiling():`) gets no fix: a guard would make it
+    dead code.
     `torch._dynamo.config.ignore_logger_methods = {logging.Logger.info, ...}` makes the
     listed methods compile as no-ops.
     """
@@ -192,6 +202,33 @@ class LoggingInCompiledRegion(StatementCalls, Rule):
             """,
             lines=[7],
         ),
+        Invalid(
+            """
+            import logging
+
+            import torch
+            from torch import nn
+
+            logger = logging.getLogger(__name__)
+
+            def is_torchdynamo_compiling():
+                return torch.compiler.is_compiling()
+
+            class XIELU(nn.Module):
+                def forward(self, x):
+                    if not is_torchdynamo_compiling():
+                        return self.fused(x)
+                    else:
+                        logger.warning("torch._dynamo is compiling, using the Python version of xIELU.")
+                    return torch.nn.functional.silu(x)
+
+                def fused(self, x):
+                    return torch.nn.functional.silu(x)
+            """,
+            entry="XIELU",
+            note="as in transformers' activations.py: only compiled runs reach the log call, so no guard (dead code)",
+            lines=[16],
+        ),
     ]
     valid = [
         Valid(
@@ -273,7 +310,7 @@ class LoggingInCompiledRegion(StatementCalls, Rule):
             fix = self._guard_test(node)
         elif method in _EMITTING_METHODS and self.statement_of(node) not in self._covered:
             fix = eager_only_guard(self.context, self.statement_of(node), "log call")
-        self.report(node, fix=fix)
+        self.report(node, message=compile_only_message(self.context, node, "log call"), fix=fix)
 
     def _logger_method(self, node: cst.Call) -> Optional[str]:
         """The logging method `node` calls (`info`, `isEnabledFor`, ...), or None."""
@@ -292,9 +329,11 @@ class LoggingInCompiledRegion(StatementCalls, Rule):
             return False
         return self._logger_method(line.body[0].value) in _EMITTING_METHODS
 
-    def _guard_test(self, test: cst.Call) -> FixPlan:
+    def _guard_test(self, test: cst.Call) -> Optional[FixPlan]:
         """`if not torch.compiler.is_compiling() and <test>:`: compiled runs skip the block."""
-        predicate, imports = spell(self.context, GUARD_PREDICATE)
+        if gated_by_compile_test(self.context, test):
+            return None
+        predicate, imports = guard_predicate(self.context)
         guarded = cst.BooleanOperation(
             left=cst.parse_expression(f"not {predicate}()"), operator=cst.And(), right=test,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._fixes import StatementCalls, eager_only_guard
+from compile_lint.rules._fixes import StatementCalls, compile_only_message, eager_only_guard
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -16,7 +16,10 @@ class WarningInCompiledRegion(StatementCalls, Rule):
     category, filtered or not.
 
     Instead: warn once at construction (`__init__`) or outside the compiled call, or
-    under `if not torch.compiler.is_compiling():` (the unsafe fix). Adding
+    under `if not torch.compiler.is_compiling():` (the unsafe fix, spelled with the file's
+    own is-compiling helper when it imports one). Code an is-compiling test already
+    confines is not guarded: eager-only code is not flagged, and a warning only compiled
+    runs reach gets no fix (a guard would make it dead code). Adding
     `warnings.warn` to `torch._dynamo.config.reorderable_logging_functions` also compiles.
     """
 
@@ -98,6 +101,59 @@ class WarningInCompiledRegion(StatementCalls, Rule):
             entry="Resize",
             lines=[8],
         ),
+        Invalid(
+            """
+            import warnings
+
+            from torch import nn
+            from torch.compiler import is_compiling
+
+            class Pool(nn.Module):
+                def forward(self, x):
+                    warnings.warn("Pool is deprecated; use AdaptivePool", DeprecationWarning)
+                    return x.mean(-1)
+            """,
+            fixed="""
+            import warnings
+
+            from torch import nn
+            from torch.compiler import is_compiling
+
+            class Pool(nn.Module):
+                def forward(self, x):
+                    if not is_compiling():
+                        warnings.warn("Pool is deprecated; use AdaptivePool", DeprecationWarning)
+                    return x.mean(-1)
+            """,
+            entry="Pool",
+            note="the guard uses the is-compiling helper the file already imports",
+            lines=[8],
+        ),
+        Invalid(
+            """
+            import warnings
+
+            import torch
+            from torch import nn
+
+            def is_torchdynamo_compiling():
+                return torch.compiler.is_compiling()
+
+            class FusedGelu(nn.Module):
+                def forward(self, x):
+                    if not is_torchdynamo_compiling():
+                        return self.fused(x)
+                    else:
+                        warnings.warn("compiling: using the Python GELU")
+                    return torch.nn.functional.gelu(x)
+
+                def fused(self, x):
+                    return torch.nn.functional.gelu(x)
+            """,
+            entry="FusedGelu",
+            note="only compiled runs reach the warning: no guard, it would be dead code",
+            lines=[14],
+        ),
     ]
     valid = [
         Valid(
@@ -143,11 +199,37 @@ class WarningInCompiledRegion(StatementCalls, Rule):
                     return x * 2
             """,
         ),
+        Valid(
+            """
+            import warnings
+
+            import torch
+            from torch import nn
+
+            class Embeddings(nn.Module):
+                def forward(self, input_ids):
+                    self.warn_if_padding(input_ids)
+                    return input_ids * 2
+
+                def warn_if_padding(self, input_ids):
+                    compiling = torch.compiler.is_compiling()
+                    if compiling:
+                        return
+                    if (input_ids == 0).any():
+                        warnings.warn("pass an attention_mask for padded input")
+            """,
+            calls="[(torch.randint(0, 4, (2, 8)),)]",
+            entry="Embeddings",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.qualname(node.func) in _WARNING_FUNCTIONS:
-            self.report(node, fix=eager_only_guard(self.context, self.statement_of(node), "warning"))
+            self.report(
+                node,
+                message=compile_only_message(self.context, node, "warning"),
+                fix=eager_only_guard(self.context, self.statement_of(node), "warning"),
+            )
 
 
 _WARNING_FUNCTIONS = frozenset({"warnings.warn", "warnings.warn_explicit"})

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
+from compile_lint.analysis.walk import walk
 from compile_lint.rules._tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
-from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 
 
 class TensorTolist(Rule):
@@ -23,6 +26,16 @@ class TensorTolist(Rule):
 
     Instead: stay in tensors (`unbind`, `torch.stack`, vectorised ops); for split sizes
     known ahead, pass Python ints (from config or shapes).
+
+    The fix vectorises a loop over a 2-D tensor's rows whose body is elementwise
+    arithmetic collected into a list that only becomes a tensor again
+    (`for x1, y1, x2, y2 in boxes.tolist(): areas.append((x2 - x1) * (y2 - y1))` ...
+    `boxes.new_tensor(areas)`, or the same as a list comprehension): the columns come
+    from `boxes.double().unbind(-1)`, so the arithmetic runs in float64 as Python's does
+    and `.to(boxes.dtype)` rounds once, as `new_tensor` did: identical values (integers
+    while they stay below 2**53). Unsafe: float64 is unsupported on some backends (MPS).
+    Data-dependent split sizes, per-item Python bookkeeping and lists used otherwise get
+    no fix: there is no tensor form with the same meaning.
     """
 
     code = "JIT203"
@@ -31,6 +44,7 @@ class TensorTolist(Rule):
     gb_type = "Tensor.tolist() with non-integer tensor"
     gb_id = "GB0109"
     gb_types = ("Data dependent operator",)  # the same pattern, reported differently
+    fix_applicability = "unsafe"
     config_note = (
         "Integer tensors: capture_scalar_outputs = True removes the break. Float tensors: "
         "fails under every setting."
@@ -79,9 +93,44 @@ class TensorTolist(Rule):
                         areas.append((x2 - x1) * (y2 - y1))
                     return boxes.new_tensor(areas)
             """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class BoxAreas(nn.Module):
+                def forward(self, boxes):
+                    x1, y1, x2, y2 = boxes.double().unbind(-1)
+                    areas = (x2 - x1) * (y2 - y1)
+                    return areas.to(boxes.dtype)
+            """,
             calls="[(torch.rand(5, 4),)]",
             entry="BoxAreas",
             lines=[7],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Centers(nn.Module):
+                def forward(self, boxes):
+                    cx = [(x1 + x2) / 2 - 0.5 for x1, _, x2, _ in boxes.tolist()]
+                    return boxes.new_tensor(cx) * 3
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Centers(nn.Module):
+                def forward(self, boxes):
+                    x1, _, x2, _ = boxes.double().unbind(-1)
+                    cx = (x1 + x2) / 2 - 0.5
+                    return cx.to(boxes.dtype) * 3
+            """,
+            calls="[(torch.rand(6, 4) * 100,)]",
+            entry="Centers",
+            note="a list comprehension over the rows; unused columns keep their `_`",
+            lines=[6],
         ),
     ]
     valid = [
@@ -132,5 +181,151 @@ class TensorTolist(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         receiver = method_call(node, frozenset({"tolist"}))
         if receiver is not None and self.context.kind(receiver) not in NOT_ARRAYS:
-            self.report(node)
+            self.report(node, fix=_RowLoop(self.context, node, receiver).vectorised())
+
+
+class _RowLoop:
+    """A loop over `T.tolist()` rows whose body is elementwise arithmetic, collected in a list
+    that only becomes a tensor again through `T.new_tensor(list)`."""
+
+    def __init__(self, context, call: cst.Call, receiver: cst.BaseExpression) -> None:
+        self.context = context
+        self.call = call
+        self.receiver = receiver
+
+    def vectorised(self) -> Optional[FixPlan]:
+        """The fix: columns by `unbind`, the arithmetic on them, the list's tensor by `.to`."""
+        function = self.context.function
+        if function is None or not isinstance(self.receiver, cst.Name):
+            return None
+        shape = self._loop_shape()
+        if shape is None:
+            return None
+        statements, building, target, element = shape
+        columns = {name.value for name in _columns(target)} - {"_"}
+        if not columns or not _elementwise(element, columns) or not _mentions(element, columns):
+            return None
+        consumer = self._only_consumer(function, building)
+        if consumer is None:
+            return None
+        name, tensor = building[0].value, self.receiver.value
+        code = cst.Module([]).code_for_node
+        head = cst.parse_statement(f"{code(target.with_changes(lpar=[], rpar=[]))} = {tensor}.double().unbind(-1)\n")
+        body = cst.parse_statement(f"{name} = {code(element.with_changes(lpar=[], rpar=[]))}\n")
+        cast = cst.parse_expression(f"{name}.to({tensor}.dtype)").with_changes(lpar=consumer.lpar, rpar=consumer.rpar)
+        first = statements[0]
+        head = head.with_changes(leading_lines=first.leading_lines)
+        replacements: list[tuple[cst.CSTNode, object]]
+        if len(statements) == 1:
+            replacements = [(first, cst.FlattenSentinel([head, body]))]
+        else:
+            replacements = [(first, head), (statements[1], body.with_changes(leading_lines=statements[1].leading_lines))]
+        replacements.append((consumer, cast))
+        return FixPlan(replacements, "Vectorise the row loop: columns by `unbind`, arithmetic on tensors", "unsafe")
+
+    def _loop_shape(self):
+        """(statements to replace, the list's own Name nodes, row target, element), or None."""
+        parent = self.context.parent(self.call)
+        if isinstance(parent, cst.For) and parent.iter is self.call:
+            return self._append_loop(parent)
+        if isinstance(parent, cst.CompFor) and parent.iter is self.call:
+            comprehension = self.context.parent(parent)
+            small = self.context.parent(comprehension)
+            line = self.context.parent(small)
+            if (isinstance(comprehension, cst.ListComp) and comprehension.for_in is parent and not parent.ifs
+                    and parent.inner_for_in is None and isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+                return [line], [small.targets[0].target], parent.target, comprehension.elt
+        return None
+
+    def _append_loop(self, loop: cst.For):
+        """`NAME = []` then `for ROW in T.tolist(): NAME.append(ELEMENT)`."""
+        block = self.context.parent(loop)
+        if loop.orelse is not None or not isinstance(block, cst.IndentedBlock):
+            return None
+        body = loop.body
+        if not (isinstance(body, cst.IndentedBlock) and len(body.body) == 1
+                and isinstance(body.body[0], cst.SimpleStatementLine) and len(body.body[0].body) == 1):
+            return None
+        append = body.body[0].body[0]
+        if not (isinstance(append, cst.Expr) and isinstance(append.value, cst.Call)):
+            return None
+        call = append.value
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"
+                and isinstance(call.func.value, cst.Name) and len(call.args) == 1 and call.args[0].keyword is None):
+            return None
+        name = call.func.value
+        statements = list(block.body)
+        index = statements.index(loop)
+        previous = statements[index - 1] if index else None
+        if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1
+                and isinstance(previous.body[0], cst.Assign) and len(previous.body[0].targets) == 1):
+            return None
+        init = previous.body[0]
+        target = init.targets[0].target
+        if not (isinstance(target, cst.Name) and target.value == name.value
+                and isinstance(init.value, cst.List) and not init.value.elements):
+            return None
+        return [previous, loop], [target, name], loop.target, call.args[0].value
+
+    def _only_consumer(self, function: cst.FunctionDef, building: list[cst.Name]) -> Optional[cst.Call]:
+        """`T.new_tensor(NAME)`, when it is the list's only use besides building it, and `T`
+        is bound at most once in the function."""
+        name, tensor = building[0].value, self.receiver.value  # type: ignore[attr-defined]
+        reads: list[cst.Name] = []
+
+        def enter(node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.Name) and node.value == name and all(node is not b for b in building):
+                reads.append(node)
+            return True
+
+        walk(function.body, enter)
+        if len(reads) != 1 or len(self.context.local_values(tensor, function)) > 1:
+            return None
+        arg = self.context.parent(reads[0])
+        call = self.context.parent(arg) if isinstance(arg, cst.Arg) else None
+        if (isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0] is arg and arg.keyword is None
+                and isinstance(call.func, cst.Attribute) and call.func.attr.value == "new_tensor"
+                and isinstance(call.func.value, cst.Name) and call.func.value.value == tensor):
+            return call
+        return None
+
+
+def _columns(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names a row unpacks into (`x1, y1, x2, y2`), or [] for any other target."""
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) < 2:
+        return []
+    names = [element.value for element in target.elements]
+    if not all(isinstance(n, cst.Name) for n in names) or any(
+            isinstance(element, cst.StarredElement) for element in target.elements):
+        return []
+    return names  # type: ignore[return-value]
+
+
+def _mentions(expr: cst.BaseExpression, names: set[str]) -> bool:
+    found = False
+
+    def enter(node: cst.CSTNode) -> bool:
+        nonlocal found
+        found = found or (isinstance(node, cst.Name) and node.value in names)
+        return True
+
+    walk(expr, enter)
+    return found
+
+
+def _elementwise(expr: cst.BaseExpression, columns: set[str]) -> bool:
+    """True for `+ - * /` and unary minus over the row's columns and numeric literals: the
+    same on float64 tensors as on Python numbers."""
+    if isinstance(expr, cst.Name):
+        return expr.value in columns
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _elementwise(expr.expression, columns)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply,
+                                                                          cst.Divide)):
+        return _elementwise(expr.left, columns) and _elementwise(expr.right, columns)
+    return False
 
