@@ -392,6 +392,8 @@ class Facts:
         self._cycles = 0  # how many recursion guards fired: results built on one are not cached
         self._read_steps: dict[cst.FunctionDef, int] = {}
         self._binding_kinds: dict[Binding, Kind] = {}
+        self._returned_values: dict[cst.FunctionDef, list[cst.BaseExpression]] = {}
+        self._certain: dict[tuple, bool] = {}
         self._assignments: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._added: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._name_cache: dict[tuple[cst.FunctionDef, str], Kind] = {}
@@ -748,9 +750,24 @@ class Facts:
         is a tensor, not one that every call passes its own untyped parameter
         (`output_attentions`, a `window_size` tuple, sizes unpacked from a submodule).
         """
-        if depth > _CERTAINTY_DEPTH or self.kind(expr, function) is not Kind.TENSOR:
+        key = (expr, function)
+        cached = self._certain.get(key) if not self._param_bindings else None
+        if cached is not None:
+            return cached
+        if depth > _CERTAINTY_DEPTH or key in self._in_progress:
             return False
-        depth += 1
+        self._in_progress.add(key)
+        try:
+            result = self._certain_tensor(expr, function, depth + 1)
+        finally:
+            self._in_progress.discard(key)
+        if not self._param_bindings:
+            self._certain[key] = result
+        return result
+
+    def _certain_tensor(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int) -> bool:
+        if self.kind(expr, function) is not Kind.TENSOR:
+            return False
         if isinstance(expr, cst.Name):
             reaching = self.reaching(function).reads.get(expr)
             if reaching is not None:
@@ -1070,7 +1087,11 @@ class Facts:
     # ----- returns -----------------------------------------------------------
     def returned_values(self, function: cst.FunctionDef) -> list[cst.BaseExpression]:
         """The expressions `function`'s `return` statements return (nested defs not included)."""
+        cached = self._returned_values.get(function)
+        if cached is not None:
+            return cached
         values: list[cst.BaseExpression] = []
+        self._returned_values[function] = values
 
         class _Returns(cst.CSTVisitor):
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:

@@ -128,6 +128,10 @@ def probe(fn: Callable, calls: Sequence[tuple], kwargs_list: Optional[Sequence[d
         result.compile_error = _first_line(error)
     result.frames_total = counter.frame_count
     result.graph_breaks = [reason for reason, count in counters["graph_break"].items() for _ in range(count)]
+    if result.frames_first_call == 0 and result.compile_error is None:
+        # A break inside a loop can make Dynamo skip the whole frame: no graph, nothing in
+        # counters["graph_break"]; the reason is only in counters["unimplemented"].
+        result.graph_breaks += [reason for reason, count in counters["unimplemented"].items() for _ in range(count)]
     torch._dynamo.reset()
     return result
 

@@ -233,9 +233,58 @@ def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:
     bindings = context.facts.passed_kinds(call, context.function, helper)
     for inner in other.calls_in(helper):
         receiver = method_call(inner, frozenset({"item"}))
-        if receiver is not None and other.facts.kind_with_bindings(receiver, helper, bindings) not in NOT_ARRAYS:
+        if (receiver is not None and _always_runs(other, helper, inner)
+                and other.facts.kind_with_bindings(receiver, helper, bindings) not in NOT_ARRAYS):
             return f"`{helper.name.value}()` ({_display_path(context.path, other.path)}:{_line(other, helper)})"
     return None
+
+
+def _always_runs(context, helper: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """True when every call of `helper` evaluates `node`: no branch, loop or early exit before it.
+
+    transformers' `get_max_seqlen` returns None before its `.item()` unless flash
+    attention is configured; a call of it is no certain break, so it is not reported.
+    """
+    parents = context.parents
+    child, current = node, parents.get(node)
+    while current is not None and current is not helper.body:
+        if isinstance(current, (cst.If, cst.For, cst.While, cst.Try, cst.Match, cst.FunctionDef, cst.Lambda,
+                                cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return False
+        if isinstance(current, cst.IfExp) and child is not current.test:
+            return False
+        if isinstance(current, cst.BooleanOperation) and child is current.right:
+            return False
+        child, current = current, parents.get(current)
+    if current is None:
+        return False
+    statements = list(helper.body.body) if isinstance(helper.body, cst.IndentedBlock) else []
+    for statement in statements:
+        if statement is child:
+            return True
+        if _may_leave(statement):
+            return False
+    return False
+
+
+def _may_leave(statement: cst.CSTNode) -> bool:
+    """A statement that may return or raise before the ones after it run."""
+    found = False
+
+    class _Exits(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            nonlocal found
+            found = True
+
+        def visit_Raise(self, node: cst.Raise) -> None:
+            nonlocal found
+            found = True
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    statement.visit(_Exits())
+    return found
 
 
 def _line(context, function: cst.FunctionDef) -> int:

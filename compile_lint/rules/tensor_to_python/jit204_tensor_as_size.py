@@ -229,21 +229,6 @@ class TensorAsSize(Rule):
             calls="[(torch.randn(2, 3, 8, 8),)]",
             entry="Vision",
         ),
-        Valid(
-            """
-            import torch
-            from torch import nn
-
-            class PerImage(nn.Module):
-                def forward(self, embeddings, grid_thw: torch.Tensor):
-                    parts = []
-                    for t, h, w in grid_thw:
-                        parts.append(embeddings[:1].repeat(t, 1) + torch.arange(h * w).sum())
-                    return torch.cat(parts, dim=0)
-            """,
-            calls="[(torch.randn(4, 8), torch.tensor([[1, 2, 2], [2, 2, 2]]))]",
-            entry="PerImage",
-        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -257,7 +242,7 @@ class TensorAsSize(Rule):
         if spec is None:
             return
         for value in _size_arguments(node, spec):
-            if holds_tensor_data(self, value) and not _row_of_iterated_tensor(self, value):
+            if holds_tensor_data(self, value):
                 self.report(value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -349,27 +334,3 @@ def _is_scalar_index(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bo
             return len(expr.args) == 1 and expr.args[0].keyword is None
         return False
     return bound_only_to(rule, expr, _is_scalar_index, depth)
-
-
-def _row_of_iterated_tensor(rule: Rule, expr: cst.BaseExpression) -> bool:
-    """A local bound only by a `for` over a tensor (`for t, h, w in grid_thw:`).
-
-    Measured on torch 2.13: the 0-d tensors a loop over a tensor yields work as sizes
-    (`x.repeat(t, 1)`, `torch.arange(t)`) with fullgraph=True and no break, while
-    `grid[0, 0]` or `n.max()` as a size breaks ("Data dependent operator").
-    """
-    if isinstance(expr, cst.BinaryOperation):
-        # `h * w`: arithmetic over such rows (and numbers) is one too.
-        sides = [side for side in (expr.left, expr.right) if rule.context.kind(side).tensorish]
-        return bool(sides) and all(_row_of_iterated_tensor(rule, side) for side in sides)
-    if not isinstance(expr, cst.Name):
-        return False
-    values = rule.context.local_values(expr.value)
-
-    def from_loop(value: object) -> bool:
-        if isinstance(value, tuple) and value[0] == "element":
-            return from_loop(value[1])
-        return (isinstance(value, tuple) and value[0] == "iter" and isinstance(value[1], cst.BaseExpression)
-                and rule.context.kind(value[1]).tensorish)
-
-    return bool(values) and all(from_loop(value) for value in values)
