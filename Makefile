@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test clean realworld
+.PHONY: run test clean realworld fix-realworld
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,9 @@ $(VENV)/.realworld-installed: $(VENV)/.dev-installed
 
 realworld: $(VENV)/.realworld-installed
 	$(BIN)/python benchmarks/realworld.py $(ARGS)
+
+# Proof of --fix on real models (benchmarks/README.md): fixes copies of transformers, timm and
+# diffusers, then runs every pinned model whose forward runs a fixed line on the original and
+# the fixed libraries. ARGS="--models timm/resnet18" or ARGS="--select ALL".
+fix-realworld: $(VENV)/.realworld-installed
+	$(BIN)/python benchmarks/fix_realworld.py $(ARGS)

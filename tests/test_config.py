@@ -52,6 +52,8 @@ def test_pyproject_is_found_and_parsed(tmp_path):
         ('respect-gitignore = "yes"', "respect-gitignore must be true or false"),
         ('target-torch-version = "latest"', "target-torch-version"),
         ('per-file-ignores = ["a"]', "per-file-ignores must be a table"),
+        ('tensor-branch-fix = "both"', 'tensor-branch-fix must be one of "auto", "where", "cond"'),
+        ("tensor-branch-fix = 1", 'tensor-branch-fix must be one of "auto", "where", "cond"'),
     ],
 )
 def test_bad_configs_are_one_line_errors(body, message):
@@ -59,6 +61,14 @@ def test_bad_configs_are_one_line_errors(body, message):
         parse_config(__import__("tomllib").loads("[tool.compile-lint]\n" + body), "pyproject.toml", ".")
     assert message in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_tensor_branch_fix_defaults_to_one_constant_and_reads_cond(tmp_path):
+    from compile_lint.rules._branch_choice import DEFAULT_BRANCH_FIX
+
+    assert Config().tensor_branch_fix == DEFAULT_BRANCH_FIX
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\ntensor-branch-fix = "cond"\n')
+    assert load_config(start=str(tmp_path)).tensor_branch_fix == "cond"
 
 
 def test_broken_toml_is_reported(tmp_path):

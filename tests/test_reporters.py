@@ -98,7 +98,7 @@ def test_text_output_puts_carets_under_the_finding():
     diagnostics = lint_text(source, "m.py", Config())
     text = render("text", diagnostics, {"m.py": source})
     assert text == (
-        f"m.py:5:12: JIT101 {RULES_BY_CODE['JIT101'].message}\n"
+        f"m.py:5:12: JIT101 [unsafe fix] {RULES_BY_CODE['JIT101'].message}\n"
         "    5 |         if x.sum() > 0:\n"
         "      |            ^^^^^^^^^^^\n"
     )

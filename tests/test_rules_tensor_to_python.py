@@ -58,6 +58,8 @@ def fixed(body: str, unsafe: bool = True) -> str:
         ("a = x.numpy()\nreturn x * float(a.max())", ["JIT202"]),
         ("return x.sum(0).tolist()", ["JIT203"]),
         ("return torch.arange(x.max())", ["JIT204"]),
+        ("for h, w in zip(x.sum(0).long(), x.sum(1).long()):\n    x = x + torch.zeros(h, w).sum()\nreturn x",
+         ["JIT204", "JIT204"]),
         ("return torch.zeros((x > 0).sum(), 3)", ["JIT204"]),
         ("return x.view((x > 0).sum(), -1)", ["JIT204"]),
         ("return torch.split(x, (x > 0).sum())", ["JIT204"]),
@@ -102,6 +104,12 @@ LOOK_ALIKES = [
     # dict methods and other look-alikes of tensor methods
     "d = {'a': x}\nfor k, v in d.items():\n    x = x + v\nreturn x",
     "return x % 2, 'step_%d' % 3",
+    # Python numbers the facts once took for tensors: numpy on sizes, torch's own Python values
+    "return x / float(np.sqrt(x.shape[-1])) + int(torch.seed() % 1000) % 2",
+    "return x + int(torch.__version__.split('.')[0])",
+    # the keys of a dict of tensors are strings
+    "losses = {'loss_mask': x.sum(), 'loss_cls': x.mean()}\nfor key, loss in losses.items():\n"
+    "    if 'mask' in key:\n        x = x * loss\nreturn x",
 ]
 
 
@@ -118,6 +126,13 @@ def test_look_alikes_really_compile(body):
 
     result = probe_example(_module(body), "Model", "[(torch.randn(4, 8),)]")
     assert result.clean, result.describe()
+
+
+def test_numpy_product_of_a_shape_is_reported_once_where_it_breaks():
+    """`int(np.prod(x.shape[1:]))` breaks at the conversion (JIT408 says so and fixes it);
+    the int it gives is no tensor where it is used as a size."""
+    source = _module("n = int(np.prod(x.shape[1:]))\nreturn x.reshape(-1, n)")
+    assert findings(source, "JIT") == [(8, "JIT408")]
 
 
 def test_untyped_parameters_are_not_assumed_tensors():

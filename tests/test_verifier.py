@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -114,7 +115,12 @@ def test_targets_that_raise_hang_or_exhaust_memory_are_reported_and_the_next_tar
 
 
 FIX_PROJECT = {
+    # `where` forces the rewrite this project exists to catch: under the default "auto" the
+    # pooled branch (it calls a submodule) gets torch.cond, which is right (see below).
     "pyproject.toml": """
+        [tool.compile-lint]
+        tensor-branch-fix = "where"
+
         [tool.compile-lint.verify]
         targets = ["gated.py:make", "pooled.py:make"]
     """,
@@ -141,15 +147,20 @@ FIX_PROJECT = {
         def make():
             return GatedResidual(), [(torch.randn(4, 8),), (torch.randn(4, 8) + 1,)]
     """,
-    # A wrong fix, in a module the target imports: the branches have different shapes,
-    # so torch.where broadcasts and changes the output. The verifier must roll it back.
+    # A wrong fix, in a module the target imports: the branches have different shapes
+    # (a submodule's output, which the linter cannot see), so torch.where broadcasts and
+    # changes the output. The verifier must roll it back.
     "pool_layers.py": """
         from torch import nn
 
 
         class MaybePool(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pool = nn.Linear(8, 1)
+
             def forward(self, x):
-                return x.mean(0) if x.sum() > 0 else x
+                return self.pool(x) if x.sum() > 0 else x
     """,
     "pooled.py": """
         import torch
@@ -164,7 +175,7 @@ FIX_PROJECT = {
 
 
 @pytest.mark.slow
-def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
+def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path, private_tmp):
     for name, text in FIX_PROJECT.items():
         (tmp_path / name).write_bytes(textwrap.dedent(text).lstrip().encode())
     pooled_before = (tmp_path / "pool_layers.py").read_bytes()
@@ -174,7 +185,12 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
 
     assert (tmp_path / "pool_layers.py").read_bytes() == pooled_before
     assert "pool_layers.py: fix rolled back, file left unchanged" in done.stderr
-    assert "the fix changes outputs" in done.stderr
+    # The rollback names the check that failed and the numbers behind the verdict.
+    rollback = next(line for line in done.stderr.splitlines() if "pool_layers.py: fix rolled back" in line)
+    assert "check failed: eager outputs equal" in rollback
+    assert "output[0]: (4, 1) torch.float32 vs (4, 8) torch.float32" in rollback
+    assert "graph breaks 1 -> 0, recompiles 0 -> 0" in rollback
+    assert leftovers(private_tmp) == []
     gated_after = (tmp_path / "gated.py").read_text()
     assert gated_after != gated_before.decode()
     assert "torch.where(h.mean() > 0, x + h, x - h)" in gated_after
@@ -184,6 +200,28 @@ def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path):
     findings = assert_findings_json(verified.stdout)
     assert not [f for f in findings if f["path"] == "gated.py"]
     assert [f for f in findings if f["path"] == "pool_layers.py" and f["code"] == "JIT900"]
+
+
+@pytest.mark.slow
+def test_fix_verify_keeps_the_torch_cond_fix_of_a_branch_that_changes_shape(tmp_path, private_tmp):
+    # torch.cond (2.13) accepts arms of different shapes and runs only the taken one, so the
+    # "auto" rewrite of the same branch is correct and the verifier proves and keeps it.
+    project = dict(FIX_PROJECT, **{"pyproject.toml": """
+        [tool.compile-lint.verify]
+        targets = ["pooled.py:make"]
+    """})
+    del project["gated.py"]
+    for name, text in project.items():
+        (tmp_path / name).write_bytes(textwrap.dedent(text).lstrip().encode())
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "rolled back" not in done.stderr
+    assert "torch.cond(x.sum() > 0" in (tmp_path / "pool_layers.py").read_text()
+    assert leftovers(private_tmp) == []
+    verified = run_cli("verify", "--backend", "eager", "--output-format", "json", "--no-lint", cwd=tmp_path)
+    assert not [f for f in assert_findings_json(verified.stdout) if f["code"] == "JIT900"]
 
 
 def test_verify_needs_fix():
@@ -247,3 +285,137 @@ def test_factories_made_dynamically_are_left_to_the_run(tmp_path):
     assert missing_target(parse_target(f"{tmp_path / 'plain.py'}:make")) is None
     assert missing_target(parse_target(f"{tmp_path / 'plain.py'}:build")) is None
     assert "defines no 'forward'" in missing_target(parse_target(f"{tmp_path / 'plain.py'}:forward"))
+
+
+# --- Stateful models, temp dirs and rollback messages (issue 13) -------------------------
+
+def _jit501_docs_example(field: str) -> str:
+    """JIT501's first documented example (`invalid` or its `fixed` form) with a target factory."""
+    from compile_lint.rules.recompile.jit501_mutated_module_state import MutatedModuleState
+
+    example = MutatedModuleState.invalid[0]
+    code = textwrap.dedent(example.code if field == "invalid" else example.fixed).strip("\n")
+    return code + "\n\n\ndef make():\n    return WarmupScale(), [(torch.randn(4, 8),)] * 4\n"
+
+
+STATEFUL_FIX_PROJECT = {
+    "pyproject.toml": """
+        [tool.compile-lint.verify]
+        targets = ["warm.py:make", "fused.py:make"]
+    """,
+    # JIT701: a custom op with no fake kernel; the fix adds `register_fake`. The model also
+    # counts its calls in a buffer, so reusing one instance makes compiled differ from eager.
+    "fused.py": """
+        import torch
+        from torch import nn
+
+
+        @torch.library.custom_op("verifier_test::fused_scale", mutates_args=())
+        def fused_scale(x: torch.Tensor, scale: float) -> torch.Tensor:
+            out = torch.empty_like(x)
+            out.copy_(x * scale)
+            return out
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+                self.register_buffer("calls", torch.tensor(0.0), persistent=False)
+
+            def forward(self, x):
+                self.calls += 1
+                return fused_scale(self.proj(x), 0.5) + x * self.calls
+
+
+        def make():
+            return Block(), [(torch.randn(4, 8),), (torch.randn(4, 8),)]
+    """,
+}
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """A temp dir of this test's own (in process and for the CLI subprocesses): other tests
+    running beside this one cannot add to it, so anything in it was left by the code under test."""
+    directory = tmp_path / "tmpdir"
+    directory.mkdir()
+    monkeypatch.setenv("TMPDIR", str(directory))
+    monkeypatch.setattr(tempfile, "tempdir", str(directory))
+    return directory
+
+
+def leftovers(directory) -> list:
+    """compile-lint's own entries left in a temp dir."""
+    return sorted(name for name in os.listdir(directory) if name.startswith("compile-lint"))
+
+
+def write_project(root, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).write_bytes(textwrap.dedent(text).lstrip().encode())
+
+
+@pytest.mark.slow
+def test_verify_passes_a_stateful_model_and_leaves_no_temp_dir(tmp_path, private_tmp):
+    # JIT501's fix: the counter lives in a registered buffer, updated in place. Every call
+    # changes the model, so eager, fullgraph and compiled runs must each get a fresh one.
+    write_project(tmp_path, {"counter.py": _jit501_docs_example("fixed")})
+    done = run_cli("verify", "counter.py:make", "--backend", "eager", "--output-format", "json", "--no-lint",
+                   cwd=tmp_path)
+    findings = assert_findings_json(done.stdout)
+    assert [f["code"] for f in findings] == [], findings
+    assert done.returncode == 0, done.stderr
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_fix_verify_keeps_correct_fixes_of_stateful_models_and_leaves_no_temp_dir(tmp_path, private_tmp):
+    write_project(tmp_path, {**STATEFUL_FIX_PROJECT, "warm.py": _jit501_docs_example("invalid")})
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
+    assert "rolled back" not in done.stderr, done.stderr
+    assert (tmp_path / "warm.py").read_text() == _jit501_docs_example("fixed")
+    assert "@fused_scale.register_fake" in (tmp_path / "fused.py").read_text()
+    assert leftovers(private_tmp) == []
+
+
+def test_probes_leave_no_temp_dir_and_keep_their_source_readable(private_tmp):
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    from compile_lint.verifier.probe import compare_compiled_outputs, load_module_from_source, probe_example
+
+    code = textwrap.dedent("""
+        import torch
+
+        class Gate(torch.nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    return x * 2
+                return x
+    """)
+    module = load_module_from_source(code)
+    assert "if x.sum() > 0:" in inspect.getsource(module.Gate)  # Dynamo and tracebacks read it
+    result = probe_example(code, "Gate", "[(torch.ones(3),)]")
+    assert result.fullgraph_error == "Unsupported: Data-dependent branching"
+    assert compare_compiled_outputs(code, "Gate", "[(torch.ones(3),)]").equal
+    assert torch.equal(module.Gate()(torch.ones(3)), torch.full((3,), 2.0))
+    assert leftovers(private_tmp) == []
+
+
+def test_a_rollback_for_more_breaks_gives_the_counts_before_and_after():
+    from compile_lint.verifier.fixcheck import judge
+
+    def analysis(breaks: int, recompiles: int) -> dict:
+        return {"eager_error": None, "compile_error": None, "fullgraph_error": "Unsupported" if breaks else None,
+                "graph_breaks": [{"line": n} for n in range(breaks)], "recompiles": [{"line": n} for n in range(recompiles)],
+                "comparison": {"equal": True, "max_abs_diff": 0.0, "detail": ""}}
+
+    verdict = judge({"target": "m.py:make", "before": analysis(1, 0), "after": analysis(1, 2),
+                     "outputs": {"equal": True, "max_abs_diff": 3e-7, "detail": ""}})
+    assert not verdict.accepted
+    assert verdict.reason == ("m.py:make: check failed: no more graph breaks + recompiles: 1 before, 3 after "
+                              "(graph breaks 1 -> 1, recompiles 0 -> 2, eager outputs max abs diff 3e-07, "
+                              "compiled vs eager max abs diff 0)")
+    kept = judge({"target": "m.py:make", "before": analysis(1, 0), "after": analysis(0, 0),
+                  "outputs": {"equal": True, "max_abs_diff": 0.0, "detail": ""}})
+    assert kept.accepted and kept.improved and "graph breaks 1 -> 0" in kept.reason

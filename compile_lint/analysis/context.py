@@ -69,6 +69,8 @@ class FileContext:
         # Other files' classes and functions (None: this file is analysed on its own).
         self.symbols = symbols
         self.function_stack: list[cst.FunctionDef] = []
+        # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
+        self.branch_fix: Optional[str] = None
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property

@@ -375,6 +375,25 @@ class SelfAttributes:
             self.values.setdefault(target.attr.value, []).append(value)
 
 
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What `function`'s own `return` statements return (nested functions and lambdas excluded)."""
+    values: list[cst.BaseExpression] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if node.value is not None:
+                values.append(node.value)
+
+    visit(function, _Returns())
+    return values
+
+
 class Facts:
     """Kinds of expressions within the traced functions of one file."""
 
@@ -1086,26 +1105,11 @@ class Facts:
 
     # ----- returns -----------------------------------------------------------
     def returned_values(self, function: cst.FunctionDef) -> list[cst.BaseExpression]:
-        """The expressions `function`'s `return` statements return (nested defs not included)."""
+        """The expressions `function`'s `return` statements return, computed once per function."""
         cached = self._returned_values.get(function)
-        if cached is not None:
-            return cached
-        values: list[cst.BaseExpression] = []
-        self._returned_values[function] = values
-
-        class _Returns(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is function
-
-            def visit_Lambda(self, node: cst.Lambda) -> bool:
-                return False
-
-            def visit_Return(self, node: cst.Return) -> None:
-                if node.value is not None:
-                    values.append(node.value)
-
-        visit(function, _Returns())
-        return values
+        if cached is None:
+            cached = self._returned_values[function] = returned_values(function)
+        return cached
 
     def return_kind(self, function: cst.FunctionDef) -> Kind:
         """The join of what `function` returns."""

@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="apply the excludes to files named on the command line too (pre-commit, editors)")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true",
-                        help="also apply unsafe fixes (e.g. torch.where evaluates both branches)")
+                        help="also apply unsafe fixes (e.g. torch.where evaluates both branches; "
+                             "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
     parser.add_argument("--verify", action="store_true",
                         help="with --fix, prove each fix on the [tool.compile-lint.verify] targets (needs torch): "
                              "a fix that changes outputs or does not reduce breaks/recompiles is rolled back")

@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 from compile_lint.rules.base import CODE_PREFIX
 
 DEFAULT_EXCLUDE = (
@@ -51,6 +52,7 @@ class Config:
     module_bases: tuple[str, ...] = ()
     mode: str = "both"  # "inference" / "training": keep only findings that can happen in that mode
     verify_targets: tuple[str, ...] = ()
+    tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
     # Where each setting that is not a default came from: (field, origin). Not part of
@@ -102,10 +104,14 @@ def _torch_version(value: Any, key: str, source: str) -> str:
     return value
 
 
-def _mode(value: Any, key: str, source: str) -> str:
-    if value not in MODES:
-        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be one of {', '.join(map(repr, MODES))}")
-    return value
+def _one_of(choices: tuple[str, ...]):
+    """A parser that accepts exactly one of `choices` (a mode, a rewrite style)."""
+    def parse(value: Any, key: str, source: str) -> str:
+        if value not in choices:
+            spelled = ", ".join(f'"{choice}"' for choice in choices)
+            raise ConfigError(f"{source}: [tool.compile-lint] {key} must be one of {spelled}, not {value!r}")
+        return value
+    return parse
 
 
 def _verify_table(value: Any, key: str, source: str) -> tuple[str, ...]:
@@ -139,7 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("respect-gitignore", "respect_gitignore", _boolean),
     Setting("target-torch-version", "target_torch_version", _torch_version),
     Setting("module-bases", "module_bases", _string_list),
-    Setting("mode", "mode", _mode),
+    Setting("mode", "mode", _one_of(MODES)),
+    Setting("tensor-branch-fix", "tensor_branch_fix", _one_of(BRANCH_FIX_CHOICES)),
     Setting("verify", "verify_targets", _verify_table),
 )
 SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}

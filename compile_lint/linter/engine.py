@@ -218,14 +218,17 @@ def lint_module(
     prune: bool = True,
     source: Optional[str] = None,
     symbols: Optional[SymbolIndex] = None,
+    branch_fix: Optional[str] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
     With `prune`, the walk skips what no rule can see (code outside compiled regions
     when every rule is region-scoped); without, it walks every node. `symbols` lets the
-    analysis follow base classes and helpers into other files.
+    analysis follow base classes and helpers into other files. `branch_fix` is the
+    `tensor-branch-fix` setting (None: the rules' default).
     """
     context = FileContext(path, module, module_bases, source if prune else None, symbols)
+    context.branch_fix = branch_fix
     rules = [rule_class(context) for rule_class in rule_classes]
     _Dispatcher(context, rules, prune).run(module)
     findings = [finding for rule in rules for finding in rule.findings]
@@ -337,12 +340,12 @@ def lint_text(text: str, path: str, config: Config, noqa: bool = True, fast: boo
         return []
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                  symbols=symbols)
+                                  symbols=symbols, branch_fix=config.tensor_branch_fix)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
                 lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                    symbols=symbols))
+                                    symbols=symbols, branch_fix=config.tensor_branch_fix))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]

@@ -40,3 +40,12 @@ def made_by(context: "FileContext", expr: cst.BaseExpression) -> Iterator[str]:
             name = call_name(context, value)
             if name:
                 yield name
+
+
+def made_only_by(context: "FileContext", expr: cst.BaseExpression, names: frozenset[str]) -> bool:
+    """True when `expr` is a name or `self.attr` and every value bound to it is a call of one of `names`.
+
+    A value bound otherwise as well (`self.gen = None` beside `torch.Generator()`) makes it False.
+    """
+    made = list(made_by(context, expr))
+    return bool(made) and len(made) == len(context.bound_values(expr)) and all(name in names for name in made)

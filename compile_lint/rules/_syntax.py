@@ -71,9 +71,16 @@ def argument_for(function: cst.FunctionDef, param: cst.Param, call: cst.Call) ->
     return None
 
 
+def class_method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+    """The method `name` defined in the body of `cls` (not its bases), or None."""
+    for statement in cls.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
 def annotation_name(param: cst.Param) -> str:
     if param.annotation is None:
         return ""
     expr = param.annotation.annotation
     return expr.value if isinstance(expr, cst.Name) else ""
-

@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from compile_lint.verifier.targets import Call
+from compile_lint.verifier.targets import Call, copy_calls
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<path>.+?):(?P<line>\d+)")
 _GB_ID = re.compile(r"/gb/(gb\d+)\.html")
@@ -336,10 +336,13 @@ def _fullgraph_details(result: Analysis, error: BaseException) -> None:
         result.fullgraph_location = Location(path, line)
 
 
-def analyze(model: Callable, calls: Sequence[Call], device: str, backend: str = "inductor",
+def analyze(fresh_model: Callable[[], Callable], calls: Sequence[Call], device: str, backend: str = "inductor",
             compile_kwargs: Optional[dict] = None) -> tuple[Analysis, list[Any]]:
     """Run a target eagerly, under fullgraph=True, and under the default compile.
 
+    Each run gets its own model from `fresh_model()` (the factory again, same seed) and its
+    own copy of the calls, under the same seed: a model that updates state in forward (a
+    buffer counter) must start every run where eager started, or compiled outputs "differ".
     Both compiles always run: `.item()` and friends pass fullgraph=True (captured as
     unbacked values) yet break under the default compile, which is what users run. The
     fullgraph verdict is Dynamo's alone, so that run uses the eager backend; breaks,
@@ -351,8 +354,14 @@ def analyze(model: Callable, calls: Sequence[Call], device: str, backend: str = 
 
     result = Analysis(device=device, backend=backend)
     compile_kwargs = dict(compile_kwargs or {})
+
+    def run(wrap: Callable[[Callable], Callable], dims: Optional[dict] = None) -> list[Any]:
+        model = wrap(fresh_model())
+        torch.manual_seed(0)
+        return run_calls(model, copy_calls(calls), dims)
+
     try:
-        eager = run_calls(model, calls)
+        eager = run(lambda model: model)
     except Exception as error:  # noqa: BLE001 - user code may raise anything
         result.eager_error = first_line(error)
         return result, []
@@ -361,17 +370,16 @@ def analyze(model: Callable, calls: Sequence[Call], device: str, backend: str = 
 
     torch._dynamo.reset()
     try:
-        run_calls(torch.compile(model, backend="eager", fullgraph=True, **compile_kwargs), calls, dims)
+        run(lambda model: torch.compile(model, backend="eager", fullgraph=True, **compile_kwargs), dims)
     except Exception as error:  # noqa: BLE001
         _fullgraph_details(result, error)
 
     torch._dynamo.reset()
     counter = _counting_backend(backend)
-    compiled = torch.compile(model, backend=counter, **compile_kwargs)
     compiled_outputs = None
     with capture_dynamo_logs() as logs:
         try:
-            compiled_outputs = run_calls(compiled, calls, dims)
+            compiled_outputs = run(lambda model: torch.compile(model, backend=counter, **compile_kwargs), dims)
         except Exception as error:  # noqa: BLE001
             result.compile_error = first_line(error)
     seen: set[tuple] = set()

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from compile_lint.verifier.analysis import compare, first_line, run_calls, snapshot, tolerance
-from compile_lint.verifier.targets import Call, cast_floating
+from compile_lint.verifier.targets import Call, cast_floating, copy_calls
 
 VARIANTS = ("eager", "default", "default+patch", "reduce-overhead", "reduce-overhead+patch")
 # The patched build must be at least this much faster to be recommended (noise margin).
@@ -151,12 +151,6 @@ def _first_call_seconds(fn: Callable, call: Call, device: str) -> float:
     return time.perf_counter() - start
 
 
-def fresh_calls(calls: Sequence[Call]) -> list[Call]:
-    """Copies of the calls' tensors: a tensor once marked dynamic stays marked, and a
-    benchmark must compile each shape on its own, as a serving stack with static shapes does."""
-    return [Call(snapshot(c.args), snapshot(c.kwargs)) for c in calls]
-
-
 def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants: Sequence[str],
                    warmup: int, iters: int, result: BenchResult, inner: int = 10) -> None:
     """Per example call: build every variant for that shape (compile time = the first call's
@@ -166,7 +160,9 @@ def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants
 
     from compile_lint.verifier import inductor_patch
 
-    for index, call in enumerate(fresh_calls(calls)):
+    # Copies: a tensor once marked dynamic stays marked, and a benchmark must compile each
+    # shape on its own, as a serving stack with static shapes does.
+    for index, call in enumerate(copy_calls(calls)):
         torch._dynamo.reset()
         fns: dict[str, Callable] = {}
         compile_s: dict[str, float] = {}
@@ -214,20 +210,24 @@ def _compiled_outputs_and_code(model: Callable, calls: Sequence[Call], patched: 
     return outputs, sources
 
 
-def compare_patch(model: Callable, calls: Sequence[Call], result: BenchResult, dtypes: Sequence[Any]) -> None:
-    """Generated-code counts and numerical difference to eager, stock vs patched, per dtype."""
-    import copy
+def compare_patch(fresh_model: Callable[[], Callable], calls: Sequence[Call], result: BenchResult,
+                  dtypes: Sequence[Any]) -> None:
+    """Generated-code counts and numerical difference to eager, stock vs patched, per dtype.
 
+    Eager, stock and patched each run a fresh model (the factory again) on fresh copies of
+    the calls, so a model that keeps state compares like with like."""
     import torch
 
     for dtype in dtypes:
+        def typed_model() -> Callable:
+            model = fresh_model()
+            return model.to(dtype) if isinstance(model, torch.nn.Module) else model
+
         try:
-            typed_model = copy.deepcopy(model).to(dtype) if isinstance(model, torch.nn.Module) else model
-            typed_calls = fresh_calls([Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype))
-                                       for c in calls])
-            eager = run_calls(typed_model, typed_calls)
-            stock_out, stock_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=False)
-            patched_out, patched_src = _compiled_outputs_and_code(typed_model, typed_calls, patched=True)
+            typed_calls = [Call(cast_floating(c.args, dtype), cast_floating(c.kwargs, dtype)) for c in calls]
+            eager = run_calls(typed_model(), copy_calls(typed_calls))
+            stock_out, stock_src = _compiled_outputs_and_code(typed_model(), copy_calls(typed_calls), patched=False)
+            patched_out, patched_src = _compiled_outputs_and_code(typed_model(), copy_calls(typed_calls), patched=True)
         except Exception as error:  # noqa: BLE001
             result.errors.append(f"patch compare ({dtype}): {first_line(error)}")
             continue
@@ -272,9 +272,12 @@ def recommend(result: BenchResult) -> str:
     return f"keep stock: not faster ({text})"
 
 
-def run_bench(model: Callable, calls: Sequence[Call], device: str, patch_mode: str,
+def run_bench(fresh_model: Callable[[], Callable], calls: Sequence[Call], device: str, patch_mode: str,
               warmup: int = 10, iters: int = 50, inner: int = 10, control: bool = False) -> BenchResult:
-    """The whole benchmark of one target; `control` adds stock builds keyed like patched ones."""
+    """The whole benchmark of one target; `control` adds stock builds keyed like patched ones.
+
+    The timed variants share one model (only speed is read from them); the patch
+    comparison, which compares outputs, builds a fresh model for every run."""
     import torch
 
     result = BenchResult(device=device)
@@ -287,9 +290,9 @@ def run_bench(model: Callable, calls: Sequence[Call], device: str, patch_mode: s
     if not device.startswith("cuda"):
         # reduce-overhead's gain is CUDA graph replay; on CPU it only adds compile time.
         variants = [v for v in variants if not v.startswith("reduce-overhead")]
-    bench_variants(model, calls, device, variants, warmup, iters, result, inner)
+    bench_variants(fresh_model(), calls, device, variants, warmup, iters, result, inner)
     if patch_mode == "compare":
         dtypes = [torch.float32, torch.bfloat16]
-        compare_patch(model, calls, result, dtypes)
+        compare_patch(fresh_model, calls, result, dtypes)
         result.recommendation = recommend(result)
     return result

@@ -1,15 +1,19 @@
 """`compile-lint --fix --verify`: keep a fix only if the compiler proves it.
 
 For each configured verify target whose factory lives in the fixed file or imports it,
-the original and the fixed code are imported side by side (in a subprocess) and run on
-the same example calls. The fix is kept only if, for every such target, eager outputs are
-equal, the fixed code compiles to outputs equal to eager and has no more graph breaks +
-recompiles than before, and at least one target shows fewer (or none at all).
+the original and the fixed code are imported, each in a subprocess of its own (both at
+once), and run on their factories' example calls, which must be equal. The fix is kept
+only if, for every such target, eager outputs are equal, the fixed code compiles to
+outputs equal to eager and has no more graph breaks + recompiles than before, and at
+least one target shows fewer (or none at all). A rollback names the
+check that failed and the numbers: breaks and recompiles before -> after, output diffs.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
+import tempfile
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -41,13 +45,31 @@ def resolve_targets(targets: Sequence[str], root: str) -> list[TargetSpec]:
     return specs
 
 
-def _problems(analysis: dict) -> int:
+def _breaks(analysis: dict) -> int:
+    # A fullgraph failure no logged break accounts for (a hard error) counts as one break.
     extra = 1 if analysis.get("fullgraph_error") and not analysis["graph_breaks"] else 0
-    return len(analysis["graph_breaks"]) + len(analysis["recompiles"]) + extra
+    return len(analysis["graph_breaks"]) + extra
+
+
+def _problems(analysis: dict) -> int:
+    return _breaks(analysis) + len(analysis["recompiles"])
+
+
+def numbers(result: dict) -> str:
+    """The measurements behind a verdict: breaks and recompiles before -> after, output diffs."""
+    before, after = result["before"], result["after"]
+    parts = [f"graph breaks {_breaks(before)} -> {_breaks(after)}",
+             f"recompiles {len(before['recompiles'])} -> {len(after['recompiles'])}"]
+    outputs, comparison = result.get("outputs"), after.get("comparison")
+    if outputs:
+        parts.append(f"eager outputs max abs diff {outputs['max_abs_diff']:.3g}")
+    if comparison:
+        parts.append(f"compiled vs eager max abs diff {comparison['max_abs_diff']:.3g}")
+    return ", ".join(parts)
 
 
 def judge(result: dict) -> FixVerdict:
-    """The verdict for one target's side-by-side run."""
+    """The verdict for one target's side-by-side run; a rejection names the check that failed."""
     target = result.get("target", "?")
     if result.get("error"):
         return FixVerdict(False, f"{target}: {result['error']['kind']}: {result['error']['message']}")
@@ -55,49 +77,96 @@ def judge(result: dict) -> FixVerdict:
     if before.get("eager_error"):
         return FixVerdict(False, f"{target}: the original raises, nothing to compare: {before['eager_error']}")
     if after.get("eager_error"):
-        return FixVerdict(False, f"{target}: the fixed code raises: {after['eager_error']}")
+        return FixVerdict(False, f"{target}: check failed: fixed code runs: {after['eager_error']}")
+
+    def failed(check: str, detail: str) -> FixVerdict:
+        return FixVerdict(False, f"{target}: check failed: {check}: {detail} ({numbers(result)})")
+
     outputs = result.get("outputs")
     if not outputs or not outputs["equal"]:
-        return FixVerdict(False, f"{target}: the fix changes outputs: {outputs['detail'] if outputs else 'not compared'}")
+        return failed("eager outputs equal", outputs["detail"] if outputs else "not compared")
     if after.get("compile_error"):
-        return FixVerdict(False, f"{target}: the fixed code fails to compile: {after['compile_error']}")
+        return failed("fixed code compiles", after["compile_error"])
     comparison = after.get("comparison")
     if comparison and not comparison["equal"]:
-        return FixVerdict(False, f"{target}: compiled fixed code differs from eager: {comparison['detail']}")
+        return failed("compiled fixed code equals its eager outputs", comparison["detail"])
     n_before, n_after = _problems(before), _problems(after)
     if n_after > n_before:
-        return FixVerdict(False, f"{target}: more graph breaks + recompiles ({n_before} before, {n_after} after)")
-    return FixVerdict(True, f"{target}: breaks + recompiles {n_before} -> {n_after}, outputs equal",
+        return failed("no more graph breaks + recompiles", f"{n_before} before, {n_after} after")
+    return FixVerdict(True, f"{target}: outputs equal ({numbers(result)})",
                       improved=n_after < n_before or n_after == 0)
+
+
+def check_target(spec: TargetSpec, path: str, fixed_path: str, scratch: str,
+                 timeout_s: Optional[float], backend: str, device: Optional[str]) -> Optional[dict]:
+    """Run one target on the original and on the fixed code, in two processes at once.
+
+    Separate processes, because importing both versions into one registers everything the
+    file registers twice (a custom op's second definition breaks the first). None when
+    the target does not import the file."""
+    request = {"mode": "fixcheck", "target": spec.text, "original_path": path, "fixed_path": fixed_path,
+               "backend": backend, "device": device}
+    sides = {side: dict(request, side=side, outputs_path=os.path.join(scratch, f"{side}.pt"))
+             for side in ("before", "after")}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        runs = {side: pool.submit(run_isolated, side_request, timeout_s) for side, side_request in sides.items()}
+        before, after = runs["before"].result(), runs["after"].result()
+    for side in (before, after):
+        if side.get("covered") is False:
+            return None
+        if side.get("error"):
+            return side
+    result = {"target": spec.text, "before": before["analysis"], "after": after["analysis"]}
+    if not before["analysis"].get("eager_error") and not after["analysis"].get("eager_error"):
+        result["outputs"] = compare_saved(sides["before"]["outputs_path"], sides["after"]["outputs_path"])
+    return result
+
+
+def compare_saved(before_path: str, after_path: str) -> dict:
+    """Eager outputs of the two sides, on the same example calls (else the fix changed the calls)."""
+    import torch
+
+    from compile_lint.verifier.analysis import compare
+
+    before, after = (torch.load(path, weights_only=False) for path in (before_path, after_path))
+    calls = compare(before["calls"], after["calls"], "calls")
+    if not calls.equal:
+        return {"equal": False, "max_abs_diff": calls.max_abs_diff,
+                "detail": f"the fixed code's factory makes other example calls: {calls.detail}"}
+    return compare(before["eager"], after["eager"]).__dict__
 
 
 def verify_fix(path: str, fixed_text: str, targets: Sequence[str], root: str,
                timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
                device: Optional[str] = None) -> FixVerdict:
-    """Run every target that lives in `path` on the original and the fixed text."""
+    """Run every target that covers `path` on the original and the fixed text."""
     try:
         specs = resolve_targets(targets, root)
     except TargetError as error:
         return FixVerdict(False, str(error))
     absolute = os.path.abspath(path)
     reasons, improved = [], False
-    for spec in specs:
-        if not may_cover(spec, absolute):
-            continue
-        request = {"mode": "fixcheck", "target": spec.text, "original_path": absolute,
-                   "fixed_text": fixed_text, "backend": backend, "device": device}
-        result = run_isolated(request, timeout_s)
-        if result.get("covered") is False:
-            continue
-        verdict = judge(result)
-        if not verdict.accepted:
-            return verdict
-        reasons.append(verdict.reason)
-        improved = improved or verdict.improved
+    with tempfile.TemporaryDirectory(prefix="compile-lint-fixcheck-") as scratch:
+        fixed_path = os.path.join(scratch, os.path.basename(absolute))
+        with open(fixed_path, "w", encoding="utf-8") as handle:
+            handle.write(fixed_text)
+        for index, spec in enumerate(specs):
+            if not may_cover(spec, absolute):
+                continue
+            target_scratch = os.path.join(scratch, str(index))
+            os.mkdir(target_scratch)
+            result = check_target(spec, absolute, fixed_path, target_scratch, timeout_s, backend, device)
+            if result is None:
+                continue
+            verdict = judge(result)
+            if not verdict.accepted:
+                return verdict
+            reasons.append(verdict.reason)
+            improved = improved or verdict.improved
     if not reasons:
         return FixVerdict(True, f"{path}: no verify target covers this file; fix applied unverified", checked=False)
     if not improved:
-        return FixVerdict(False, "no target shows fewer graph breaks + recompiles: " + "; ".join(reasons))
+        return FixVerdict(False, "check failed: fewer graph breaks + recompiles on some target: " + "; ".join(reasons))
     return FixVerdict(True, "; ".join(reasons), improved=True)
 
 

@@ -6,13 +6,16 @@ and by `compile-lint verify`. torch is imported inside the functions, never at i
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
+import linecache
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 _counter = itertools.count()
 
@@ -54,19 +57,36 @@ class ProbeResult:
         )
 
 
-def load_module_from_source(code: str, name_hint: str = "example") -> Any:
-    """Import `code` as a real module from a temp file, so Dynamo sees real line numbers."""
+@contextlib.contextmanager
+def loaded_module(code: str, name_hint: str = "example") -> Iterator[Any]:
+    """`code` imported as a real module from a temp file (so Dynamo sees real line numbers),
+    the file kept while the block runs (code may read its own `__file__`), then removed.
+
+    Its source stays readable afterwards (`inspect.getsource`, tracebacks, Dynamo's
+    messages) through a linecache entry that `linecache.checkcache` keeps because it has
+    no modification time.
+    """
     directory = tempfile.mkdtemp(prefix="compile-lint-probe-")
-    module_name = f"_compile_lint_{name_hint}_{next(_counter)}"
-    path = os.path.join(directory, module_name + ".py")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(code)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    try:
+        module_name = f"_compile_lint_{name_hint}_{next(_counter)}"
+        path = os.path.join(directory, module_name + ".py")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(code)
+        linecache.cache[path] = (len(code), None, code.splitlines(keepends=True), path)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def load_module_from_source(code: str, name_hint: str = "example") -> Any:
+    """Import `code` as a real module; its temp file is removed at once (see `loaded_module`)."""
+    with loaded_module(code, name_hint) as module:
+        return module
 
 
 def resolve_entry(module: Any, entry: str, training: bool = False) -> Callable:
@@ -144,12 +164,12 @@ def probe_example(code: str, entry: str, calls_expr: str, training: bool = False
     """
     import torch
 
-    module = load_module_from_source(code)
-    fn = resolve_entry(module, entry, training)
-    torch.manual_seed(0)
-    calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
-    split = [split_call(call) for call in calls]
-    return probe(fn, [args for args, _ in split], [kwargs for _, kwargs in split])
+    with loaded_module(code) as module:
+        fn = resolve_entry(module, entry, training)
+        torch.manual_seed(0)
+        calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
+        split = [split_call(call) for call in calls]
+        return probe(fn, [args for args, _ in split], [kwargs for _, kwargs in split])
 
 
 def split_call(call: Any) -> tuple[tuple, dict]:
@@ -176,12 +196,19 @@ def compare_compiled_outputs(code: str, entry: str, calls_expr: str) -> OutputCh
     """Run an example's entry eagerly and under torch.compile (default settings, Dynamo
     with the eager backend) over its calls; report an error or the first output mismatch."""
     import torch
+
+    with loaded_module(code) as module:
+        fn = resolve_entry(module, entry)
+        torch.manual_seed(0)
+        calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
+        return _compare_calls(fn, calls)
+
+
+def _compare_calls(fn: Callable, calls: Sequence[Any]) -> OutputCheck:
+    """Eager vs compiled (Dynamo, eager backend) outputs of `fn` on each call."""
+    import torch
     import torch._dynamo
 
-    module = load_module_from_source(code)
-    fn = resolve_entry(module, entry)
-    torch.manual_seed(0)
-    calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
     check = OutputCheck()
     torch._dynamo.reset()
     compiled = torch.compile(fn, backend="eager")

@@ -16,7 +16,7 @@ import itertools
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 _counter = itertools.count()
 
@@ -49,12 +49,17 @@ class Call:
 
 @dataclass
 class LoadedTarget:
-    """A target imported and built: what to run and how."""
+    """A target imported and built: what to run and how.
+
+    `fresh_model()` runs the factory again under the same seed: a model that keeps state
+    (a buffer counter, a cache) must start every run (eager, fullgraph, compiled) afresh.
+    """
 
     spec: TargetSpec
     model: Callable
     calls: list[Call]
     module_file: Optional[str]
+    fresh_model: Callable[[], Callable]
 
 
 def parse_target(text: str) -> TargetSpec:
@@ -76,8 +81,12 @@ def module_file_of(spec: TargetSpec) -> Optional[str]:
     return os.path.abspath(found.origin) if found is not None and found.origin else None
 
 
-def import_path(path: str, name_hint: Optional[str] = None) -> Any:
-    """Import a file as a fresh module; its directory goes first on sys.path for sibling imports."""
+def import_path(path: str, name_hint: Optional[str] = None, code_path: Optional[str] = None) -> Any:
+    """Import a file as a fresh module; its directory goes first on sys.path for sibling imports.
+
+    `code_path`: run that file's code instead (a fixed copy of `path`), still importing
+    `path`'s siblings.
+    """
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise TargetError(f"{path}: no such file")
@@ -88,7 +97,7 @@ def import_path(path: str, name_hint: Optional[str] = None) -> Any:
             sys.path.insert(0, directory)
     stem = name_hint or os.path.splitext(os.path.basename(path))[0]
     module_name = f"_compile_lint_target_{stem}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
+    spec = importlib.util.spec_from_file_location(module_name, code_path or path)
     if spec is None or spec.loader is None:
         raise TargetError(f"{path}: cannot import")
     module = importlib.util.module_from_spec(spec)
@@ -149,13 +158,10 @@ def normalize_calls(raw: Any) -> list[Call]:
     return calls
 
 
-def build(spec: TargetSpec, module: Any, device: str) -> LoadedTarget:
-    """Run the factory of an imported module and place everything on `device`."""
+def _run_factory(spec: TargetSpec, factory: Callable, device: str) -> tuple[Callable, Any]:
+    """(model on `device` in eval mode, raw calls) from one factory call under seed 0."""
     import torch
 
-    factory = getattr(module, spec.factory, None)
-    if factory is None or not callable(factory):
-        raise TargetError(f"{spec.text}: no callable '{spec.factory}' in {spec.location}")
     try:
         accepts_device = "device" in inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -172,15 +178,38 @@ def build(spec: TargetSpec, module: Any, device: str) -> LoadedTarget:
         raise TargetError(f"{spec.text}: the factory's model is not callable")
     if isinstance(model, torch.nn.Module):
         model = model.to(device).eval()
+    return model, raw_calls
+
+
+def build(spec: TargetSpec, module: Any, device: str) -> LoadedTarget:
+    """Run the factory of an imported module and place everything on `device`."""
+    factory = getattr(module, spec.factory, None)
+    if factory is None or not callable(factory):
+        raise TargetError(f"{spec.text}: no callable '{spec.factory}' in {spec.location}")
+    model, raw_calls = _run_factory(spec, factory, device)
     calls = [Call(_to_device(c.args, device), _to_device(c.kwargs, device)) for c in normalize_calls(raw_calls)]
     module_file = getattr(module, "__file__", None)
-    return LoadedTarget(spec, model, calls, os.path.abspath(module_file) if module_file else None)
+
+    def fresh_model() -> Callable:
+        return _run_factory(spec, factory, device)[0]
+
+    return LoadedTarget(spec, model, calls, os.path.abspath(module_file) if module_file else None, fresh_model)
 
 
 def load_target(text: str, device: str) -> LoadedTarget:
     """Parse, import and build a target."""
     spec = parse_target(text)
     return build(spec, import_location(spec), device)
+
+
+def copy_calls(calls: Sequence[Call]) -> list[Call]:
+    """The calls with every tensor cloned: a run that marks dims dynamic or a model that
+    writes into its inputs must not change what the next run sees."""
+    return [Call(map_tensors(c.args, _clone), map_tensors(c.kwargs, _clone)) for c in calls]
+
+
+def _clone(tensor: Any) -> Any:
+    return tensor.detach().clone()
 
 
 def cast_floating(value: Any, dtype: Any) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import traceback
 from typing import Any
 
@@ -46,16 +45,16 @@ def verify_request(request: dict) -> dict:
     patch_mode = request.get("patch", "off")
     if patch_mode == "on":
         inductor_patch.apply()
-    found, _ = analysis.analyze(loaded.model, loaded.calls, device, request.get("backend", "inductor"))
+    found, _ = analysis.analyze(loaded.fresh_model, loaded.calls, device, request.get("backend", "inductor"))
     result["analysis"] = found.to_json()
     if request.get("bench"):
-        result["bench"] = bench.run_bench(loaded.model, loaded.calls, device, patch_mode,
+        result["bench"] = bench.run_bench(loaded.fresh_model, loaded.calls, device, patch_mode,
                                           warmup=request.get("warmup", 10), iters=request.get("iters", 50),
                                           inner=request.get("inner", 10),
                                           control=request.get("control", False)).to_json()
     elif patch_mode == "compare":
         partial = bench.BenchResult(device=device)
-        bench.compare_patch(loaded.model, loaded.calls, partial, _dtypes())
+        bench.compare_patch(loaded.fresh_model, loaded.calls, partial, _dtypes())
         result["bench"] = partial.to_json()
     return result
 
@@ -75,62 +74,62 @@ def _module_named_for(path: str) -> str | None:
     return None
 
 
-def _load_as(name: str, path: str) -> Any:
-    """Execute the file at `path` as module `name` (so relative imports still resolve)."""
-    import importlib.util
+class _FixedSource:
+    """A meta-path finder that imports the fixed copy wherever the original file is imported.
 
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    The fixed side of `--fix --verify` runs in a process of its own, so the original code
+    never runs there: a custom op the file registers is registered once, by the fixed code.
+    """
+
+    def __init__(self, original_path: str, fixed_path: str) -> None:
+        self.original_path, self.fixed_path, self.hits = original_path, fixed_path, 0
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """The fixed file's spec in place of the original's; None for every other module."""
+        import importlib.machinery
+        import importlib.util
+
+        found = importlib.machinery.PathFinder.find_spec(name, path)
+        if found is None or not found.origin or os.path.abspath(found.origin) != self.original_path:
+            return None
+        self.hits += 1
+        return importlib.util.spec_from_file_location(
+            name, self.fixed_path, submodule_search_locations=found.submodule_search_locations)
 
 
 def fixcheck_request(request: dict) -> dict:
-    """Run the original and the fixed code side by side on the original's example calls.
+    """One side of `--fix --verify`: analyse the target on the original or on the fixed code.
 
-    The fixed file is the target's own module, or a module the target imports: then the
-    fixed text is loaded under that module's name and the target's module is imported
-    afresh, so its factory builds the model from the fixed code.
+    "before" imports the target as it is; "after" imports it with the fixed text in place
+    of the original file (the target's own module, or a module it imports). Each side
+    saves its example calls and eager outputs to `outputs_path` for the parent to compare.
     """
+    import torch
+
     from compile_lint.verifier import analysis
-    from compile_lint.verifier.targets import Call, build, import_location, import_path, parse_target
+    from compile_lint.verifier.targets import build, import_location, import_path, parse_target
 
     spec = parse_target(request["target"])
     device = pick_device(request.get("device"))
-    backend = request.get("backend", "eager")
     original_path = os.path.abspath(request["original_path"])
-    target_module = import_location(spec)
-    target_file = os.path.abspath(target_module.__file__)
-    original = build(spec, target_module, device)
-    fixed_path = os.path.join(tempfile.mkdtemp(prefix="compile-lint-fixed-"), os.path.basename(original_path))
-    with open(fixed_path, "w", encoding="utf-8") as handle:
-        handle.write(request["fixed_text"])
-    if target_file == original_path:
-        fixed = build(spec, import_path(fixed_path, "fixed"), device)
+    result: dict[str, Any] = {"target": request["target"], "device": device, "covered": True}
+    if request["side"] == "before":
+        module = import_location(spec)
+        if os.path.abspath(module.__file__ or "") != original_path and _module_named_for(original_path) is None:
+            return {**result, "covered": False}
+    elif spec.is_path and os.path.abspath(spec.location) == original_path:
+        module = import_path(original_path, "fixed", code_path=request["fixed_path"])
     else:
-        name = _module_named_for(original_path)
-        if name is None:
-            return {"target": request["target"], "covered": False}
-        saved = sys.modules[name]
-        parent_name, _, child = name.rpartition(".")
-        parent = sys.modules.get(parent_name) if parent_name else None
-        try:
-            sys.modules[name] = _load_as(name, fixed_path)
-            if parent is not None:
-                setattr(parent, child, sys.modules[name])
-            fixed = build(spec, import_path(target_file, "refixed"), device)
-        finally:
-            sys.modules[name] = saved
-            if parent is not None:
-                setattr(parent, child, saved)
-    # Both factories ran under the same seed; still, feed both the original's inputs.
-    calls = [Call(c.args, c.kwargs) for c in original.calls]
-    before, eager_before = analysis.analyze(original.model, calls, device, backend)
-    after, eager_after = analysis.analyze(fixed.model, calls, device, backend)
-    outputs = analysis.compare(eager_before, eager_after) if eager_before and eager_after else None
-    return {"target": request["target"], "device": device, "covered": True, "before": before.to_json(),
-            "after": after.to_json(), "outputs": None if outputs is None else outputs.__dict__}
+        finder = _FixedSource(original_path, request["fixed_path"])
+        sys.meta_path.insert(0, finder)
+        module = import_location(spec)
+        if not finder.hits:
+            return {**result, "covered": False}
+    loaded = build(spec, module, device)
+    found, eager = analysis.analyze(loaded.fresh_model, loaded.calls, device, request.get("backend", "eager"))
+    torch.save({"calls": [(call.args, call.kwargs) for call in loaded.calls], "eager": eager},
+               request["outputs_path"])
+    return {**result, "analysis": found.to_json()}
 
 
 def main(argv: list[str]) -> int:

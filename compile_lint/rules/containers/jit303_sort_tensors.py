@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.walk import visit
 from compile_lint.rules._syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
 
@@ -95,6 +96,33 @@ class SortTensors(Rule):
             entry="MedianOfMeans",
             lines=[7],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class FeaturePyramid(nn.Module):
+                def forward(self, x):
+                    levels = {}
+                    levels["p4"] = x.mean(0, keepdim=True)
+                    levels["p3"] = x.amax(0, keepdim=True)
+                    return torch.cat([v for _, v in sorted(levels.items())])
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class FeaturePyramid(nn.Module):
+                def forward(self, x):
+                    levels = {}
+                    levels["p4"] = x.mean(0, keepdim=True)
+                    levels["p3"] = x.amax(0, keepdim=True)
+                    return torch.cat([v for _, v in sorted(levels.items(), key=lambda kv: kv[0])])
+            """,
+            entry="FeaturePyramid",
+            lines=[9],
+            note="a dict filled key by key in forward",
+        ),
     ]
     valid = [
         Valid(
@@ -151,6 +179,22 @@ class SortTensors(Rule):
             """,
             entry="Strides",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    scales = {}
+                    scales["p4"] = 2
+                    scales["p3"] = 3
+                    for _, scale in sorted(scales.items()):
+                        x = x * scale
+                    return x
+            """,
+            note="a dict filled in forward with Python numbers",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -168,7 +212,8 @@ class SortTensors(Rule):
         if key is None:
             items_of = _items_receiver(iterable)
             if items_of is not None:
-                if self.context.facts.dict_value_kind(items_of, self.context.function).tensorish:
+                if (self.context.facts.dict_value_kind(items_of, self.context.function).tensorish
+                        or _filled_with_tensors(self, items_of)):
                     self.report(node, fix=self._key_fix(node) if allow_fix else None)
                 return
             if self.context.facts.element_kind(iterable, self.context.function).tensorish:
@@ -206,6 +251,51 @@ def _items_receiver(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
             and expr.func.attr.value == "items" and not expr.args):
         return expr.func.value
     return None
+
+
+def _filled_with_tensors(rule: Rule, expr: cst.BaseExpression) -> bool:
+    """A local dict built in this function (`{}`, `dict(...)`, then `d[k] = v`) whose values are tensors."""
+    context = rule.context
+    function = context.function
+    if not isinstance(expr, cst.Name) or function is None:
+        return False
+    bindings = context.local_values(expr.value)
+    if not bindings or not all(_is_dict_constructor(rule, value) for value in bindings):
+        return False
+    values: list[cst.BaseExpression] = []
+    for binding in bindings:
+        if isinstance(binding, cst.Dict):
+            values += [element.value for element in binding.elements if isinstance(element, cst.DictElement)]
+        elif isinstance(binding, cst.Call):
+            values += [arg.value for arg in binding.args if arg.keyword is not None]
+    values += _subscript_assignments(function, expr.value)
+    return bool(values) and all(context.kind(value) is Kind.TENSOR for value in values)
+
+
+def _is_dict_constructor(rule: Rule, value: object) -> bool:
+    """`{...}` or `dict(k=v, ...)` (keywords only: a mapping argument could hold anything)."""
+    if isinstance(value, cst.Dict):
+        return True
+    return (isinstance(value, cst.Call) and is_builtin_call(rule, value, "dict")
+            and all(arg.keyword is not None for arg in value.args))
+
+
+def _subscript_assignments(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """The values of `name[key] = value` statements in `function` (not in nested functions)."""
+    found: list[cst.BaseExpression] = []
+
+    class _Stores(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                store = target.target
+                if isinstance(store, cst.Subscript) and isinstance(store.value, cst.Name) and store.value.value == name:
+                    found.append(node.value)
+
+    visit(function, _Stores())
+    return found
 
 
 def _key_kind(rule: Rule, key: cst.BaseExpression, iterable: cst.BaseExpression) -> Kind:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
+from compile_lint.rules._branch_code import with_reason
 from compile_lint.rules._conditions import data_dependent
-from compile_lint.rules._fixes import where_call
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.rules._linearise import ElifTracker, linearise_if
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
-class TensorValuedIf(Rule):
+class TensorValuedIf(ElifTracker, Rule):
     """`if`/`elif` on tensor data (`x.sum() > 0`, `mask.any()`) breaks the graph.
 
     Why: Dynamo cannot know which branch a tensor's value picks without running it,
@@ -21,8 +19,37 @@ class TensorValuedIf(Rule):
 
     Instead: choose between tensors with `torch.where(cond, a, b)`, or use
     `torch.cond(pred, true_fn, false_fn, operands)` when the branches do different work.
-    The fix (unsafe: both branches are evaluated) rewrites an `if`/`else` whose branches
-    assign the same name or both return.
+
+    The fix (unsafe) handles these shapes; Python tests in front of the tensor test
+    (`mask is not None and mask.any()`) stay a Python `if`:
+    - `if`/`else` and `elif` chains assigning names: one `x = torch.where(c, a, b)` per
+      name; without `else`, `x = torch.where(c, new, x)`; augmented assignments;
+      temporaries only the branch reads run unconditionally.
+    - returns: `if c: return a`, more assignments, `return b` -> `return torch.where(c, a, b)`.
+    - checks: `if c: raise E("...")` -> under torch.compile `torch._assert_async(~c, "...")`
+      (a RuntimeError there), eagerly the original `raise`. (`torch._check_tensor_all_with`
+      keeps the error type but reads the value with `.item()`: the default compile breaks.)
+    - layer-drop: `if c: continue`, or a `to_drop = True` flag read by `if not to_drop:`,
+      -> the skipped code runs and torch.where keeps the old values. The layer always
+      runs: slower, and its random draws and zero gradients differ from skipping it.
+    - shortcuts: `if (mask == 1).all(): mask = None` is taken only eagerly, `if m.any():
+      x[m] = v` always under compile, so compiled code takes the general route.
+    `torch.where` computes both branches; `torch.cond` runs one. With the default
+    `tensor-branch-fix = "auto"` ([tool.compile-lint]) torch.cond is written where an arm
+    calls a submodule or does heavy work (matmul, conv, attention, linalg: torch.where
+    would run it on the untaken side too, measured slower on an H200), torch.where where
+    both arms only compute values; "where" / "cond" force one. torch.cond is also written
+    where computing the untaken branch may fail (linalg, division by a guarded value),
+    when both branches are single tensor expressions of one shape.
+
+    No fix, and the message says why, where a rewrite could change results: arms of
+    different shapes (a reduction without `keepdim`, `unsqueeze` or indexing on one side);
+    an untaken arm that may raise or put NaN into gradients (linalg, indexing or division
+    by what the condition guards, `torch.autograd.grad`) when torch.cond cannot take it;
+    state changed by a branch or between a guard and its return (`self.x = ...`,
+    in-place ops, a cache passed to a skipped layer, layers whose outputs transformers'
+    `@capture_outputs` hooks record); `break`; loops over a data-dependent tensor; names
+    that may be None or Python values; other control flow in a branch.
     """
 
     code = "JIT101"
@@ -159,6 +186,545 @@ class TensorValuedIf(Rule):
             lines=[13],
             note="Dynamo traces `random.uniform` as a 0-d tensor input, so comparing it branches on data.",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class EarlyExit(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    if x.abs().amax() < 1.0:
+                        return x
+                    h = self.proj(x)
+                    h = torch.tanh(h)
+                    return x + h
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 0.1,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class EarlyExit(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    h = self.proj(x)
+                    h = torch.tanh(h)
+                    return torch.where(x.abs().amax() < 1.0, x, x + h)
+            """,
+            entry="EarlyExit",
+            lines=[10],
+            note="A guarded return: the code after it runs always, then one torch.where.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Renorm(nn.Module):
+                def forward(self, x):
+                    scale = x.new_ones(())
+                    steps = torch.zeros((), dtype=torch.long)
+                    if x.abs().amax() > 2.0:
+                        x = x / 2
+                        scale = scale * 2
+                        steps += 1
+                    return x * scale + steps
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 0.1,)]",
+            entry="Renorm",
+            lines=[8],
+            note="A guarded update of several names (one torch.where each, the test computed once).",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Piecewise(nn.Module):
+                def forward(self, x):
+                    m = x.mean()
+                    if m > 0.1:
+                        y = x * 2
+                    elif m < -0.1:
+                        y = -x
+                    else:
+                        y = x
+                    return y
+            """,
+            calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,), (torch.randn(4, 8) * 0.01,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Piecewise(nn.Module):
+                def forward(self, x):
+                    m = x.mean()
+                    y = torch.where(m > 0.1, x * 2, torch.where(m < -0.1, -x, x))
+                    return y
+            """,
+            entry="Piecewise",
+            lines=[7, 9],
+            note="An elif chain: nested torch.where.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Overflow(nn.Module):
+                def forward(self, hidden_states):
+                    hidden_states = hidden_states * 1e38
+                    if not torch.isfinite(hidden_states).all():
+                        clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+                        hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
+                    return hidden_states
+            """,
+            calls="[(torch.randn(4, 8) * 0.01,), (torch.randn(4, 8) * 10,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Overflow(nn.Module):
+                def forward(self, hidden_states):
+                    hidden_states = hidden_states * 1e38
+                    clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+                    hidden_states = torch.where(~torch.isfinite(hidden_states).all(), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
+                    return hidden_states
+            """,
+            entry="Overflow",
+            lines=[7],
+            note="A temporary only the branch reads runs unconditionally.",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class LabelCheck(nn.Module):
+                def forward(self, logits, labels):
+                    if labels.max() >= logits.shape[-1]:
+                        raise ValueError("a label is out of range")
+                    return F.cross_entropy(logits, labels)
+            """,
+            calls="[(torch.randn(4, 5), torch.randint(0, 5, (4,)))]",
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class LabelCheck(nn.Module):
+                def forward(self, logits, labels):
+                    if torch.compiler.is_compiling():
+                        torch._assert_async(~(labels.max() >= logits.shape[-1]), "a label is out of range")
+                    elif labels.max() >= logits.shape[-1]:
+                        raise ValueError("a label is out of range")
+                    return F.cross_entropy(logits, labels)
+            """,
+            entry="LabelCheck",
+            lines=[7],
+            note="A check: the same error eagerly, a runtime assertion under torch.compile.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class StochasticDepth(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.drop_prob = 0.5
+
+                def forward(self, x):
+                    for block in self.blocks:
+                        if self.drop_prob > 0:
+                            draw = torch.rand([])
+                            if draw < self.drop_prob:
+                                continue
+                        x = block(x)
+                    return x
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class StochasticDepth(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.drop_prob = 0.5
+
+                def forward(self, x):
+                    for block in self.blocks:
+                        if self.drop_prob > 0:
+                            draw = torch.rand([])
+                            x = torch.where(draw < self.drop_prob, x, block(x))
+                            continue
+                        x = block(x)
+                    return x
+            """,
+            entry="StochasticDepth",
+            lines=[14],
+            note="Layer-drop: every block runs, torch.where keeps the old value when the draw says skip.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LayerDrop(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, hidden_states):
+                    for layer in self.layers:
+                        to_drop = False
+                        if self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            if dropout_probability < self.layerdrop:  # skip the layer
+                                to_drop = True
+
+                        if not to_drop:
+                            hidden_states = layer(hidden_states)
+                    return hidden_states
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class LayerDrop(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                def forward(self, hidden_states):
+                    for layer in self.layers:
+                        to_drop = False
+                        if self.layerdrop > 0.0:
+                            dropout_probability = torch.rand([])
+                            hidden_states = torch.where(dropout_probability < self.layerdrop, hidden_states, layer(hidden_states))  # skip the layer
+                            to_drop = True
+
+                        if not to_drop:
+                            hidden_states = layer(hidden_states)
+                    return hidden_states
+            """,
+            entry="LayerDrop",
+            lines=[15],
+            note="The transformers layer-drop flag.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MaskedMean(nn.Module):
+                def forward(self, x, mask):
+                    if (mask == 1).all():
+                        mask = None
+                    if mask is None:
+                        return x.mean(1)
+                    return (x * mask).sum(1) / mask.sum(1)
+            """,
+            calls="[(torch.randn(2, 4, 8), torch.ones(2, 4, 1)), (torch.randn(2, 4, 8), (torch.rand(2, 4, 1) > 0.3).float())]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class MaskedMean(nn.Module):
+                def forward(self, x, mask):
+                    if not torch.compiler.is_compiling() and (mask == 1).all():
+                        mask = None
+                    if mask is None:
+                        return x.mean(1)
+                    return (x * mask).sum(1) / mask.sum(1)
+            """,
+            entry="MaskedMean",
+            lines=[6],
+            note="A shortcut: dropping an all-ones mask only eagerly.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class FillInvalid(nn.Module):
+                def forward(self, logits, invalid):
+                    logits = logits.clone()
+                    if invalid.any():
+                        logits[invalid] = -1e4
+                    return logits.softmax(-1)
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8) > 1), (torch.randn(4, 8), torch.zeros(4, 8, dtype=torch.bool))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class FillInvalid(nn.Module):
+                def forward(self, logits, invalid):
+                    logits = logits.clone()
+                    if torch.compiler.is_compiling() or invalid.any():
+                        logits[invalid] = -1e4
+                    return logits.softmax(-1)
+            """,
+            entry="FillInvalid",
+            lines=[7],
+            note="A shortcut: writing through an empty mask is a no-op, so compiled code always writes.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class SafeCholesky(nn.Module):
+                def forward(self, a):
+                    if torch.linalg.eigvalsh(a).amin() > 0:
+                        factor = torch.linalg.cholesky(a)
+                    else:
+                        factor = torch.zeros_like(a)
+                    return factor
+            """,
+            calls="[(torch.eye(4) * 2,), (-torch.eye(4),)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class SafeCholesky(nn.Module):
+                def forward(self, a):
+                    factor = torch.cond(torch.linalg.eigvalsh(a).amin() > 0, lambda a: torch.linalg.cholesky(a).contiguous(), lambda a: torch.zeros_like(a).contiguous(), (a,))
+                    return factor
+            """,
+            entry="SafeCholesky",
+            lines=[6],
+            note="torch.where would run cholesky on a matrix that is not positive definite: torch.cond runs one branch.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class CountedExit(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("calls", torch.zeros(()))
+
+                def forward(self, x):
+                    if x.abs().amax() < 1.0:
+                        return x
+                    self.calls.add_(1)
+                    return x * 2
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 0.1,)]",
+            entry="CountedExit",
+            lines=[10],
+            note="No fix: the code between the guard and its return mutates a buffer.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PoolOrKeep(nn.Module):
+                def forward(self, x):
+                    if x.mean() > 0:
+                        y = x.sum(1, keepdim=True)
+                    else:
+                        y = x
+                    return y
+            """,
+            entry="PoolOrKeep",
+            lines=[6],
+            note="No fix: (B, 1, E) and (B, W, E) arms, which torch.where would broadcast.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class RunningPeak(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("peak", torch.ones(()))
+
+                def forward(self, x):
+                    if x.amax() > self.peak:
+                        self.peak = x.amax()
+                    return x / self.peak
+            """,
+            entry="RunningPeak",
+            lines=[10],
+            note="No fix: the branch assigns module state.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Normalize(nn.Module):
+                def forward(self, x):
+                    n = x.norm()
+                    if n == 0:
+                        return x
+                    y = x / n
+                    return y
+            """,
+            calls="[(torch.randn(4, 8),), (torch.zeros(4, 8),)]",
+            entry="Normalize",
+            lines=[7],
+            note="No fix: computed always, the division by a zero norm would put NaN into gradients.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Experts(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.num_experts = 4
+                    self.weight = nn.Parameter(torch.randn(4, 8, 8))
+
+                def forward(self, x, expert_ids):
+                    out = torch.zeros_like(x)
+                    for expert in expert_ids:
+                        if expert == self.num_experts:
+                            continue
+                        out = out + x @ self.weight[expert]
+                    return out
+            """,
+            calls="[(torch.randn(6, 8), torch.tensor([0, 4, 2]))]",
+            entry="Experts",
+            lines=[13],
+            note="No fix: the loop steps through tensor data, and weight[expert] is out of range when the branch is taken.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class CachedLayer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x, past_key_values=None):
+                    if past_key_values is not None:
+                        past_key_values.append(x)
+                    return self.fc(x)
+
+            class Decoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([CachedLayer() for _ in range(2)])
+                    self.layerdrop = 0.5
+
+                def forward(self, hidden_states, past_key_values=None):
+                    for layer in self.layers:
+                        if torch.rand([]) < self.layerdrop:
+                            continue
+                        hidden_states = layer(hidden_states, past_key_values=past_key_values)
+                    return hidden_states
+            """,
+            entry="Decoder",
+            lines=[22],
+            note="No fix: the skipped layer would update a cache.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Forces(nn.Module):
+                def forward(self, pos):
+                    with torch.enable_grad():
+                        pos = pos.detach().requires_grad_()
+                        energy = (pos ** 2).sum()
+                        if energy > 1.0:
+                            force = torch.autograd.grad(energy, pos)[0]
+                        else:
+                            force = torch.zeros_like(pos)
+                    return force
+            """,
+            calls="[(torch.randn(4, 3),), (torch.randn(4, 3) * 0.01,)]",
+            entry="Forces",
+            lines=[9],
+            note="No fix: autograd in forward.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            def capture_outputs(forward):
+                # Stands for transformers' decorator: forward hooks record every layer's output.
+                return forward
+
+            class HookedDecoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+                    self.layerdrop = 0.5
+
+                @capture_outputs
+                def forward(self, hidden_states):
+                    for layer in self.layers:
+                        if torch.rand([]) < self.layerdrop:
+                            continue
+                        hidden_states = layer(hidden_states)
+                    return hidden_states
+            """,
+            entry="HookedDecoder",
+            lines=[17],
+            note="No fix: transformers' @capture_outputs hooks would record the outputs of layers run when skipped.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.small = nn.Linear(8, 8)
+                    self.large = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+
+                def forward(self, x):
+                    if x.abs().mean() > 1:
+                        y = self.large(x)
+                    else:
+                        y = self.small(x)
+                    return y
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Router(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.small = nn.Linear(8, 8)
+                    self.large = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8))
+
+                def forward(self, x):
+                    y = torch.cond(x.abs().mean() > 1, lambda x: self.large(x).clone(memory_format=torch.contiguous_format), lambda x: self.small(x).clone(memory_format=torch.contiguous_format), (x,))
+                    return y
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 3,)]",
+            entry="Router",
+            lines=[11],
+            note="arms that call submodules get torch.cond under the default `tensor-branch-fix = \"auto\"`: torch.where would run both (measured slower on an H200)",
+        ),
     ]
     valid = [
         Valid(
@@ -246,74 +812,10 @@ class TensorValuedIf(Rule):
         ),
     ]
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._elifs: set[cst.If] = set()
-
     def visit_If(self, node: cst.If) -> None:
-        if isinstance(node.orelse, cst.If):
-            self._elifs.add(node.orelse)
+        super().visit_If(node)
         culprit = data_dependent(self, node.test)
-        if culprit is not None:
-            self.report(node.test, fix=self._where_fix(node), path_node=culprit)
-
-    def _where_fix(self, node: cst.If) -> Optional[FixPlan]:
-        if node in self._elifs or data_dependent(self, node.test) is not node.test:
-            return None  # `a and b` conditions need more than a rewrite
-        body = _single_statement(node.body)
-        orelse = node.orelse
-        if isinstance(orelse, cst.Else):
-            other = _single_statement(orelse.body)
-        elif orelse is None:
-            other = None
-        else:
-            return None  # elif chains are left for a person
-        if isinstance(body, cst.Return) and isinstance(other, cst.Return) and body.value and other.value:
-            built = where_call(self.context, node.test, body.value, other.value)
-            if built is None:
-                return None
-            call, imports = built
-            new = cst.SimpleStatementLine(body=[cst.Return(value=call)], leading_lines=node.leading_lines)
-            return FixPlan([(node, new)], "Return torch.where(cond, a, b)", "unsafe", imports)
-        assigned, alternative = _assigned_name(body), _assigned_name(other)
-        if assigned is None:
-            return None
-        name, value = assigned
-        if orelse is None:
-            fallback: cst.BaseExpression = cst.Name(name)
-            if self.context.kind(fallback) is not Kind.TENSOR:
-                return None
-        elif alternative is not None and alternative[0] == name:
-            fallback = alternative[1]
-        else:
-            return None
-        built = where_call(self.context, node.test, value, fallback)
-        if built is None:
-            return None
-        call, imports = built
-        new = cst.SimpleStatementLine(
-            body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=call)],
-            leading_lines=node.leading_lines,
-        )
-        return FixPlan([(node, new)], f"Assign `{name}` with torch.where(cond, a, b)", "unsafe", imports)
-
-
-def _single_statement(block: cst.BaseSuite) -> Optional[cst.BaseSmallStatement]:
-    if isinstance(block, cst.IndentedBlock):
-        if len(block.body) != 1:
-            return None
-        line = block.body[0]
-    else:
-        line = block  # a SimpleStatementSuite
-    if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or len(line.body) != 1:
-        return None
-    return line.body[0]
-
-
-def _assigned_name(statement: Optional[cst.BaseSmallStatement]) -> Optional[tuple[str, cst.BaseExpression]]:
-    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
-        target = statement.targets[0].target
-        if isinstance(target, cst.Name):
-            return target.value, statement.value
-    return None
-
+        if culprit is None:
+            return
+        outcome = linearise_if(self, node, self.is_elif(node))
+        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)

@@ -17,6 +17,10 @@ class TensorValuedWhile(Rule):
 
     Instead: run a fixed number of iterations and mask finished elements with
     `torch.where`, or use `torch._higher_order_ops.while_loop` for true loops.
+    There is no automatic fix: the number of iterations is data, and a bound to unroll to
+    cannot be read from the code (running more iterations than the original changes the
+    result unless every step is masked, which needs the loop's meaning). The same holds
+    for `break` in a loop on a tensor test (JIT101).
     """
 
     code = "JIT102"
@@ -133,5 +137,5 @@ class TensorValuedWhile(Rule):
     def visit_While(self, node: cst.While) -> None:
         culprit = data_dependent(self, node.test)
         if culprit is not None:
-            self.report(node.test, path_node=culprit)
+            self.report(node.test, path_node=culprit)  # the message says what to write; --explain why no fix
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules._branch_code import with_reason
 from compile_lint.rules._conditions import data_dependent
-from compile_lint.rules._fixes import where_call
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.rules._linearise import linearise_ifexp
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorValuedTernary(Rule):
@@ -15,7 +16,15 @@ class TensorValuedTernary(Rule):
     Why: the ternary evaluates `bool(cond)` in Python, which needs the tensor's value
     ("Data-dependent branching").
 
-    Instead: `torch.where(cond, a, b)`. The fix is unsafe: both sides are evaluated.
+    Instead: `torch.where(cond, a, b)`. The fix (unsafe: both sides are evaluated) writes
+    that, keeping Python tests in front of the tensor test as a Python ternary
+    (`a if flag and t.any() else b` -> `torch.where(t.any(), a, b) if flag else b`) and
+    values read into Python as tensors (`t.item() > 0` -> `t > 0`). It writes
+    `torch.cond(...)` instead where `tensor-branch-fix = "cond"` asks for it, or where
+    computing the untaken side may fail (a division by the guarded value puts NaN into
+    gradients; linalg may raise). No fix, and the message says why, where the sides may
+    differ in shape or dtype, where neither side is certainly a tensor (torch.where would
+    turn Python numbers into a tensor), or where a side has a side effect.
     """
 
     code = "JIT103"
@@ -63,7 +72,7 @@ class TensorValuedTernary(Rule):
 
             class Clip(nn.Module):
                 def forward(self, grad):
-                    return T.where(grad.norm() > 1.0, grad / grad.norm(), grad)
+                    return T.cond(grad.norm() > 1.0, lambda grad: (grad / grad.norm()).contiguous(), lambda grad: grad.clone(memory_format=T.contiguous_format), (grad,))
             """,
             entry="Clip",
             lines=[6],
@@ -88,6 +97,50 @@ class TensorValuedTernary(Rule):
             calls="[(torch.randn(4, 8), torch.randn(4, 8))]",
             entry="pick",
             lines=[4],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class ResidualGate(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.use_gate = True
+
+                def forward(self, x, h):
+                    return (x + h if self.use_gate and h.mean() > 0 else x - h) * 2
+            """,
+            calls="[(torch.randn(4, 8), torch.randn(4, 8) + 1), (torch.randn(4, 8), torch.randn(4, 8) - 1)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class ResidualGate(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.use_gate = True
+
+                def forward(self, x, h):
+                    return (torch.where(h.mean() > 0, x + h, x - h) if self.use_gate else x - h) * 2
+            """,
+            entry="ResidualGate",
+            lines=[10],
+            note="A Python test in front of the tensor test stays a Python ternary around torch.where.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MaybePool(nn.Module):
+                def forward(self, x):
+                    y = x.sum(0) if x.mean() > 0 else x
+                    return y * 2
+            """,
+            entry="MaybePool",
+            lines=[6],
+            note="No fix: the arms differ in shape, which torch.where would broadcast.",
         ),
     ]
     valid = [
@@ -139,12 +192,5 @@ class TensorValuedTernary(Rule):
         culprit = data_dependent(self, node.test)
         if culprit is None:
             return
-        fix = None
-        if culprit is node.test:
-            built = where_call(self.context, node.test, node.body, node.orelse)
-            if built is not None:
-                call, imports = built
-                call = call.with_changes(lpar=node.lpar, rpar=node.rpar)
-                fix = FixPlan([(node, call)], "Use torch.where(cond, a, b)", "unsafe", imports)
-        self.report(node.test, fix=fix, path_node=culprit)
-
+        outcome = linearise_ifexp(self, node)
+        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)

@@ -8,7 +8,7 @@ import libcst as cst
 
 from compile_lint.analysis.facts import Kind, annotation_kind
 from compile_lint.rules._specializing import specialized_arguments
-from compile_lint.rules._syntax import annotation_name, argument_for, find_param
+from compile_lint.rules._syntax import argument_for, find_param
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -18,13 +18,18 @@ class SpecializedScalarArgument(Rule):
     Why: most Python float/int inputs cost one recompile and then become dynamic, but
     some arguments are burned into the graph as constants: `range(n)` (the loop is
     unrolled), `F.interpolate(scale_factor=)`, `F.dropout(p=)`, the `eps` of
-    `F.layer_norm`/`group_norm`/`rms_norm`/`batch_norm`, `F.pad(value=)`, and the dtype
-    or device of `.to()` (measured on torch 2.13). A forward parameter passed there recompiles for
-    every new value, and after 8 values runs eagerly.
+    `F.layer_norm`/`group_norm`/`rms_norm`/`batch_norm`/`cosine_similarity`,
+    `F.pad(value=)`, `F.scaled_dot_product_attention(dropout_p=, scale=)`,
+    `F.cross_entropy(label_smoothing=)`, the `beta`/`delta` of `smooth_l1_loss`/
+    `huber_loss`, `torch.cdist(p=)` and `torch.nan_to_num(nan=)` (measured on torch 2.13). A forward parameter passed there recompiles for every new value, and
+    after 8 values runs eagerly. (A `dtype` or `device` parameter passed to `.to()` also
+    compiles one graph per value, but there are only a few, as for the inputs' own dtype
+    guards, and in practice it follows the inputs: `dtype=pixel_values.dtype`. Not
+    flagged.)
 
     Instead: fix the value at construction (`self.p = p` in `__init__`, an `nn.Dropout`
-    or `nn.Upsample` module), pass an output `size=` instead of a varying
-    `scale_factor`, and keep a small set of dtypes per compiled function.
+    or `nn.Upsample` module), and pass an output `size=` instead of a varying
+    `scale_factor`.
     """
 
     code = "JIT502"
@@ -121,15 +126,16 @@ class SpecializedScalarArgument(Rule):
         Invalid(
             """
             import torch
+            import torch.nn.functional as F
             from torch import nn
 
-            class Caster(nn.Module):
-                def forward(self, x, dtype=torch.float32):
-                    return x.to(dtype) * 2
+            class Attention(nn.Module):
+                def forward(self, q, k, v, softmax_scale: float = 0.125):
+                    return F.scaled_dot_product_attention(q, k, v, scale=softmax_scale)
             """,
-            calls="[(torch.randn(4, 8), d) for d in (torch.float32, torch.float64, torch.bfloat16)]",
-            entry="Caster",
-            lines=[6],
+            calls="[(torch.randn(1, 2, 4, 8),) * 3 + (s,) for s in (0.1, 0.125, 0.2)]",
+            entry="Attention",
+            lines=[7],
         ),
     ]
     valid = [
@@ -187,14 +193,38 @@ class SpecializedScalarArgument(Rule):
             calls="[(torch.randn(4, 8), torch.randn(4, 8))] * 3",
             entry="Mixed",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class SinePositionEmbedding(nn.Module):
+                def forward(self, shape, device, dtype: torch.dtype, mask=None):
+                    batch, _, height, width = shape
+                    y = torch.arange(1, height + 1, device=device).to(dtype)
+                    x = torch.arange(1, width + 1, device=device).to(dtype=dtype)
+                    return (y[:, None] * x[None, :]).expand(batch, height, width)
+
+            class Backbone(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 4, 1)
+                    self.position = SinePositionEmbedding()
+
+                def forward(self, pixels):
+                    features = self.conv(pixels)
+                    return features + self.position(features.shape, features.device, features.dtype)[:, None]
+            """,
+            calls="[(torch.randn(2, 3, 4, 4),)] * 3",
+            entry="Backbone",
+            note="a dtype argument that follows the inputs' dtype (DETR-style position embeddings)",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         for value, where in specialized_arguments(self, node):
             param = _root_python_param(self, value)
             if param is None:
-                continue
-            if where == ".to()" and not self._python_dtype_or_device(param):
                 continue
             self.report(
                 value,
@@ -203,22 +233,6 @@ class SpecializedScalarArgument(Rule):
                     "value recompiles (eager after 8); fix it at construction or keep it constant"
                 ),
             )
-
-    def _python_dtype_or_device(self, param: cst.Param) -> bool:
-        """True for a parameter that holds a dtype, device or device string."""
-        if annotation_name(param) in ("str", "dtype", "device"):
-            return True
-        if param.annotation is not None:
-            qualified = self.context.qualname(param.annotation.annotation) or ""
-            if qualified in ("torch.dtype", "torch.device"):
-                return True
-        default = param.default
-        if isinstance(default, cst.SimpleString):
-            return True
-        if default is not None:
-            qualified = self.context.qualname(default) or ""
-            return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _DTYPE_NAMES
-        return False
 
 
 def _root_python_param(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.Param]:
@@ -258,10 +272,3 @@ def _input_param(rule: Rule, function: cst.FunctionDef, name: str, depth: int) -
             if found is not None:
                 return found
     return None
-
-
-_DTYPE_NAMES = frozenset({
-    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "uint8",
-    "int16", "short", "int32", "int", "int64", "long", "bool", "complex64", "complex128",
-})
-

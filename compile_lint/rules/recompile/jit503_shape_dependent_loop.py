@@ -8,6 +8,7 @@ import libcst as cst
 
 from compile_lint.analysis.facts import Kind, annotation_kind
 from compile_lint.analysis.walk import visit
+from compile_lint.rules._bindings import made_only_by
 from compile_lint.rules._syntax import find_param, int_literal, self_attribute
 from compile_lint.rules.base import Invalid, Rule, Valid
 
@@ -183,6 +184,44 @@ class ShapeDependentLoop(Rule):
             calls="[(torch.randn(4, 8),)] * 3",
             entry="ChannelMix",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class MultiAdapter(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.adapters = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+                    self.mix = nn.Parameter(torch.zeros(2))
+
+                def forward(self, xs):
+                    weights = torch.softmax(self.mix, 0)
+                    out = 0
+                    for x, w, adapter in zip(xs, weights, self.adapters):
+                        out = out + w * adapter(x)
+                    return out
+            """,
+            calls="[(torch.randn(2, 4, 8),)] * 3",
+            entry="MultiAdapter",
+            note="zip stops at the ModuleList: a fixed trip count",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class CrossAttentionMask(nn.Module):
+                def forward(self, x, text_mask=None, image_mask=None):
+                    masks = [text_mask, image_mask]
+                    masks = [m for m in masks if m is not None]
+                    masks = torch.cat(masks, dim=1)
+                    return x * masks
+            """,
+            calls="[(torch.randn(2, 8), torch.ones(2, 4), torch.ones(2, 4))] * 3",
+            entry="CrossAttentionMask",
+            note="the comprehension runs over a two-element list; the name becomes a tensor later",
+        ),
     ]
 
     def visit_For(self, node: cst.For) -> None:
@@ -203,8 +242,12 @@ class ShapeDependentLoop(Rule):
             qualified = self.context.qualname(iterable.func) or ""
             if qualified == "builtins.range":
                 return any(self._varying_size(arg.value) for arg in iterable.args)
-            if qualified in ("builtins.enumerate", "builtins.zip", "builtins.reversed"):
+            if qualified in ("builtins.enumerate", "builtins.reversed"):
                 return any(self._varying_iterable(arg.value) for arg in iterable.args)
+            if qualified == "builtins.zip":
+                # zip stops at its shortest argument: a ModuleList or a tuple display fixes the count.
+                return (not any(self._fixed_length(arg.value) for arg in iterable.args)
+                        and any(self._varying_iterable(arg.value) for arg in iterable.args))
             if qualified == "torch.unbind" and iterable.args:
                 return self._dim_argument(iterable, 1) == 0
             func = iterable.func
@@ -258,8 +301,23 @@ class ShapeDependentLoop(Rule):
             if param is not None:
                 return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
             values = context.local_values(expr.value, function)
+            # The analysis is flow-insensitive: in `masks = [m for m in masks if m is not None]`
+            # then `masks = torch.cat(masks)` the loop runs over the list, so a binding that
+            # is certainly a container vetoes the tensor ones.
+            if any(_container_value(self, v) for v in values):
+                return False
             return any(isinstance(v, cst.BaseExpression) and self._certain_tensor_value(v) for v in values)
         return self._certain_tensor_value(expr)
+
+    def _fixed_length(self, expr: cst.BaseExpression) -> bool:
+        """A tuple/list display, a name bound only to one, or `self.X` holding a ModuleList/Sequential."""
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return not any(isinstance(element, cst.StarredElement) for element in expr.elements)
+        if isinstance(expr, cst.Name):
+            values = self.context.local_values(expr.value)
+            return bool(values) and all(
+                isinstance(value, (cst.Tuple, cst.List)) and self._fixed_length(value) for value in values)
+        return self_attribute(expr) is not None and made_only_by(self.context, expr, _MODULE_CONTAINERS)
 
     def _certain_tensor_value(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data"):
@@ -411,6 +469,27 @@ _MULTI_OUTPUT_MODULES = frozenset({
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "FractionalMaxPool2d",
     "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss",
 })
+
+
+_MODULE_CONTAINERS = frozenset(
+    f"torch.nn{package}.{name}"
+    for package in ("", ".modules.container")
+    for name in ("ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict")
+)
+
+
+def _container_value(rule: Rule, value: object) -> bool:
+    """A list/tuple/dict display or comprehension, or `list(...)`/`tuple(...)`/`torch.split(...)`."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)):
+        return True
+    if isinstance(value, cst.Call):
+        qualified = rule.context.qualname(value.func) or ""
+        if qualified in ("builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted"):
+            return True
+        short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.") else (
+            value.func.attr.value if isinstance(value.func, cst.Attribute) else "")
+        return short in ("split", "chunk", "unbind", "tensor_split")
+    return False
 
 
 _CONTAINER_METHODS = frozenset({"keys", "values", "items", "get", "pop", "copy", "tolist", "numpy"})

@@ -1,4 +1,4 @@
-"""JIT606 unsupported-context-manager: `with lock:`, `with warnings.catch_warnings():` or `with torch.random.fork_rng():` breaks."""
+"""JIT606 unsupported-context-manager: `with lock:`, `with warnings.catch_warnings():`, `with torch.backends.cudnn.flags(...)` and other untraceable context managers break."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ class UnsupportedContextManager(Rule):
     """`with lock:`, `with warnings.catch_warnings():` or `with torch.random.fork_rng():` breaks.
 
     Why: Dynamo only traces context managers it knows (`torch.no_grad`, `autocast`,
-    `contextlib.nullcontext`, `record_function`...). A threading lock, condition or
-    semaphore is an "Unsupported context manager"; `catch_warnings` and `fork_rng` run
-    skipped code. The whole frame then falls back to eager.
+    `contextlib.nullcontext`, `record_function`, `sdpa_kernel`...). A threading lock,
+    condition or semaphore, or `with torch.device(...)`, is an "Unsupported context
+    manager"; `catch_warnings`, `fork_rng`, `torch.backends.cudnn.flags` /
+    `mkldnn.flags`, `detect_anomaly` and `redirect_stdout` run skipped code. The whole
+    frame then falls back to eager (measured on torch 2.13).
 
     Instead: take locks outside the compiled call (compiled code runs in one thread per
-    call anyway), set warning filters once at start-up, and seed generators outside.
+    call anyway), set warning filters and backend flags once at start-up (or around the
+    compiled call), and seed generators outside.
     """
 
     code = "JIT606"
@@ -26,7 +29,12 @@ class UnsupportedContextManager(Rule):
     kind = "break"
     gb_type = "Unsupported context manager"
     gb_id = "GB0142"
-    gb_types = ("Attempted to call function marked as skipped",)  # the same pattern, reported differently
+    gb_types = (  # the same pattern, reported differently
+        "Attempted to call function marked as skipped",
+        "torch.* op returned non-Tensor",
+        "Attempted to inline function marked as skipped",
+        "unsupported contextlib.* API",
+    )
     message = (
         "this context manager is not traceable and breaks the graph; enter it outside "
         "the compiled region"
@@ -84,6 +92,25 @@ class UnsupportedContextManager(Rule):
             """,
             lines=[7],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class AudioEncoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv1d(4, 4, 3, padding=1)
+
+                def forward(self, x):
+                    with torch.no_grad(), torch.backends.cudnn.flags(enabled=False):
+                        y = self.conv(x)
+                    return y.relu()
+            """,
+            calls="[(torch.randn(2, 4, 8),)]",
+            entry="AudioEncoder",
+            lines=[10],
+        ),
     ]
     valid = [
         Valid(
@@ -137,6 +164,22 @@ class UnsupportedContextManager(Rule):
                     return lock_free
             """,
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            class Attention(nn.Module):
+                def forward(self, x):
+                    q = x.view(1, 1, 4, 8)
+                    with sdpa_kernel(SDPBackend.MATH), torch.set_grad_enabled(False):
+                        out = nn.functional.scaled_dot_product_attention(q, q, q)
+                    return out.view(4, 8)
+            """,
+            entry="Attention",
+            note="torch's attention-backend and grad-mode context managers are traced",
+        ),
     ]
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
@@ -147,5 +190,18 @@ class UnsupportedContextManager(Rule):
             self.report(item)
 
 
-_UNSUPPORTED_CONTEXT_CALLS = frozenset({"warnings.catch_warnings", "torch.random.fork_rng"})
+# Each measured on torch 2.13: fullgraph=True fails and the default compile skips the frame.
+_UNSUPPORTED_CONTEXT_CALLS = frozenset({
+    "warnings.catch_warnings",
+    "torch.random.fork_rng",
+    "torch.backends.cudnn.flags",
+    "torch.backends.mkldnn.flags",
+    "torch.backends.cuda.sdp_kernel",
+    "torch.autograd.detect_anomaly",
+    "torch.autograd.set_detect_anomaly",
+    "torch.autograd.profiler.emit_nvtx",
+    "torch.device",
+    "contextlib.redirect_stdout",
+    "contextlib.redirect_stderr",
+})
 

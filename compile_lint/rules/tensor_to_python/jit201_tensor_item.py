@@ -7,7 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._linearise import ElifTracker, linearise_data_read
 from compile_lint.rules._tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -15,7 +17,7 @@ from compile_lint.rules._tensor_data import (
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
-class TensorItem(Rule):
+class TensorItem(ElifTracker, Rule):
     """`.item()` on a tensor reads its value into Python and breaks the graph.
 
     Why: a Python number cannot live in the graph, so the default `torch.compile` stops
@@ -27,9 +29,19 @@ class TensorItem(Rule):
 
     Instead: keep the value as a 0-d tensor (`t.detach()` where `.item()` cut the
     gradient) and do the arithmetic with tensors; branch with `torch.where`. The fix
-    replaces `.item()` with `.detach()` when the number only feeds tensor arithmetic.
-    It is unsafe: measured identical for floating-point operands, but an integer tensor
-    combined with a float16/bfloat16/float64 `t` then takes `t`'s dtype, not float32.
+    (unsafe) has two shapes:
+    - the number only feeds tensor arithmetic: `.item()` -> `.detach()`. Measured identical
+      for floating-point operands, but an integer tensor combined with a
+      float16/bfloat16/float64 `t` then takes `t`'s dtype, not float32.
+    - the number decides a test (`if t.item() > c:`, a ternary, `assert t.item() <= n`):
+      the test stays a tensor (`t > c`) and the whole `if` gets the tensor-valued-if
+      (JIT101) rewrite, so the two rules agree on one fix; an assert on a tensor compiles
+      into a runtime check. A Python float literal is then compared in the tensor's
+      dtype, not in double precision.
+    No fix, and the message says why, where the number is used as a size, an index, in a
+    call or in Python control flow that has no rewrite (see JIT101 for those shapes):
+    sizes read from data (`torch.arange(t.item())`) need
+    `capture_scalar_outputs`/`capture_dynamic_output_shape_ops`, not a rewrite.
     """
 
     code = "JIT201"
@@ -139,6 +151,83 @@ class TensorItem(Rule):
             entry="MeanPooler",
             lines=[7],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    if x.mean().item() > 0:
+                        x = x * 2
+                    return x
+            """,
+            calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    x = torch.where(x.mean() > 0, x * 2, x)
+                    return x
+            """,
+            entry="Gate",
+            lines=[6],
+            note="A test on a value read into Python: kept a tensor, and the whole `if` rewritten with torch.where.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Embed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.table = nn.Embedding(16, 8)
+
+                def forward(self, x, lengths):
+                    assert lengths.max().item() <= x.shape[1]
+                    return self.table(x) * (lengths > 0).unsqueeze(-1).unsqueeze(-1)
+            """,
+            calls="[(torch.randint(0, 16, (2, 4)), torch.tensor([3, 4]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Embed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.table = nn.Embedding(16, 8)
+
+                def forward(self, x, lengths):
+                    assert lengths.max() <= x.shape[1]
+                    return self.table(x) * (lengths > 0).unsqueeze(-1).unsqueeze(-1)
+            """,
+            entry="Embed",
+            lines=[10],
+            note="An assert on a tensor compiles into a runtime check.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class LatentStats(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("updates", torch.zeros((), dtype=torch.long))
+                    self.frozen = False
+
+                def forward(self, x):
+                    if self.updates.item() >= 3:
+                        self.frozen = True
+                    return x * 2
+            """,
+            entry="LatentStats",
+            lines=[11],
+            note="No fix: the branch sets module state.",
+        ),
     ]
     valid = [
         Valid(
@@ -211,11 +300,17 @@ class TensorItem(Rule):
             return
         if self.context.kind(receiver) in NOT_ARRAYS:
             return
-        fix = None
-        if self.context.kind(receiver).tensorish:
-            assert isinstance(node.func, cst.Attribute)
-            fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
-        self.report(node, fix=fix)
+        if not self.context.kind(receiver).tensorish:
+            reason = Linearised(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
+            self.report(node, message=with_reason(self.message, reason))
+            return
+        outcome = linearise_data_read(self, node, self.is_elif)
+        if outcome is not None:
+            self.report(node, message=with_reason(self.message, outcome), fix=outcome.fix)
+            return
+        assert isinstance(node.func, cst.Attribute)
+        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
+        self.report(node, message=with_reason(self.message, Linearised(fix, UNUSED_NUMBER)), fix=fix)
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
+from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._linearise import ElifTracker, linearise_data_read
 from compile_lint.rules._tensor_data import (
     builtin_conversion,
 )
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
-class TensorToPythonScalar(Rule):
+class TensorToPythonScalar(ElifTracker, Rule):
     """`int(t)`, `float(t)`, `bool(t)` or `complex(t)` on a tensor breaks the graph.
 
     Why: the conversion calls `t.item()`, so the default `torch.compile` breaks the graph
@@ -23,9 +25,15 @@ class TensorToPythonScalar(Rule):
 
     Instead: keep tensors (`t.detach()`, `t.float()`, `t.long()`), branch with
     `torch.where`. `capture_scalar_outputs = True` removes the break for arithmetic
-    uses. The fix turns `float(t)` into `t.detach().float()` when only tensor arithmetic
-    uses it; unsafe because a float64 `t` is rounded to float32 (otherwise measured
-    identical in dtype and value).
+    uses. The fix (unsafe) has two shapes:
+    - `float(t)` only feeding tensor arithmetic -> `t.detach().float()` (a float64 `t` is
+      rounded to float32; otherwise measured identical in dtype and value).
+    - a conversion that decides a test (`if bool(t):`, `if float(t) > c:`,
+      `if int(t.sum()) == 0:`): the test stays a tensor (`t`, `t > c`,
+      `t.sum().long() == 0`, `.long()` truncating as `int()` does) and the whole `if`
+      gets the tensor-valued-if (JIT101) rewrite.
+    No fix, and the message says why, for sizes, indices, `int()`/`bool()` values kept in
+    Python, and tests whose branches have no rewrite (see JIT101).
     """
 
     code = "JIT202"
@@ -136,6 +144,71 @@ class TensorToPythonScalar(Rule):
             entry="NumpyScale",
             lines=[7],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Sparsify(nn.Module):
+                def forward(self, x):
+                    if bool((x > -3).all()):
+                        return x.relu()
+                    return x
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 10,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Sparsify(nn.Module):
+                def forward(self, x):
+                    return torch.where((x > -3).all(), x.relu(), x)
+            """,
+            entry="Sparsify",
+            lines=[6],
+            note="`bool(t)` in a test: the test stays a tensor and the guarded return becomes torch.where.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class MaskedScale(nn.Module):
+                def forward(self, x, mask):
+                    if int(mask.sum()) == 0:
+                        return torch.zeros_like(x)
+                    scaled = x * mask
+                    return scaled * 2
+            """,
+            calls="[(torch.randn(4, 8), torch.zeros(4, 8)), (torch.randn(4, 8), torch.ones(4, 8))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class MaskedScale(nn.Module):
+                def forward(self, x, mask):
+                    scaled = x * mask
+                    return torch.where(mask.sum().long() == 0, torch.zeros_like(x), scaled * 2)
+            """,
+            entry="MaskedScale",
+            lines=[6],
+            note="`int(t)` in a test is kept a tensor with `.long()`, which truncates as int() does.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Warn(nn.Module):
+                def forward(self, x):
+                    if float(x.abs().amax()) > 3.0:
+                        print("large activations")
+                    return x * 2
+            """,
+            entry="Warn",
+            lines=[6],
+            note="No fix: the branch prints.",
+        ),
     ]
     valid = [
         Valid(
@@ -196,18 +269,40 @@ class TensorToPythonScalar(Rule):
             """,
             entry="NumpyClip",
         ),
+        Valid(
+            """
+            import sys
+
+            import numpy as np
+            import torch
+            from torch import nn
+
+            class Attention(nn.Module):
+                def forward(self, x):
+                    scale = float(np.sqrt(x.shape[-1]))
+                    seed = int(torch.seed() % sys.maxsize)
+                    return (x @ x.transpose(-1, -2) / scale).softmax(-1) * (seed % 2 + 1)
+            """,
+            entry="Attention",
+            note="numpy on a size and torch.seed() give Python numbers",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         name = builtin_conversion(self, node, ("int", "float", "bool", "complex"))
         if name is None:
             return
-        fix = None
+        message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
         value = node.args[0].value
+        outcome = linearise_data_read(self, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
+        if outcome is not None:
+            self.report(node, message=with_reason(message, outcome), fix=outcome.fix)
+            return
+        fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:
             fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"))
-        message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
-        self.report(node, message=message, fix=fix)
+        reason = UNUSED_NUMBER if name == "float" else f"only `float()` of a tensor is kept a tensor, not `{name}()`"
+        self.report(node, message=with_reason(message, Linearised(fix, reason)), fix=fix)
 
 
 def _chain(value: cst.BaseExpression, *methods: str) -> cst.BaseExpression:

@@ -229,6 +229,51 @@ class TensorAsSize(Rule):
             calls="[(torch.randn(2, 3, 8, 8),)]",
             entry="Vision",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class PatchEmbed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Conv2d(3, 8, 2, stride=2)
+
+                def forward(self, pixels):
+                    x = self.proj(pixels)
+                    _, _, height, width = x.shape
+                    return x.flatten(2).transpose(1, 2), height, width
+
+            class Stage(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.patch_embed = PatchEmbed()
+                    self.norm = nn.LayerNorm(8)
+
+                def forward(self, pixels):
+                    hidden, height, width = self.patch_embed(pixels)
+                    batch = hidden.shape[0]
+                    hidden = self.norm(hidden)
+                    return hidden.reshape(batch, height, width, -1).permute(0, 3, 1, 2)
+            """,
+            calls="[(torch.randn(2, 3, 8, 8),)]",
+            entry="Stage",
+            note="Python ints returned beside a tensor by a sub-module",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class RelativeBias(nn.Module):
+                def forward(self, table, window_size):
+                    distances = (2 * window_size[0] - 1) * (2 * window_size[1] - 1) + 3
+                    return table[: distances - 3].reshape(distances - 3, -1)
+            """,
+            calls="[(torch.randn(16, 4), (2, 2))]",
+            entry="RelativeBias",
+            note="sizes taken from a tuple argument",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -1,0 +1,135 @@
+"""How many tensor-branching and tensor-to-Python findings in real code carry a fix.
+
+Lints library sources (e.g. the unpacked transformers, timm and diffusers of the
+real-world list) with `--select JIT101,JIT102,JIT103,JIT201,JIT202` and reports, per
+code, the findings, those carrying a safe or an unsafe fix, and why the others have none
+(the reason each finding's message gives after "no automatic fix:").
+
+    python benchmarks/fix_coverage.py PATH [PATH ...] [--out benchmarks/results/fix_coverage]
+
+Writes OUT.json (every finding: path, line, code, fix applicability, reason) and OUT.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+CODES = ("JIT101", "JIT102", "JIT103", "JIT201", "JIT202")
+REASON_MARK = "; no automatic fix: "
+
+
+def lint(paths: list[str]) -> list[dict]:
+    """The JSON findings of compile-lint on `paths` (fresh, no cache)."""
+    command = [sys.executable, "-m", "compile_lint", "--select", ",".join(CODES), "--no-cache",
+               "--output-format", "json", "--exit-zero", *paths]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"compile-lint failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+    return json.loads(result.stdout)
+
+
+def summarise(findings: list[dict], root: str) -> dict:
+    """Per code: findings, safe and unsafe fixes, and the reasons for no fix."""
+    rows = []
+    for finding in findings:
+        message = finding["message"]
+        reason = message.split(REASON_MARK, 1)[1] if REASON_MARK in message else None
+        fix = finding.get("fix")
+        rows.append({
+            "path": os.path.relpath(finding["path"], root),
+            "line": finding["line"],
+            "code": finding["code"],
+            "fix": fix["applicability"] if fix else None,
+            "fix_message": fix["message"] if fix else None,
+            "reason": reason,
+        })
+    per_code = {}
+    for code in CODES:
+        mine = [row for row in rows if row["code"] == code]
+        reasons = collections.Counter(_reason_kind(row["reason"]) for row in mine if row["fix"] is None)
+        fixes = collections.Counter(_fix_kind(row["fix_message"]) for row in mine if row["fix"])
+        per_code[code] = {
+            "findings": len(mine),
+            "safe": sum(row["fix"] == "safe" for row in mine),
+            "unsafe": sum(row["fix"] == "unsafe" for row in mine),
+            "fix_kinds": dict(fixes.most_common()),
+            "no_fix_reasons": dict(reasons.most_common()),
+        }
+    total = len(rows)
+    fixed = sum(row["fix"] is not None for row in rows)
+    return {"total": total, "fixed": fixed, "per_code": per_code, "findings": rows}
+
+
+def _reason_kind(reason: str | None) -> str:
+    """A reason with the code it quotes dropped, so that like reasons group together."""
+    if reason is None:
+        return "(no reason given)"
+    parts = reason.split("`")
+    return "`…`".join(parts[0::2]) if len(parts) > 1 else reason
+
+
+def _fix_kind(message: str | None) -> str:
+    if message is None:
+        return ""
+    parts = message.split("`")
+    return "`…`".join(parts[0::2]) if len(parts) > 1 else message
+
+
+def markdown(summary: dict, paths: list[str], seconds: float) -> str:
+    """The summary as a Markdown report."""
+    lines = [
+        "# Fix coverage of the tensor-branching and tensor-to-Python findings",
+        "",
+        f"`python benchmarks/fix_coverage.py {' '.join(paths)}` ({seconds:.0f} s).",
+        "",
+        f"**{summary['fixed']} of {summary['total']} findings carry a fix "
+        f"({100 * summary['fixed'] / max(summary['total'], 1):.1f}%).**",
+        "",
+        "| code | findings | safe fix | unsafe fix | with a fix |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for code, row in summary["per_code"].items():
+        fixed = row["safe"] + row["unsafe"]
+        share = f"{100 * fixed / row['findings']:.0f}%" if row["findings"] else "-"
+        lines.append(f"| {code} | {row['findings']} | {row['safe']} | {row['unsafe']} | {share} |")
+    for code, row in summary["per_code"].items():
+        if not row["findings"]:
+            continue
+        lines += ["", f"## {code}", ""]
+        if row["fix_kinds"]:
+            lines += ["Fixes:", ""] + [f"- {count} × {kind}" for kind, count in row["fix_kinds"].items()] + [""]
+        if row["no_fix_reasons"]:
+            lines += ["No fix, because:", ""]
+            lines += [f"- {count} × {reason}" for reason, count in row["no_fix_reasons"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Lint, summarise, write OUT.json and OUT.md, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+")
+    parser.add_argument("--out", default="benchmarks/results/fix_coverage")
+    args = parser.parse_args(argv)
+    root = os.path.commonpath([os.path.abspath(p) for p in args.paths])
+    root = root if os.path.isdir(root) else os.path.dirname(root)
+    start = time.perf_counter()
+    summary = summarise(lint(args.paths), root)
+    seconds = time.perf_counter() - start
+    shown = args.paths if len(args.paths) <= 4 else [root + f" ({len(args.paths)} files under it)"]
+    report = markdown(summary, shown, seconds)
+    with open(args.out + ".json", "w", encoding="utf-8") as handle:
+        json.dump(summary, handle, indent=1)
+    with open(args.out + ".md", "w", encoding="utf-8") as handle:
+        handle.write(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
