@@ -266,3 +266,49 @@ def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
                             timeout=600)
     lines = result.stdout.splitlines()
     assert lines and "item()" in lines[0] and lines[1] == "True", result.stdout + result.stderr
+
+
+def test_a_recurrent_module_made_in_a_base_class_of_another_file_is_flagged(tmp_path):
+    """JIT409 reads `self.rnn = nn.LSTM(...)` in the base's own file (its imports, not the
+    subclass's); a base that makes the same attribute a Linear stays silent. The compiler agrees."""
+    write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            import torch.nn as tnn
+
+            class Recurrent(tnn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = tnn.LSTM(4, 4, batch_first=True)
+
+            class Feedforward(tnn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = tnn.Linear(4, 4)
+            """,
+        "pkg/layers.py": """
+            from .base import Feedforward, Recurrent
+
+            class Encoder(Recurrent):
+                def forward(self, x):
+                    out, _ = self.rnn(x)
+                    return out
+
+            class Mixer(Feedforward):
+                def forward(self, x):
+                    return self.rnn(x)
+            """,
+    })
+    assert lint(tmp_path, "pkg/layers.py", Config(select=("JIT409",), root=str(tmp_path))) == [(5, "JIT409")]
+    script = textwrap.dedent("""
+        import torch
+        from compile_lint.verifier.probe import probe
+        from pkg.layers import Encoder, Mixer
+
+        for cls in (Encoder, Mixer):
+            result = probe(cls(), [(torch.randn(2, 3, 4),)])
+            print(cls.__name__, not result.clean)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=600)
+    assert result.stdout.splitlines() == ["Encoder True", "Mixer False"], result.stderr

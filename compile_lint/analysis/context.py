@@ -242,6 +242,14 @@ class FileContext:
             stack.extend(current.children)
         return modes
 
+    def tensor_on_some_paths(self, expr: cst.BaseExpression) -> bool:
+        """True for a local read that is a tensor only when some bindings ran (`skip = False`,
+        then `if self.training: skip = torch.rand([]) < p`): on the other paths it is a Python
+        value, so a rewrite that calls tensor methods on it would fail there."""
+        self.kind(expr)  # the flow-sensitive kind records the conditional bindings
+        return bool(self.facts.conditional_tensor_bindings(expr)) or bool(
+            self._short_circuit_tensors(expr, self.function))
+
     def _short_circuit_tensors(self, node: cst.CSTNode, function: Optional[cst.FunctionDef]) -> list[cst.CSTNode]:
         """For a local bound only to `a and <tensor>` (`skip = self.training and p < drop`), the tensor parts.
 
@@ -296,6 +304,22 @@ class FileContext:
     def local_values(self, name: str, function: Optional[cst.FunctionDef] = None) -> list[AssignedValue]:
         """What `function` (default: the one being visited) assigns to local `name`."""
         return self.local_assignments(function).get(name, [])
+
+    def inherited_makers(self, expr: cst.BaseExpression) -> Optional[list[Optional[str]]]:
+        """For `self.attr` that only a base class in another file assigns: what makes it there.
+
+        One qualified call name per assignment (None for a value that is no call), or None
+        when the class binds the attribute itself, or no base the symbol index reads does.
+        """
+        cls = self.owner_class
+        if (self.symbols is None or cls is None or not isinstance(expr, cst.Attribute)
+                or not isinstance(expr.value, cst.Name) or expr.value.value != "self"
+                or expr.attr.value in self.facts.self_attributes(cls).values):
+            return None
+        symbol = self.symbols.local(self.path, cls.name.value)
+        if symbol is None or symbol.kind != "class":
+            return None
+        return self.symbols.inherited_makers(symbol, expr.attr.value)
 
     def bound_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The expressions `expr` was bound to: a local, else a module-level name, or `self.attr`."""

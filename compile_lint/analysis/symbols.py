@@ -49,12 +49,18 @@ class FunctionSummary:
 
 @dataclass(frozen=True)
 class ClassSummary:
-    """A class: its bases as spelled (dotted names) and its methods."""
+    """A class: its bases as spelled (dotted names), its methods, and what makes its attributes.
+
+    `made` maps `NAME` of every `self.NAME = value` in its methods to one entry per
+    assignment: the dotted name the value calls as spelled in the file (`nn.LSTM`), or
+    None for a value that is no call.
+    """
 
     name: str
     line: int
     bases: tuple[str, ...]
     methods: dict[str, FunctionSummary]
+    made: dict[str, tuple[Optional[str], ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,6 +117,26 @@ def _self_calls(function: ast.AST) -> frozenset[str]:
     return frozenset(names)
 
 
+def _attribute_makers(cls: ast.ClassDef) -> dict[str, tuple[Optional[str], ...]]:
+    made: dict[str, list[Optional[str]]] = {}
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign):
+                pairs = [(target, node.value) for target in node.targets]
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            else:
+                continue
+            for target, value in pairs:
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"):
+                    maker = _dotted(value.func) if isinstance(value, ast.Call) else None
+                    made.setdefault(target.attr, []).append(maker)
+    return {name: tuple(makers) for name, makers in made.items()}
+
+
 def relative_name(level: int, module: Optional[str], name: str = "") -> str:
     """How a relative import spells its target: `from ..a import b` -> "..a.b", `from . import b` -> ".b"."""
     dots = "." * level
@@ -144,7 +170,7 @@ def _summarise(path: str, stamp: tuple[int, int], tree: ast.Module) -> ModuleSum
                 item.name: FunctionSummary(item.name, item.lineno, _self_calls(item))
                 for item in stmt.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
-            summary.classes.setdefault(stmt.name, ClassSummary(stmt.name, stmt.lineno, bases, methods))
+            summary.classes.setdefault(stmt.name, ClassSummary(stmt.name, stmt.lineno, bases, methods, _attribute_makers(stmt)))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([stmt.lineno] + [decorator.lineno for decorator in stmt.decorator_list])
             summary.functions.setdefault(
@@ -392,6 +418,19 @@ class SymbolIndex:
             cls = self.class_summary(candidate)
             if cls is not None and method in cls.methods:
                 return candidate
+        return None
+
+    def inherited_makers(self, symbol: Symbol, attribute: str) -> Optional[list[Optional[str]]]:
+        """What makes `self.attribute` in the nearest base class of `symbol` that assigns it.
+
+        One entry per assignment: the qualified name of the call (`torch.nn.LSTM`, resolved
+        with the base's own imports), or None for a value that is no call. None when no
+        base the index can read assigns it.
+        """
+        for base in self.base_classes(symbol):
+            cls = self.class_summary(base)
+            if cls is not None and attribute in cls.made:
+                return [self.qualify(base.path, maker) if maker else None for maker in cls.made[attribute]]
         return None
 
     def self_calls(self, symbol: Symbol, method: str) -> set[str]:

@@ -188,6 +188,8 @@ def certain_tensor(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool
     if isinstance(expr, cst.Name):
         if annotated_tensor(rule, expr.value):
             return True
+        if context.tensor_on_some_paths(expr):
+            return False  # `skip = False` on the other paths: `skip.bool()` would fail there
         for value in context.local_values(expr.value):
             if isinstance(value, cst.BaseExpression) and certain_tensor(rule, value, depth + 1):
                 return True
@@ -230,6 +232,8 @@ def _to_bool_tensor(rule: Rule, expr: cst.BaseExpression, state: dict) -> Union[
         return expr.with_changes(left=left, comparisons=[comparison], lpar=[], rpar=[])
     if rule.context.kind(expr) is Kind.TENSOR and certain_tensor(rule, expr):
         return _as_bool(rule, expr)
+    if rule.context.tensor_on_some_paths(expr):
+        return f"`{_code(expr)}` is a tensor only on some paths (a Python value on the others)"
     return f"cannot tell that `{_code(expr)}` is a tensor"
 
 

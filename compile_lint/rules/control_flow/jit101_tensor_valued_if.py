@@ -238,6 +238,20 @@ class TensorValuedIf(ElifTracker, Rule):
                     return x * scale + steps
             """,
             calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 0.1,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Renorm(nn.Module):
+                def forward(self, x):
+                    scale = x.new_ones(())
+                    steps = torch.zeros((), dtype=torch.long)
+                    take_branch = x.abs().amax() > 2.0
+                    x = torch.where(take_branch, x / 2, x)
+                    scale = torch.where(take_branch, scale * 2, scale)
+                    steps = torch.where(take_branch, steps + 1, steps)
+                    return x * scale + steps
+            """,
             entry="Renorm",
             lines=[8],
             note="A guarded update of several names (one torch.where each, the test computed once).",
