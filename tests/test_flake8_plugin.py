@@ -121,30 +121,3 @@ def test_flake8_matches_compile_lint_on_every_rule_example(tmp_path):
 @pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, "examples")), reason="examples/ not written yet")
 def test_flake8_matches_compile_lint_on_examples():
     _same_findings(os.path.join(ROOT, "examples"))
-
-
-LAYER_DROP = """\
-import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.proj = nn.Linear(8, 8)
-
-    def forward(self, x):
-        if self.training and torch.rand([]) < 0.1:
-            return x
-        return self.proj(x).sum().item()
-"""
-
-
-@pytest.mark.parametrize("mode, expected", [("both", [11, 13]), ("inference", [13]), ("training", [11, 13])])
-def test_the_plugin_honours_the_mode_setting(tmp_path, mode, expected):
-    (tmp_path / "pyproject.toml").write_text(f'[tool.compile-lint]\nmode = "{mode}"\n')
-    (tmp_path / "model.py").write_text(LAYER_DROP)
-    result = flake8("--select", "JIT", "model.py", cwd=str(tmp_path))
-    assert [line for _, line, _, _ in findings(result.stdout)] == expected, result.stdout + result.stderr
-    if mode == "both":
-        assert "(only when self.training)" in result.stdout.splitlines()[0]
