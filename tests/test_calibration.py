@@ -30,11 +30,18 @@ def _assert_flagged(rule, example) -> None:
         assert lines == sorted(example.lines), f"{rule.code} flags lines {lines}, the example says {example.lines}"
 
 
+def _training_only(rule, example) -> bool:
+    """True when every finding of `rule` in the example happens only in training mode."""
+    findings = lint_text(example.code, "example.py", only(rule))
+    return bool(findings) and all(d.mode == "training" for d in findings)
+
+
 @pytest.mark.parametrize("case", INVALID, ids=[case_id(c) for c in INVALID])
 def test_invalid_example_is_flagged_and_really_breaks(case):
     rule, _, example = case
     _assert_flagged(rule, example)
-    result = probe_example(example.code, example.entry, example.calls)
+    # A finding that needs `self.training` must break in a training-mode compile.
+    result = probe_example(example.code, example.entry, example.calls, training=_training_only(rule, example))
     assert result.eager_error is None, result.describe()
     assert result.breaks or result.recompiles, f"compiler copes with it: {result.describe()}"
     seen = reported_gb_types(result)
@@ -56,8 +63,10 @@ def test_valid_example_is_silent_and_really_compiles(case):
     rule, _, example = case
     findings = lint_text(example.code, "example.py", only(rule))
     assert not findings, f"false positive: {[(d.code, d.line) for d in findings]}"
-    result = probe_example(example.code, example.entry, example.calls)
-    assert result.clean, result.describe()
+    # Code under `self.training` is traced only in a training-mode compile: check both modes.
+    for training in (False, True) if "self.training" in example.code else (False,):
+        result = probe_example(example.code, example.entry, example.calls, training=training)
+        assert result.clean, f"training={training}: {result.describe()}"
 
 
 def test_every_rule_has_three_valid_lookalikes_and_an_invalid_example():

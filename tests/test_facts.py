@@ -183,3 +183,140 @@ def test_tuple_annotated_parameters_are_sequences_not_tensors():
     assert context.facts.param_kind(forward, "size") is Kind.LIST
     assert context.facts.param_kind(forward, "pad") is Kind.LIST
     assert not context.facts.name_kind("H", forward).tensorish
+
+
+# ----- across calls: argument kinds flow into callees, return kinds flow back ------------------
+
+ACROSS_CALLS = """
+import random
+
+import torch
+from torch import nn
+
+
+class Rotary(nn.Module):
+    def forward(self, seqlen: int, offset):
+        return torch.arange(seqlen) + offset
+
+
+class Patch(nn.Module):
+    def forward(self, x):
+        _, _, height, width = x.shape
+        return x.flatten(2), height, width
+
+
+class Block(nn.Module):
+    def forward(self, x, mask=None):
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rotary = Rotary()
+        self.patch = Patch()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def helper(self, grid):
+        return grid[:, 0]
+
+    def forward(self, x: torch.Tensor, grid, sizes=None):
+        longest = grid.max()
+        emb = self.rotary(longest, x.shape[0])
+        tokens, height, width = self.patch(x)
+        first = self.patch(x)[0]
+        for block in self.blocks:
+            x = block(x, mask=grid)
+        rows = self.helper(grid)
+        column = sizes[:, 0]
+        draw = random.uniform(0, 1)
+        return x
+"""
+
+
+def _function(context, name, owner=None):
+    return next(f for f in context.regions.functions
+                if f.name.value == name and (owner is None or context.regions.owner_class[f].name.value == owner))
+
+
+def test_argument_kinds_flow_into_submodule_forwards():
+    context = make_context(ACROSS_CALLS)
+    rotary = _function(context, "forward", "Rotary")
+    # every call passes a 0-d tensor: a tensor, whatever the annotation says
+    assert context.facts.param_kind(rotary, "seqlen") is Kind.TENSOR
+    assert context.argument_kind("seqlen", rotary) is Kind.TENSOR
+    assert context.facts.param_kind(rotary, "offset") is Kind.SHAPE  # x.shape[0]
+    block = _function(context, "forward", "Block")
+    assert context.argument_kind("x", block) is Kind.TENSOR  # `for block in self.blocks: block(x, ...)`
+    # `grid` is untyped: a tensor by default in Model.forward, but no evidence to pass on
+    assert context.argument_kind("mask", block) is Kind.UNKNOWN
+    assert context.facts.param_kind(block, "mask") is Kind.MAYBE_TENSOR
+    model = _function(context, "forward", "Model")
+    assert context.argument_kind("x", model) is None  # an entry point: nobody in the file calls it
+
+
+def test_return_kinds_flow_back_per_tuple_item():
+    context = make_context(ACROSS_CALLS)
+    forward = _function(context, "forward", "Model")
+    facts = context.facts
+    assert facts.name_kind("tokens", forward) is Kind.TENSOR
+    assert facts.name_kind("height", forward) is Kind.SHAPE
+    assert facts.name_kind("width", forward) is Kind.SHAPE
+    assert facts.name_kind("first", forward) is Kind.TENSOR
+    assert facts.name_kind("emb", forward) is Kind.TENSOR
+    assert facts.name_kind("rows", forward) is Kind.TENSOR
+
+
+def test_optional_tensors_indexed_on_several_axes_and_random_draws_are_tensors():
+    context = make_context(ACROSS_CALLS)
+    forward = _function(context, "forward", "Model")
+    assert context.facts.name_kind("sizes", forward) is Kind.MAYBE_TENSOR
+    assert context.facts.name_kind("column", forward) is Kind.TENSOR
+    assert context.facts.name_kind("draw", forward) is Kind.TENSOR  # Dynamo traces random.uniform as a tensor
+
+
+FLOW = """
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x, scale=1.0):
+        skip = False
+        if self.training:
+            skip = torch.rand([]) < 0.5
+        a = skip
+        n = x.sum()
+        n = 4
+        b = n
+        if not torch.compiler.is_compiling():
+            scale = x.std()
+        c = scale
+        total = 0
+        for row in x:
+            total = total + row.sum()
+        d = total
+        return x
+"""
+
+
+def _read(context, function, target):
+    """The kind of the value assigned to `target` (a read of another local)."""
+    for statement in function.body.body:
+        line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+        if isinstance(line, cst.Assign) and line.targets[0].target.value == target:
+            return context.facts.kind(line.value, function), line.value
+    raise AssertionError(target)
+
+
+def test_reads_see_the_bindings_that_reach_them():
+    context = make_context(FLOW)
+    forward = next(iter(context.regions.functions))
+    kind, node = _read(context, forward, "a")
+    assert kind is Kind.TENSOR  # a tensor on the path through `if self.training:`
+    assert [type(s).__name__ for s in context.facts.conditional_tensor_bindings(node)] == ["Assign"]
+    assert context.modes_at(node, forward) == {"training"}
+    assert _read(context, forward, "b")[0] is Kind.PY  # `n = 4` killed the tensor
+    assert _read(context, forward, "c")[0] is Kind.PY  # the eager-only binding never happens under compile
+    assert _read(context, forward, "d")[0] is Kind.TENSOR  # loop-carried accumulation
+    assert context.facts.name_kind("n", forward) is Kind.MAYBE_TENSOR  # flow-insensitive: both bindings

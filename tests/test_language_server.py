@@ -270,3 +270,16 @@ def test_edits_in_quick_succession_are_linted_once():
     assert linted[0] == 1 and linted[-1] == 10  # the first edit at once, then the last
     assert len(linted) <= 3, linted
     assert delivered[-1] == 10
+
+
+def test_the_server_honours_the_mode_setting(client, tmp_path):
+    # The client was started in tmp_path; the config is read when the document is first linted.
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\nmode = "inference"\n')
+    source = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+              "        if self.training and x.sum() > 0:\n            x = -x\n"
+              "        if not self.training and x.mean() > 0:\n            x = x * 2\n        return x\n")
+    uri = _open(client, tmp_path / "modes.py", source)
+    findings = client.diagnostics(uri)["diagnostics"]
+    assert [(d["code"], d["range"]["start"]["line"]) for d in findings] == [("JIT101", 8)]
+    assert findings[0]["message"].endswith("(only when not self.training)")
+    assert client.close() == 0

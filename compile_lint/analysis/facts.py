@@ -2,18 +2,21 @@
 
 This is what lets a rule tell `if x.sum() > 0:` (a tensor: data-dependent) from
 `if x.dim() == 4:` (a shape: guarded), `if mask is not None:` and `if self.training:`.
-The analysis is intraprocedural and flow-insensitive over local names, with return
-kinds of same-file helpers and parameter kinds from their call sites.
+Reads of locals bound more than once see the bindings that reach them (`reaching`);
+other names merge everything bound to them. Across calls of the file (`callees`),
+parameters take the kinds the calls pass and calls the kinds their targets return.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 
+from compile_lint.analysis.callees import Callees, parameters_passed, passed_argument
 from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.reaching import Binding, ReachingBindings, target_bindings
 from compile_lint.analysis.regions import Regions
 from compile_lint.analysis.walk import visit
 
@@ -164,6 +167,17 @@ _TENSOR_GET_IS_METHODS = frozenset({
 # torch arithmetic that Dynamo traces symbolically when every argument is a size or a number.
 _TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
 
+# How deep `certain_tensor` follows names, calls and operands.
+_CERTAINTY_DEPTH = 8
+
+# Reads of one function worked out afresh before its flow-sensitive kinds give up (uncached
+# reads in loops can otherwise multiply).
+_READ_BUDGET = 20000
+
+# Python `random` draws that Dynamo traces as 0-d tensors (its RandomVariable functions,
+# torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured).
+_TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
+
 
 def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
     """The kind an annotation promises, or None when it says nothing we use."""
@@ -219,6 +233,36 @@ def _is_none(expr: Optional[cst.BaseExpression]) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
+def _find_param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param
+    return None
+
+
+def _array_index(expr: cst.Subscript) -> bool:
+    """`x[:, 0]`, `x[..., 1:]`: several axes, one of them a slice or `...`."""
+    if len(expr.slice) < 2:
+        return False
+    return any(isinstance(element.slice, cst.Slice) or (
+        isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis))
+        for element in expr.slice)
+
+
+def _plain_binding(binding: Binding) -> bool:
+    """A binding whose value is a literal or None (`flag = False`), or a parameter's own value."""
+    value = binding.value
+    return value is None or (isinstance(value, cst.BaseExpression) and (_is_literal(value) or _is_none(value)))
+
+
+def _tuple_items(expr: cst.BaseExpression) -> Optional[list[cst.BaseExpression]]:
+    """The items of a tuple or list literal without starred parts, else None."""
+    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        return [element.value for element in expr.elements]
+    return None
+
+
 # What a local name is bound to: an expression, or how it was bound from one:
 # ("element", value, index) / ("starred", value) for unpacking, ("aug", target, value) for
 # `x += value`, ("iter", iterable) for loop and comprehension targets, ("with", item).
@@ -235,15 +279,8 @@ class _Assignments(cst.CSTVisitor):
         self.added: dict[str, list[cst.BaseExpression]] = {}
 
     def _add(self, target: cst.BaseExpression, value: object) -> None:
-        if isinstance(target, cst.Name):
-            self.values.setdefault(target.value, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for index, element in enumerate(target.elements):
-                inner = element.value
-                if isinstance(element, cst.StarredElement):
-                    self._add(inner, ("starred", value))
-                else:
-                    self._add(inner, ("element", value, index))
+        for name, bound in target_bindings(target, value):
+            self.values.setdefault(name.value, []).append(bound)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.function
@@ -390,9 +427,22 @@ def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
 class Facts:
     """Kinds of expressions within the traced functions of one file."""
 
-    def __init__(self, imports: ImportMap, regions: Regions) -> None:
+    def __init__(
+        self, imports: ImportMap, regions: Regions,
+        imported_function: Optional[Callable[[str], Optional[tuple["Facts", cst.FunctionDef]]]] = None,
+    ) -> None:
         self.imports = imports
         self.regions = regions
+        # A qualified name -> the function another file defines under it, with that file's
+        # facts (None: the file is analysed on its own).
+        self.imported_function = imported_function
+        self._param_bindings: dict[tuple[cst.FunctionDef, str], Kind] = {}
+        self._argument_kinds: dict[tuple, Optional[Kind]] = {}
+        self._cycles = 0  # how many recursion guards fired: results built on one are not cached
+        self._read_steps: dict[cst.FunctionDef, int] = {}
+        self._binding_kinds: dict[Binding, Kind] = {}
+        self._returned_values: dict[cst.FunctionDef, list[cst.BaseExpression]] = {}
+        self._certain: dict[tuple, bool] = {}
         self._assignments: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._added: dict[cst.FunctionDef, dict[str, list[object]]] = {}
         self._name_cache: dict[tuple[cst.FunctionDef, str], Kind] = {}
@@ -400,7 +450,16 @@ class Facts:
         self._self_attrs: dict[cst.ClassDef, SelfAttributes] = {}
         self._returns: dict[cst.FunctionDef, Kind] = {}
         self._call_sites: Optional[dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]] = None
+        self._resolved_sites: Optional[dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]] = None
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        self._reaching: dict[cst.FunctionDef, ReachingBindings] = {}
+        self._read_kinds: dict[cst.Name, Kind] = {}
+        # A read that is a tensor only when some bindings ran -> the statements that bind the tensor.
+        self._conditional_tensors: dict[cst.Name, list[cst.CSTNode]] = {}
+        self.callees = Callees(
+            imports, regions.module_classes, regions.owner_class,
+            lambda cls, attr: self.self_attributes(cls).values.get(attr, []), self.assignments, self._find_method,
+        )
 
     # ----- names -------------------------------------------------------------
     def assignments(self, function: cst.FunctionDef) -> dict[str, list[AssignedValue]]:
@@ -418,6 +477,9 @@ class Facts:
 
     def param_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
         """The kind of parameter `name` of `function`, or None if it is not one."""
+        bound = self._param_bindings.get((function, name))
+        if bound is not None:
+            return bound
         params = function.params
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param) and star.name.value == name:
@@ -427,16 +489,61 @@ class Facts:
                 continue
             if index == 0 and name in ("self", "cls") and function in self.regions.owner_class:
                 return Kind.SELF
+            passed = self.argument_kind(function, name)
+            if passed is Kind.TENSOR:
+                # Every call of this file passes a tensor (`self.rotary(grid_thw[:, 1:].max())`),
+                # whatever the annotation says (`seqlen: int`).
+                return Kind.TENSOR
             annotated = annotation_kind(param.annotation, self.imports)
             if annotated is not None:
                 return annotated
             default = param.default
             if default is not None and _is_literal(default):
                 return Kind.PY
+            if passed is not None and passed not in (Kind.UNKNOWN, Kind.PENDING, Kind.MAYBE_TENSOR):
+                # Evidence that it is no tensor (sizes, flags, lists) replaces the default below;
+                # an optional tensor passed on (`labels`) keeps it: the callee uses it as one.
+                return passed
             if function in self.regions.roots:
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
             return self._param_from_call_sites(function, name)
         return None
+
+    def argument_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
+        """The join of what this file's traced calls of `function` pass to parameter `name`.
+
+        Only calls whose target is certain count: module-level functions and nested
+        functions by name, `self.method(...)`, and submodule calls (`self.attn(x)`,
+        `blk(x)` over a ModuleList of one class) for `forward`. None when no such call
+        passes the parameter.
+        """
+        key = ("argument", function, name)
+        if key in self._argument_kinds:
+            return self._argument_kinds[key]
+        if key in self._in_progress:
+            self._cycles += 1
+            return None
+        sites = self.resolved_call_sites().get(function)
+        if not sites:
+            return None
+        self._in_progress.add(key)
+        cycles = self._cycles
+        try:
+            positional = parameters_passed(function, function in self.regions.owner_class)
+            kinds = []
+            for caller, call in sites:
+                passed = passed_argument(call, name, positional)
+                if passed is not None:
+                    kind = self.kind(passed, caller)
+                    if kind is Kind.TENSOR and not self.certain_tensor(passed, caller):
+                        kind = Kind.UNKNOWN  # a tensor only by default: no evidence to pass on
+                    kinds.append(kind)
+            result = join(kinds) if kinds else None
+        finally:
+            self._in_progress.discard(key)
+        if cycles == self._cycles and not self._param_bindings:
+            self._argument_kinds[key] = result  # not built on a guess made to break a cycle
+        return result
 
     def _param_from_call_sites(self, function: cst.FunctionDef, name: str) -> Kind:
         key = ("param", function, name)
@@ -471,9 +578,7 @@ class Facts:
                 by_name.setdefault(function.name.value, []).append(function)
             sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
             for caller in self.regions.functions:
-                collector = _CallsOf(caller)
-                visit(caller, collector)
-                for call in collector.calls:
+                for call in self._calls_of(caller):
                     func = call.func
                     name = func.value if isinstance(func, cst.Name) else (
                         func.attr.value if isinstance(func, cst.Attribute) else None)
@@ -481,6 +586,125 @@ class Facts:
                         sites.setdefault(target, []).append((caller, call))
             self._call_sites = sites
         return self._call_sites
+
+    def resolved_call_sites(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:
+        """Traced function -> the calls from traced code that certainly run it."""
+        if self._resolved_sites is None:
+            sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
+            for callers in self.call_sites().values():
+                for caller, call in callers:
+                    target = self.call_target(call, caller)
+                    if target is not None and (caller, call) not in sites.get(target, []):
+                        sites.setdefault(target, []).append((caller, call))
+            for caller in self.regions.functions:
+                for call in self._calls_of(caller):
+                    forward = self.callees.module_forward(call, caller)
+                    if forward is not None and forward in self.regions.functions:
+                        sites.setdefault(forward, []).append((caller, call))
+            self._resolved_sites = sites
+        return self._resolved_sites
+
+    def call_target(self, call: cst.Call, function: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+        """The function of this file that `call` (made in `function`) certainly runs, or None.
+
+        A module-level or nested function called by name, `self.method(...)` through the
+        class and its same-file bases, or a submodule's `forward` (`self.attn(x)`).
+        """
+        func = call.func
+        if isinstance(func, cst.Name):
+            target = self._local_function(func.value, function)
+            if target is not None:
+                return target
+        elif (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and function in self.regions.owner_class):
+            target = self._find_method(self.regions.owner_class[function], func.attr.value)
+            if target is not None:
+                return target
+        return self.callees.module_forward(call, function)
+
+    def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        collector = _CallsOf(function)  # a module-level visitor: no closure cycle keeps the tree alive
+        visit(function, collector)
+        return collector.calls
+
+    # ----- reads, flow-sensitively ---------------------------------------------
+    def reaching(self, function: cst.FunctionDef) -> ReachingBindings:
+        """Which bindings of its locals reach each read in `function` (eager-only branches skipped)."""
+        found = self._reaching.get(function)
+        if found is None:
+            found = self._reaching[function] = ReachingBindings(function, self.regions.eager_only)
+        return found
+
+    def _read_kind(self, node: cst.Name, function: cst.FunctionDef) -> Optional[Kind]:
+        """The kind a read of a local sees, from the bindings that reach it; None to use `name_kind`.
+
+        Only names bound more than once (a parameter counts) are worth it. When a tensor
+        reaches the read on some paths and only literals, sizes or None on the others
+        (`skip = False; if self.training: skip = torch.rand([]) < p`), the read is a
+        tensor on those paths: TENSOR, and `conditional_tensor_bindings` names them.
+        """
+        name = node.value
+        bound = len(self.assignments(function).get(name, ())) + (self.param_kind(function, name) is not None)
+        if bound < 2:
+            return None
+        cached = self._read_kinds.get(node)
+        if cached is not None:
+            return cached
+        reaching = self.reaching(function).reads.get(node)
+        if reaching is None:
+            return None
+        key = ("read", node)
+        if key in self._in_progress:
+            # A loop-carried binding such as `x = x + 1`: judged by the other paths, as `name_kind` does.
+            self._cycles += 1
+            param = self.param_kind(function, name)
+            return param if param is not None else Kind.PENDING
+        steps = self._read_steps.get(function, 0) + 1
+        self._read_steps[function] = steps
+        if steps > _READ_BUDGET:
+            return None  # a pathological function: fall back to the flow-insensitive kind
+        self._in_progress.add(key)
+        try:
+            kinds: list[Kind] = []
+            tensor_statements: list[cst.CSTNode] = []
+            plain = True  # every non-tensor binding is a literal, None or a size
+            for binding in reaching:
+                kind = self._binding_kind(binding, function)
+                kinds.append(kind)
+                if kind is Kind.TENSOR:
+                    tensor_statements.append(binding.statement)
+                    plain = plain and self._certain_binding(binding, function, 1)
+                elif kind is not Kind.PENDING:
+                    plain = plain and kind in (Kind.PY, Kind.SHAPE) and _plain_binding(binding)
+            result = join(kinds)
+            if result is Kind.MAYBE_TENSOR and tensor_statements and plain and None not in tensor_statements:
+                result = Kind.TENSOR
+                self._conditional_tensors[node] = tensor_statements
+        finally:
+            self._in_progress.discard(key)
+        if result is not Kind.PENDING:
+            # Kept even when a loop's guard fired inside: the guess (the loop-carried binding
+            # counts as its other inputs) is what one more pass would confirm.
+            self._read_kinds[node] = result
+        return result
+
+    def _binding_kind(self, binding: Binding, function: cst.FunctionDef) -> Kind:
+        cached = self._binding_kinds.get(binding)
+        if cached is not None:
+            return cached
+        if binding.value is None:
+            kind = self.param_kind(function, binding.name) or Kind.UNKNOWN
+        elif isinstance(binding.value, (cst.FunctionDef, cst.ClassDef)):
+            kind = Kind.UNKNOWN
+        else:
+            kind = self._value_kind(binding.value, function)
+        if kind is not Kind.PENDING:
+            self._binding_kinds[binding] = kind
+        return kind
+
+    def conditional_tensor_bindings(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """For a read that is a tensor only on some paths, the statements that bind the tensor."""
+        return self._conditional_tensors.get(node, []) if isinstance(node, cst.Name) else []
 
     def name_kind(self, name: str, function: cst.FunctionDef) -> Kind:
         """The kind of local or parameter `name` in `function` (flow-insensitive)."""
@@ -531,6 +755,10 @@ class Facts:
                 unpacked = self._unpacked_iteration_kind(value[1], value[2], function)
                 if unpacked is not None:
                     return unpacked
+                if isinstance(value[1], cst.Call):
+                    returned = self.returned_element_kind(value[1], value[2], function)
+                    if returned is not None:
+                        return returned
                 inner = self._value_kind(value[1], function)
                 return Kind.TENSOR if inner is Kind.TENSOR else (
                     Kind.SHAPE if inner is Kind.SHAPE else Kind.UNKNOWN if inner is not Kind.MAYBE_TENSOR else inner)
@@ -552,6 +780,106 @@ class Facts:
                 return Kind.UNKNOWN
         assert isinstance(value, cst.BaseExpression)
         return self.kind(value, function)
+
+    # ----- certainty ---------------------------------------------------------
+    def certain_tensor(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
+        """True when `expr` is a tensor on evidence, not only on the default for untyped forward parameters.
+
+        An untyped forward parameter is taken to be a tensor, and so are the items of what
+        an unknown submodule returns; that default is fine for deciding what `x.sum() > 0`
+        is, but it is no evidence to pass on: a parameter that every call passes a tensor
+        is a tensor, not one that every call passes its own untyped parameter
+        (`output_attentions`, a `window_size` tuple, sizes unpacked from a submodule).
+        """
+        key = (expr, function)
+        cached = self._certain.get(key) if not self._param_bindings else None
+        if cached is not None:
+            return cached
+        if depth > _CERTAINTY_DEPTH or key in self._in_progress:
+            return False
+        self._in_progress.add(key)
+        try:
+            result = self._certain_tensor(expr, function, depth + 1)
+        finally:
+            self._in_progress.discard(key)
+        if not self._param_bindings:
+            self._certain[key] = result
+        return result
+
+    def _certain_tensor(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int) -> bool:
+        if self.kind(expr, function) is not Kind.TENSOR:
+            return False
+        if isinstance(expr, cst.Name):
+            reaching = self.reaching(function).reads.get(expr)
+            if reaching is not None:
+                return all(self._certain_binding(b, function, depth) for b in reaching)
+            if self.param_kind(function, expr.value) is not None:
+                return self._certain_parameter(function, expr.value, depth)
+            values = self.assignments(function).get(expr.value, [])
+            return bool(values) and all(self._certain_value(v, function, depth) for v in values)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qualified = self.imports.qualname(func)
+            if qualified is not None:
+                return qualified.startswith("torch.") or qualified in _TRACED_RANDOM_DRAWS
+            if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+                # A tensor method: only a tensor (or array) has it, whatever the receiver was taken for.
+                return self.kind(func.value, function).tensorish or self.kind(func.value, function) is Kind.NDARRAY
+            target = self.call_target(expr, function)
+            return target is not None and all(self.certain_tensor(v, target, depth) for v in self.returned_values(target))
+        if isinstance(expr, cst.Subscript):
+            return _array_index(expr) or self.certain_tensor(expr.value, function, depth)
+        if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
+            parts = [expr.left, expr.right] if not isinstance(expr, cst.Comparison) else [
+                expr.left, *(t.comparator for t in expr.comparisons)]
+            return any(self.certain_tensor(part, function, depth) for part in parts)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.certain_tensor(expr.expression, function, depth)
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                return True  # a registered buffer or an nn.Parameter
+            return self.certain_tensor(expr.value, function, depth)
+        if isinstance(expr, cst.IfExp):
+            return self.certain_tensor(expr.body, function, depth) and self.certain_tensor(expr.orelse, function, depth)
+        return False
+
+    def _certain_parameter(self, function: cst.FunctionDef, name: str, depth: int) -> bool:
+        bound = self._param_bindings.get((function, name))
+        if bound is not None:
+            return bound is Kind.TENSOR
+        param = _find_param(function, name)
+        if param is not None and annotation_kind(param.annotation, self.imports) is Kind.TENSOR:
+            return True
+        if ("argument", function, name) in self._in_progress:
+            return True  # a loop through calls (x = block(x)): its other inputs decide
+        return self.argument_kind(function, name) is Kind.TENSOR
+
+    def _certain_binding(self, binding: Binding, function: cst.FunctionDef, depth: int) -> bool:
+        if binding.value is None:
+            return self._certain_parameter(function, binding.name, depth)
+        return self._certain_value(binding.value, function, depth)
+
+    def _certain_value(self, value: object, function: cst.FunctionDef, depth: int) -> bool:
+        if isinstance(value, cst.BaseExpression):
+            return self.certain_tensor(value, function, depth)
+        if not isinstance(value, tuple):
+            return False
+        tag = value[0]
+        if tag == "aug":
+            return self.certain_tensor(value[1], function, depth) or self.certain_tensor(value[2], function, depth)
+        if tag == "iter":
+            return isinstance(value[1], cst.BaseExpression) and self.certain_tensor(value[1], function, depth)
+        if tag == "element" and isinstance(value[1], cst.Call):
+            target = self.call_target(value[1], function)
+            if target is None:
+                return False  # the items of what an unknown callable returns are a guess
+            items = [_tuple_items(v) for v in self.returned_values(target) if not _is_none(v)]
+            return bool(items) and all(
+                item is not None and value[2] < len(item) and self.certain_tensor(item[value[2]], target, depth)
+                for item in items)
+        if tag == "element" and isinstance(value[1], tuple) and value[1][0] == "iter":
+            return self._certain_value(value[1], function, depth)  # `for a, b in tensor`: rows of rows
+        return False
 
     # ----- containers --------------------------------------------------------
     def element_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
@@ -612,7 +940,11 @@ class Facts:
             return []
         self._in_progress.add(key)
         try:
-            if self.param_kind(function, name) not in (None, Kind.LIST):
+            param = self.param_kind(function, name)
+            if param is Kind.TENSOR and not self.assignments(function).get(name) and self._certain_parameter(
+                    function, name, 1):
+                return [Kind.TENSOR]  # every call passes a tensor (or a tuple of them): its rows are tensors
+            if param not in (None, Kind.LIST):
                 return [Kind.UNKNOWN]
             kinds: list[Kind] = []
             if self.param_kind(function, name) is Kind.LIST:
@@ -635,17 +967,46 @@ class Facts:
 
     def kind_with_bindings(self, expr: cst.BaseExpression, function: cst.FunctionDef,
                            bindings: dict[str, Kind]) -> Kind:
-        """The kind of `expr` with some names bound to given kinds (a lambda's parameters).
+        """The kind of `expr` with some names bound to given kinds (a lambda's or a helper's parameters).
 
-        Name kinds worked out meanwhile may depend on the bindings, so the name cache is
-        restored afterwards.
+        Kinds worked out meanwhile may depend on the bindings, so the caches are restored
+        afterwards.
         """
-        saved = dict(self._name_cache)
+        saved = (dict(self._name_cache), dict(self._read_kinds), dict(self._returns),
+                 dict(self._conditional_tensors), dict(self._param_bindings), dict(self._binding_kinds),
+                 dict(self._argument_kinds))
         self._name_cache.update({(function, name): kind for name, kind in bindings.items()})
+        self._param_bindings.update({(function, name): kind for name, kind in bindings.items()})
         try:
             return self.kind(expr, function)
         finally:
-            self._name_cache = saved
+            (self._name_cache, self._read_kinds, self._returns, self._conditional_tensors,
+             self._param_bindings, self._binding_kinds, self._argument_kinds) = saved
+
+    def return_kind_with(self, function: cst.FunctionDef, bindings: dict[str, Kind]) -> Kind:
+        """What `function` returns when its parameters hold `bindings` (a call from another file)."""
+        kinds = [self.kind_with_bindings(value, function, bindings) for value in self.returned_values(function)]
+        return join(kinds) if kinds else Kind.PY
+
+    def passed_kinds(self, call: cst.Call, function: cst.FunctionDef, target: cst.FunctionDef) -> dict[str, Kind]:
+        """Parameter of `target` -> the kind `call` (made in `function`) passes to it."""
+        bindings = {}
+        params = target.params
+        positional = parameters_passed(target, method=False)
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            passed = passed_argument(call, param.name.value, positional)
+            if passed is not None:
+                bindings[param.name.value] = self.kind(passed, function)
+        return bindings
+
+    def imported_call(self, call: cst.Call) -> Optional[tuple["Facts", cst.FunctionDef]]:
+        """The function of another file `call` runs (through an import), with that file's facts."""
+        if self.imported_function is None:
+            return None
+        qualified = self.imports.qualname(call.func)
+        if qualified is None or qualified.startswith(("torch.", "numpy.", "builtins.", "math.")):
+            return None
+        return self.imported_function(qualified)
 
     def _unpacked_iteration_kind(self, value: object, index: int, function: cst.FunctionDef) -> Optional[Kind]:
         """Kind of `b` in `for a, b in enumerate(xs)` / `zip(xs, ys)` / `d.items()`, or None."""
@@ -765,6 +1126,13 @@ class Facts:
         return Kind.UNKNOWN
 
     # ----- returns -----------------------------------------------------------
+    def returned_values(self, function: cst.FunctionDef) -> list[cst.BaseExpression]:
+        """The expressions `function`'s `return` statements return, computed once per function."""
+        cached = self._returned_values.get(function)
+        if cached is None:
+            cached = self._returned_values[function] = returned_values(function)
+        return cached
+
     def return_kind(self, function: cst.FunctionDef) -> Kind:
         """The join of what `function` returns."""
         if function in self._returns:
@@ -774,12 +1142,52 @@ class Facts:
             return Kind.UNKNOWN
         self._in_progress.add(key)
         try:
-            kinds = [self.kind(v, function) for v in returned_values(function)]
+            kinds = [self.kind(v, function) for v in self.returned_values(function)]
             result = join(kinds) if kinds else Kind.PY
         finally:
             self._in_progress.discard(key)
         self._returns[function] = result
         return result
+
+    def returned_element_kind(self, call: cst.Call, index: int, function: cst.FunctionDef) -> Optional[Kind]:
+        """The kind of item `index` of what `call` returns, when its target returns tuples; else None.
+
+        `embeddings, height, width = self.patch_embed(x)` where the submodule's forward
+        ends in `return embeddings, height, width`: the second and third are sizes, not
+        tensors. A target that returns a tensor gives its rows (TENSOR).
+        """
+        target = self.call_target(call, function)
+        key = ("element-return", target, index)
+        if target is None or key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            kinds = []
+            for value in self.returned_values(target):
+                if _is_none(value):
+                    continue  # unpacking None fails: the path that returns it is not this one
+                items = _tuple_items(value)
+                if items is None:
+                    whole = self.kind(value, target)
+                    kinds.append(Kind.TENSOR if whole is Kind.TENSOR else Kind.UNKNOWN)
+                else:
+                    kinds.append(self.kind(items[index], target) if index < len(items) else Kind.UNKNOWN)
+            return join(kinds) if kinds else None
+        finally:
+            self._in_progress.discard(key)
+
+    def _list_item_kind(self, expr: cst.Subscript, function: cst.FunctionDef) -> Kind:
+        """`outputs[0]` of a tuple: the item's kind when certain (a literal index of a returned tuple,
+        or the one kind all elements share)."""
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return Kind.UNKNOWN  # a slice of a list is a list
+        index = expr.slice[0].slice.value
+        if isinstance(expr.value, cst.Call) and isinstance(index, cst.Integer):
+            returned = self.returned_element_kind(expr.value, int(index.value), function)
+            if returned is not None:
+                return returned
+        element = self.element_kind(expr.value, function)
+        return element if element in (Kind.TENSOR, Kind.SHAPE, Kind.PY) else Kind.UNKNOWN
 
     # ----- expressions -------------------------------------------------------
     def kind(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Kind:
@@ -792,7 +1200,8 @@ class Facts:
         if isinstance(expr, cst.Name):
             if expr.value in ("True", "False", "None"):
                 return Kind.PY
-            return self.name_kind(expr.value, function)
+            flow = self._read_kind(expr, function)
+            return flow if flow is not None else self.name_kind(expr.value, function)
         if isinstance(expr, cst.Attribute):
             return self._attribute_kind(expr, function)
         if isinstance(expr, cst.Call):
@@ -801,8 +1210,14 @@ class Facts:
             base = self.kind(expr.value, function)
             if base is Kind.PENDING:
                 return base
+            if base in (Kind.MAYBE_TENSOR, Kind.UNKNOWN) and _array_index(expr):
+                # `grid_thw[:, 0]`, `mask[..., 1:]`: only a tensor (or an array) takes a multi-axis
+                # slice (None, a list or a tuple would raise), so past this point it is one.
+                return Kind.TENSOR
             if base in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.SHAPE, Kind.NDARRAY):
                 return base
+            if base is Kind.LIST:
+                return self._list_item_kind(expr, function)
             return Kind.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             return _combine([self.kind(expr.left, function), self.kind(expr.right, function)])
@@ -867,7 +1282,7 @@ class Facts:
             if func.value in self.regions.module_classes:
                 return Kind.MODULE
             callee = self.name_kind(func.value, function)
-            return Kind.TENSOR if callee is Kind.MODULE else Kind.UNKNOWN
+            return self._module_call_kind(call, function) if callee is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = func.value
@@ -879,7 +1294,7 @@ class Facts:
                         return self.return_kind(target)
                     attr_kind = self.self_attribute_kind(method, function)
                     if attr_kind is Kind.MODULE:
-                        return Kind.TENSOR
+                        return self._module_call_kind(call, function)
                 return Kind.UNKNOWN
             base = self.kind(receiver, function)
             if base is Kind.PENDING:
@@ -910,7 +1325,21 @@ class Facts:
                 return Kind.LIST
         return Kind.UNKNOWN
 
+    def _module_call_kind(self, call: cst.Call, function: cst.FunctionDef) -> Kind:
+        """What calling a submodule gives: its forward's return kind when this file defines its class.
+
+        Submodules of other classes (`nn.Linear`, imported blocks) are taken to return a tensor.
+        """
+        forward = self.callees.module_forward(call, function)
+        if forward is not None:
+            returned = self.return_kind(forward)
+            if returned not in (Kind.UNKNOWN, Kind.PENDING):
+                return returned
+        return Kind.TENSOR
+
     def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
+        if qualified in _TRACED_RANDOM_DRAWS:
+            return Kind.TENSOR
         if qualified in _TORCH_NON_TENSOR:
             return _TORCH_NON_TENSOR[qualified]
         if qualified in _TORCH_SIZE_ARITHMETIC and call.args and all(
@@ -930,6 +1359,12 @@ class Facts:
             return Kind.NDARRAY
         if qualified.startswith("math."):
             return Kind.DATA if any(self.kind(a.value, function).tensorish for a in call.args) else Kind.PY
+        if not qualified.startswith("builtins."):
+            imported = self.imported_call(call)
+            if imported is not None:
+                # A helper of another file: its returns, with the kinds this call passes.
+                facts, target = imported
+                return facts.return_kind_with(target, self.passed_kinds(call, function, target))
         if qualified.startswith("builtins."):
             name = qualified[len("builtins."):]
             arg_kinds = [self.kind(a.value, function) for a in call.args]

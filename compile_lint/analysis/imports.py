@@ -116,7 +116,9 @@ class _ImportCollector(cst.CSTVisitor):
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self.imports.names[local] = f"{module}.{name}" if module else name
+            # `from . import utils` is ".utils", like `from .utils import f` is ".utils.f".
+            self.imports.names[local] = f"{module}{name}" if module.endswith(".") else (
+                f"{module}.{name}" if module else name)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.imports.defined.add(node.name.value)

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator, Mapping, Optional
 import libcst as cst
 
 from compile_lint.analysis.imports import ImportMap, dotted_name
+from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import WHITESPACE_TYPES, visit, walk
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile", "torch._dynamo.optimize"})
@@ -480,14 +481,31 @@ def find_regions(
     imports: ImportMap,
     extra_module_bases: Iterable[str] = (),
     source: Optional[str] = None,
+    symbols: Optional[SymbolIndex] = None,
+    path: Optional[str] = None,
 ) -> Regions:
     """Compute the compiled regions of `module`.
 
     `source`, the module's text when the caller has it, lets the expression-level walk
     be skipped for files that never call a compile function or spell an eager predicate
     (a name can only resolve to one if the file spells it, in the call or its import).
+    With `symbols` and the file's `path`, base classes imported from other files are
+    followed to their source (is it an nn.Module? which methods does its forward call?).
     """
-    return _RegionFinder(module, imports, extra_module_bases, source).find()
+    return _RegionFinder(module, imports, extra_module_bases, source, symbols, path).find()
+
+
+def is_imported_module_class(
+    symbols: SymbolIndex, qualified: str, path: str, extra_module_bases: Iterable[str] = (),
+) -> bool:
+    """True when `qualified`, as imported by the file `path`, names an nn.Module subclass in another file."""
+    if qualified.startswith(("builtins.", MODULE_BASE_PREFIX)):
+        return False
+    symbol = symbols.lookup(qualified, path)
+    if symbol is None or symbol.kind != "class":
+        return False
+    return symbols.is_module_class(symbol, frozenset(DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases)),
+                                   MODULE_BASE_PREFIX)
 
 
 class _RegionFinder:
@@ -495,8 +513,11 @@ class _RegionFinder:
 
     def __init__(
         self, module: cst.Module, imports: ImportMap, extra_module_bases: Iterable[str], source: Optional[str],
+        symbols: Optional[SymbolIndex] = None, path: Optional[str] = None,
     ) -> None:
         self.imports = imports
+        self.symbols = symbols if path is not None else None
+        self.path = path or ""
         self.index = _Index(imports)
         visit(module, self.index, statements_only=True)
         self.regions = Regions(owner_class=dict(self.index.owner))
@@ -509,7 +530,7 @@ class _RegionFinder:
             visit(module, _CompileCallsAndEagerBranches(calls, branches))
         elif calls is not None or branches is not None:
             visit(module, calls or branches)
-        self.base_names = DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases)
+        self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases))
 
     def find(self) -> Regions:
         """The regions: module classes, disabled functions, roots and every traced function."""
@@ -545,6 +566,8 @@ class _RegionFinder:
             forward = self.index.methods[cls].get("forward")
             if forward is not None and not self._disabled(forward):
                 roots.append(forward)
+            elif forward is None:
+                roots.extend(self._overrides_called_by_inherited_forward(cls))
         top_level = set(self.index.functions.values())
         for function in all_functions:
             if self._disabled(function):
@@ -557,7 +580,8 @@ class _RegionFinder:
 
     def _is_module_class(self, cls: cst.ClassDef, seen: frozenset = frozenset()) -> bool:
         for arg in cls.bases:
-            name = self.imports.qualname(arg.value) or dotted_name(arg.value) or ""
+            qualified = self.imports.qualname(arg.value)
+            name = qualified or dotted_name(arg.value) or ""
             short = name.rsplit(".", 1)[-1]
             if name.startswith(MODULE_BASE_PREFIX) or name in self.base_names or short in self.base_names:
                 return True
@@ -565,7 +589,52 @@ class _RegionFinder:
             if local is not None and local.name.value not in seen and local is not cls:
                 if self._is_module_class(local, seen | {cls.name.value}):
                     return True
+            elif local is None and qualified is not None and self.symbols is not None:
+                if is_imported_module_class(self.symbols, qualified, self.path, self.base_names):
+                    return True
         return False
+
+    def _imported_class(self, qualified: str):
+        """The class an imported name refers to, found in its source file (None without an index)."""
+        if self.symbols is None or qualified.startswith(("builtins.", MODULE_BASE_PREFIX)):
+            return None
+        symbol = self.symbols.lookup(qualified, self.path)
+        return symbol if symbol is not None and symbol.kind == "class" else None
+
+    def _overrides_called_by_inherited_forward(self, cls: cst.ClassDef) -> list[cst.FunctionDef]:
+        """Methods of `cls` that the `forward` it inherits from another file calls on `self`.
+
+        `class ViT(timm.VisionTransformer): def _pos_embed(self, x): ...` has no forward of
+        its own; the imported forward calls `self._pos_embed`, so this override is traced.
+        """
+        if self.symbols is None:
+            return []
+        local_classes = [cls, *self._local_ancestors(cls)]
+        called: set[str] = set()
+        for local in local_classes:
+            for arg in local.bases:
+                qualified = self.imports.qualname(arg.value)
+                if qualified is None or dotted_name(arg.value) in self.index.classes:
+                    continue
+                symbol = self._imported_class(qualified)
+                if symbol is not None and self.symbols.method_owner(symbol, "forward") is not None:
+                    called |= self.symbols.self_calls(symbol, "forward")
+        roots = []
+        for name in sorted(called):
+            method = self._find_method(cls, name)
+            if method is not None and not self._disabled(method):
+                roots.append(method)
+        return roots
+
+    def _local_ancestors(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        found: list[cst.ClassDef] = []
+        pending = list(self._bases_of(cls))
+        while pending and len(found) < 20:
+            base = pending.pop(0)
+            if base not in found and base is not cls:
+                found.append(base)
+                pending.extend(self._bases_of(base))
+        return found
 
     def _disabled(self, function: cst.FunctionDef) -> bool:
         return bool(_decorator_names(function, self.imports) & DISABLE_DECORATORS)

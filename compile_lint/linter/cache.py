@@ -7,9 +7,12 @@ or, outside any project, in the user's cache directory (`$XDG_CACHE_HOME/compile
 Layout: `<cache>/<settings>/<ab>/<digest>.json`, where
 `settings` hashes the tool version, the source of compile-lint itself (so editing a rule
 invalidates it without a version bump) and the whole configuration, and `digest` hashes
-the file's path and bytes. Entries are written to a temporary file and renamed, so
-concurrent runs never see half an entry; an entry that cannot be read back is a miss and
-is rewritten. `compile-lint clean` removes the directory; `--no-cache` bypasses it.
+the file's path and bytes. A file's findings may also depend on other files its analysis
+read (an imported base class, a helper's source): each entry lists them with a digest of
+their bytes, and an entry whose dependencies changed is a miss. Entries are written to a
+temporary file and renamed, so concurrent runs never see half an entry; an entry that
+cannot be read back is a miss and is rewritten. `compile-lint clean` removes the
+directory; `--no-cache` bypasses it.
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.linter.config import Config
 from compile_lint.linter.diagnostics import Diagnostic, Edit, Fix
 
 CACHE_DIR_NAME = ".compile-lint-cache"
-FORMAT = 1
+FORMAT = 2
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprint: Optional[str] = None
 _RUN_CACHES: dict = {}
@@ -60,6 +63,15 @@ def content_digest(path: str, data: bytes) -> str:
     return hashlib.blake2b(path.encode("utf-8", "surrogateescape") + b"\0" + data, digest_size=20).hexdigest()
 
 
+def file_digest(path: str) -> Optional[str]:
+    """A digest of the bytes of `path`, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.blake2b(handle.read(), digest_size=20).hexdigest()
+    except OSError:
+        return None
+
+
 def user_cache_dir() -> str:
     """compile-lint's directory in the user's cache: $XDG_CACHE_HOME, else the platform's place."""
     base = os.environ.get("XDG_CACHE_HOME", "")
@@ -89,7 +101,7 @@ def _encode(diagnostic: Diagnostic) -> list:
     return [
         diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column,
         diagnostic.code, diagnostic.name, diagnostic.kind, diagnostic.message,
-        diagnostic.gb_type, diagnostic.gb_id,
+        diagnostic.gb_type, diagnostic.gb_id, diagnostic.mode,
         None if fix is None else [
             fix.applicability, fix.message,
             [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits],
@@ -98,13 +110,13 @@ def _encode(diagnostic: Diagnostic) -> list:
 
 
 def _decode(path: str, item: list) -> Diagnostic:
-    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, fix = item
+    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, fix = item
     decoded_fix = None
     if fix is not None:
         applicability, fix_message, edits = fix
         decoded_fix = Fix(applicability, fix_message, tuple(Edit(*edit) for edit in edits))
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
-                      gb_type, gb_id, decoded_fix)
+                      gb_type, gb_id, decoded_fix, mode=mode)
 
 
 class LintCache:
@@ -114,6 +126,7 @@ class LintCache:
         self.root = root
         self.directory = os.path.join(root, settings_key(config))
         self._made: set[str] = set()  # entry directories known to exist
+        self._digests: dict[str, Optional[str]] = {}  # dependency path -> digest, read once per run
 
     @classmethod
     def for_run(cls, root: str, config: Config) -> "LintCache":
@@ -123,6 +136,11 @@ class LintCache:
         if cache is None:
             cache = _RUN_CACHES[key] = cls(root, config)
         return cache
+
+    def _dependency_digest(self, path: str) -> Optional[str]:
+        if path not in self._digests:
+            self._digests[path] = file_digest(path)
+        return self._digests[path]
 
     def _entry(self, digest: str) -> str:
         return os.path.join(self.directory, digest[:2], digest + ".json")
@@ -134,15 +152,23 @@ class LintCache:
                 data = json.loads(handle.read())
             if data.get("format") != FORMAT or data.get("path") != path:
                 return None
+            for dependency, digest in data["dependencies"]:
+                if self._dependency_digest(dependency) != digest:
+                    return None  # a file this one's analysis read has changed
             return [_decode(path, item) for item in data["diagnostics"]]
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
 
-    def put(self, path: str, digest: str, diagnostics: Sequence[Diagnostic]) -> None:
-        """Store findings atomically; a cache that cannot be written is silently skipped."""
+    def put(self, path: str, digest: str, diagnostics: Sequence[Diagnostic], dependencies: Iterable[str] = ()) -> None:
+        """Store findings atomically; a cache that cannot be written is silently skipped.
+
+        `dependencies` are the other files the findings were computed from; they are
+        stored with their current digests.
+        """
         entry = self._entry(digest)
         payload = json.dumps(
-            {"format": FORMAT, "path": path, "diagnostics": [_encode(d) for d in diagnostics]},
+            {"format": FORMAT, "path": path, "diagnostics": [_encode(d) for d in diagnostics],
+             "dependencies": [[dep, self._dependency_digest(dep)] for dep in sorted(dependencies)]},
             separators=(",", ":"),
         ).encode()
         try:

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.linter.config import (
-    Config, ConfigError, apply_overrides, describe_settings, load_config, validate_codes,
+    MODES, Config, ConfigError, apply_overrides, describe_settings, load_config, validate_codes,
 )
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.files import discover, is_excluded
@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "one setting (repeatable), e.g. --config 'extend-select = [\"JIT8\"]'")
     parser.add_argument("--show-settings", action="store_true",
                         help="print the resolved settings and where each came from (default, file, command line)")
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="how the model is compiled: drop findings that need the other mode "
+                             "(code under `if self.training:` never runs in a compiled eval() model); default: both")
     parser.add_argument("--no-cache", action="store_true",
                         help="lint every file afresh; neither read nor write .compile-lint-cache/")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
@@ -151,6 +154,7 @@ class FileOutcome:
     error: Optional[str] = None  # a one-line reason the file could not be linted or fixed
     text: str = ""  # the file's text (after fixing), kept only when it has findings
     digest: Optional[str] = None  # the content digest the cache keys on
+    dependencies: tuple[str, ...] = ()  # other files the findings were computed from
     applied: list[Diagnostic] = field(default_factory=list)  # fixes applied
     original: str = ""  # the text before fixing, for --diff
 
@@ -177,7 +181,7 @@ class LintSettings:
 def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
     """Lint one file and cache its findings (in a worker process when there are many)."""
     from compile_lint.linter.cache import LintCache, content_digest
-    from compile_lint.linter.engine import lint_text
+    from compile_lint.linter.engine import lint_text, symbol_index
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
     try:
@@ -187,9 +191,11 @@ def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
         return FileOutcome(path, error=f"{path}: {error}")
     diagnostics = lint_text(source.text, path, settings.config)
     digest = content_digest(path, data)
+    dependencies = tuple(sorted(symbol_index(settings.config).dependencies(path)))
     if settings.cache_root is not None:
-        LintCache.for_run(settings.cache_root, settings.config).put(path, digest, diagnostics)
-    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=digest)
+        LintCache.for_run(settings.cache_root, settings.config).put(path, digest, diagnostics, dependencies)
+    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=digest,
+                       dependencies=dependencies)
 
 
 def _fix_one(job: FixJob) -> FileOutcome:
@@ -408,6 +414,7 @@ def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
         exclude=_patterns(args.exclude),
         extend_exclude=(config.extend_exclude + extend_exclude) if extend_exclude else None,
         force_exclude=args.force_exclude,
+        mode=args.mode,
     )
 
 

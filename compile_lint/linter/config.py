@@ -23,6 +23,11 @@ DEFAULT_EXCLUDE = (
 )
 
 
+# How the user compiles: Dynamo specialises on `self.training`, so training-only code never
+# runs in a compiled eval() model, and inference-only code never in a compiled training step.
+MODES = ("both", "inference", "training")
+
+
 class ConfigError(Exception):
     """A configuration problem; the message is one line for the user."""
 
@@ -45,6 +50,7 @@ class Config:
     respect_gitignore: bool = True
     target_torch_version: Optional[str] = None
     module_bases: tuple[str, ...] = ()
+    mode: str = "both"  # "inference" / "training": keep only findings that can happen in that mode
     verify_targets: tuple[str, ...] = ()
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
@@ -98,11 +104,14 @@ def _torch_version(value: Any, key: str, source: str) -> str:
     return value
 
 
-def _branch_fix(value: Any, key: str, source: str) -> str:
-    if value not in BRANCH_FIX_CHOICES:
-        choices = ", ".join(f'"{choice}"' for choice in BRANCH_FIX_CHOICES)
-        raise ConfigError(f"{source}: [tool.compile-lint] {key} must be one of {choices}, not {value!r}")
-    return value
+def _one_of(choices: tuple[str, ...]):
+    """A parser that accepts exactly one of `choices` (a mode, a rewrite style)."""
+    def parse(value: Any, key: str, source: str) -> str:
+        if value not in choices:
+            spelled = ", ".join(f'"{choice}"' for choice in choices)
+            raise ConfigError(f"{source}: [tool.compile-lint] {key} must be one of {spelled}, not {value!r}")
+        return value
+    return parse
 
 
 def _verify_table(value: Any, key: str, source: str) -> tuple[str, ...]:
@@ -136,7 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("respect-gitignore", "respect_gitignore", _boolean),
     Setting("target-torch-version", "target_torch_version", _torch_version),
     Setting("module-bases", "module_bases", _string_list),
-    Setting("tensor-branch-fix", "tensor_branch_fix", _branch_fix),
+    Setting("mode", "mode", _one_of(MODES)),
+    Setting("tensor-branch-fix", "tensor_branch_fix", _one_of(BRANCH_FIX_CHOICES)),
     Setting("verify", "verify_targets", _verify_table),
 )
 SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}

@@ -9,6 +9,8 @@ from typing import Literal, Optional
 CODE_PREFIX = "JIT"
 Kind = Literal["break", "recompile", "perf", "error"]
 Applicability = Literal["safe", "unsafe"]
+# The one mode a finding needs (Dynamo specialises on `self.training`); None: either mode.
+Mode = Optional[Literal["training", "inference"]]
 
 # Where docs/rules.md is published: every code's section there is its documentation page.
 RULES_PAGE = "https://github.com/compile-lint/compile-lint/blob/main/docs/rules.md"
@@ -79,6 +81,7 @@ class Diagnostic:
     gb_id: Optional[str] = None
     fix: Optional[Fix] = None
     confirmed: Optional[bool] = field(default=None, compare=False)
+    mode: Mode = None
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -99,6 +102,7 @@ class Diagnostic:
             "message": self.message,
             "gb_type": self.gb_type,
             "fix": self.fix.to_json() if self.fix else None,
+            "mode": self.mode,
         }
         if self.confirmed is not None:
             data["confirmed"] = self.confirmed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import gc
+import os
 import sys
 import threading
 import warnings
@@ -14,6 +15,9 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.context import FileContext
+from compile_lint.analysis.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.regions import is_imported_module_class
+from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
 from compile_lint.linter.config import Config, rule_enabled
 from compile_lint.linter.diagnostics import Diagnostic
@@ -44,9 +48,31 @@ class FileResult:
     source: Optional[SourceFile] = None
 
 
-def may_hold_regions(text: str, module_bases: Iterable[str] = ()) -> bool:
-    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`)."""
-    return any(word in text for word in relevant_words(module_bases))
+def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
+    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`).
+
+    With `cross_file`, a file that defines a class may hold a module whose nn.Module base
+    is in another file, so it passes.
+    """
+    return any(word in text for word in relevant_words(module_bases)) or (cross_file and "class" in text)
+
+
+_SYMBOL_INDEXES: dict[tuple[str, ...], SymbolIndex] = {}
+
+
+def symbol_index(config: Config) -> SymbolIndex:
+    """This process's index of other files' classes and functions, for `config`'s project.
+
+    Absolute imports are looked up in each file's own package root, then the project's
+    root and its `src/`, then `sys.path`. The index re-reads files that change, so one
+    per project serves a long-lived process (the language server) too.
+    """
+    root = os.path.abspath(config.root)
+    roots = tuple(path for path in (root, os.path.join(root, "src")) if os.path.isdir(path))
+    index = _SYMBOL_INDEXES.get(roots)
+    if index is None:
+        index = _SYMBOL_INDEXES[roots] = SymbolIndex(roots)
+    return index
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
@@ -275,6 +301,7 @@ def lint_module(
     source: Optional[str] = None,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
+    symbols: Optional[SymbolIndex] = None,
     branch_fix: Optional[str] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
@@ -284,9 +311,10 @@ def lint_module(
     module's text, saves regenerating it. When `cancelled()` turns true, the walk stops
     at the next top-level statement with `LintCancelled`. `render_cache` keeps statement
     renderings from one lint of a document to the next (see `positions.RenderCache`).
+    `symbols` lets the analysis follow base classes and helpers into other files.
     `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
     """
-    context = FileContext(path, module, module_bases, source if prune else None)
+    context = FileContext(path, module, module_bases, source if prune else None, symbols)
     context.branch_fix = branch_fix
     rules = [rule_class(context) for rule_class in rule_classes]
     dispatcher = _Dispatcher(context, rules, prune, cancelled)
@@ -310,7 +338,14 @@ def lint_module(
     positions = NodePositions(module, code, render_cache)
     diagnostics = []
     builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
+    traced = context.regions.functions
     for finding, anchors in findings:
+        mode = None
+        if finding.function is not None and finding.function in traced:
+            modes = context.modes_at(finding.path_node or finding.node, finding.function)
+            if modes == NEVER:
+                continue  # the code never runs under compile (both modes return before it)
+            mode = only_mode(modes)
         line, column, end_line, end_column = positions.span(finding.node, anchors)
         fix = None
         if finding.fix is not None and builder is not None:
@@ -327,7 +362,8 @@ def lint_module(
                 end_line=end_line,
                 end_column=end_column + 1,
                 code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
-                message=finding.message, gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix,
+                message=f"{finding.message} ({condition_text(mode)})" if mode else finding.message,
+                gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
             )
         )
     return diagnostics
@@ -422,8 +458,12 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
                cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache]) -> list[Diagnostic]:
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
+    symbols = symbol_index(config)
     if fast:
-        if prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases):
+        def inherits_module(qualified: str) -> bool:
+            return is_imported_module_class(symbols, qualified, path, config.module_bases)
+
+        if prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:
@@ -441,16 +481,20 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
         raise LintCancelled()
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                  cancelled=cancelled, render_cache=render_cache, branch_fix=config.tensor_branch_fix)
+                                  cancelled=cancelled, render_cache=render_cache, symbols=symbols,
+                                  branch_fix=config.tensor_branch_fix)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
                 lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
-                                    cancelled=cancelled, render_cache=render_cache,
+                                    cancelled=cancelled, render_cache=render_cache, symbols=symbols,
                                     branch_fix=config.tensor_branch_fix))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if config.mode != "both":
+        # Findings that need the other mode cannot happen the way this user compiles.
+        diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
     return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)

@@ -46,12 +46,16 @@ def selection_from_flake8(select: Sequence[str] | None, extend_select: Sequence[
 
 
 @functools.lru_cache(maxsize=64)
-def _module_bases(directory: str) -> tuple[str, ...]:
-    """`module-bases` from the nearest `[tool.compile-lint]`; a broken config counts as none."""
+def _project_settings(directory: str) -> Config:
+    """`module-bases`, `mode` and the project root from the nearest `[tool.compile-lint]`.
+
+    A broken config counts as none (the root is then `directory`).
+    """
     try:
-        return load_config(start=directory).module_bases
+        config = load_config(start=directory)
     except ConfigError:
-        return ()
+        return Config(root=directory)
+    return Config(module_bases=config.module_bases, mode=config.mode, root=config.root)
 
 
 class CompileLintPlugin:
@@ -85,10 +89,13 @@ class CompileLintPlugin:
         if not may_hold_regions(text):
             return  # most files in a flake8 run are not model code: skip the libcst parse
         directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("-", "stdin") else os.getcwd()
+        project = _project_settings(directory)
         config = Config(
             select=self._selection.select,
             extend_select=self._selection.extend_select,
-            module_bases=_module_bases(directory),
+            module_bases=project.module_bases,
+            mode=project.mode,
+            root=project.root,
         )
         for diagnostic in lint_text(text, self.filename, config, noqa=self._noqa):
             if diagnostic.code == SYNTAX_ERROR_CODE:

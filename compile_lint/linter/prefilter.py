@@ -10,7 +10,9 @@ the engine first asks, with text search and `ast`, whether any rule could fire:
   (and that match its `trigger_pattern`, if it has one);
 - region-scoped rules only fire inside traced functions, whose roots are `forward` of a
   class with a base, or a function decorated with or passed to `torch.compile` /
-  `torch._dynamo.optimize`; a file with none of these cannot have a traced function.
+  `torch._dynamo.optimize`, or methods of a class whose imported base is an nn.Module
+  (its inherited forward may call them; `inherits_module` asks the symbol index); a file
+  with none of these cannot have a traced function.
 
 Each check is a superset of what `regions.find_regions` accepts, so skipping is exact:
 `tests/test_fast_path.py` lints rule examples and real files both ways and compares. A
@@ -24,14 +26,14 @@ import ast
 import functools
 import re
 import warnings
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from compile_lint.analysis.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
+from compile_lint.analysis.symbols import dotted_parts as _dotted, relative_name
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
 
-_ROOT_WORDS = ("forward", "compile", "optimize")
 # A class with a base at the start of a line: with a `def forward(`, most likely an nn.Module.
 _CLASS_WITH_BASE = re.compile(r"^class \w+\(\s*[\w.]", re.MULTILINE)
 
@@ -80,25 +82,12 @@ def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
                     head = alias.name.split(".")[0]
                     names.setdefault(head, set()).add(head)
         elif isinstance(node, ast.ImportFrom):
-            module = "." * node.level + (node.module or "")
             for alias in node.names:
                 if alias.name == "*":
                     continue
-                target = f"{module}.{alias.name}" if module else alias.name
+                target = relative_name(node.level, node.module, alias.name)
                 names.setdefault(alias.asname or alias.name, set()).add(target)
     return names
-
-
-def _dotted(node: ast.AST) -> Optional[list[str]]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    parts.reverse()
-    return parts
 
 
 def _names_compile(node: ast.AST, imports: dict[str, set[str]]) -> bool:
@@ -117,10 +106,30 @@ def _defines_forward(cls: ast.ClassDef) -> bool:
     )
 
 
-def may_have_regions(tree: ast.Module, text: str) -> bool:
+# Whether a qualified name (as imports spell it, relative ones with leading dots) is an
+# nn.Module subclass defined in another file.
+ImportedModuleTest = Callable[[str], bool]
+
+
+def _inherits_imported_module(tree: ast.Module, inherits_module: ImportedModuleTest) -> bool:
+    """A class of the file derives from an nn.Module class imported from another file."""
+    imports: Optional[dict[str, set[str]]] = None
+    for node in _statements(tree.body):
+        if not (isinstance(node, ast.ClassDef) and node.bases):
+            continue
+        imports = _import_targets(tree) if imports is None else imports
+        for base in node.bases:
+            parts = _dotted(base)
+            if not parts or parts[0] not in imports:
+                continue
+            rest = ".".join(parts[1:])
+            if any(inherits_module(f"{target}.{rest}" if rest else target) for target in imports[parts[0]]):
+                return True
+    return False
+
+
+def may_have_regions(tree: ast.Module, text: str, inherits_module: Optional[ImportedModuleTest] = None) -> bool:
     """False only when no function of the file can be traced by torch.compile."""
-    if not any(word in text for word in _ROOT_WORDS):
-        return False
     if "forward" in text:
         for node in _statements(tree.body):
             if isinstance(node, ast.ClassDef) and node.bases and _defines_forward(node):
@@ -130,7 +139,7 @@ def may_have_regions(tree: ast.Module, text: str) -> bool:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Attribute, ast.Name)) and _names_compile(node, imports):
                 return True
-    return False
+    return inherits_module is not None and _inherits_imported_module(tree, inherits_module)
 
 
 def may_fire(rule: "type[Rule]", text: str) -> bool:
@@ -155,14 +164,19 @@ def needs_lint(
     rules: "Sequence[type[Rule]]",
     syntax_enabled: bool,
     module_bases: Iterable[str] = (),
+    inherits_module: Optional[ImportedModuleTest] = None,
 ) -> bool:
     """Whether the full lint (libcst parse, analysis, rules) could report anything for `text`.
 
     `rules` are the enabled rule classes. A file Python cannot parse always needs it, so
-    that the JIT000 finding comes out exactly as the full lint reports it.
+    that the JIT000 finding comes out exactly as the full lint reports it. With
+    `inherits_module`, a file whose class derives from an nn.Module class of another file
+    is linted even when it never spells torch (the base's forward may call its methods).
     """
     relevant = bool(rules) and any(word in text for word in relevant_words(module_bases))
-    if not relevant and not syntax_enabled:
+    # A file that never spells torch can still hold a module class whose base is imported.
+    cross_file = bool(rules) and not relevant and inherits_module is not None and "class" in text
+    if not (relevant or cross_file) and not syntax_enabled:
         return False
     if relevant and "def forward(" in text and _CLASS_WITH_BASE.search(text):
         # A model file: the `ast` check would only confirm it (and cost an eighth of a parse).
@@ -170,8 +184,11 @@ def needs_lint(
     tree = parse_ast(text)
     if tree is None:
         return True
+    region_rules = any(rule.scope != "module" for rule in rules)
+    if cross_file:
+        return region_rules and _inherits_imported_module(tree, inherits_module)  # type: ignore[arg-type]
     if not relevant:
         return False
     if any(rule.scope == "module" and may_fire(rule, text) for rule in rules):
         return True
-    return any(rule.scope != "module" for rule in rules) and may_have_regions(tree, text)
+    return region_rules and may_have_regions(tree, text, inherits_module)

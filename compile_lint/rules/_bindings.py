@@ -40,6 +40,7 @@ def made_by(context: "FileContext", expr: cst.BaseExpression) -> Iterator[str]:
             name = call_name(context, value)
             if name:
                 yield name
+    yield from (name for name in context.inherited_makers(expr) or () if name)
 
 
 def made_only_by(context: "FileContext", expr: cst.BaseExpression, names: frozenset[str]) -> bool:
@@ -48,4 +49,5 @@ def made_only_by(context: "FileContext", expr: cst.BaseExpression, names: frozen
     A value bound otherwise as well (`self.gen = None` beside `torch.Generator()`) makes it False.
     """
     made = list(made_by(context, expr))
-    return bool(made) and len(made) == len(context.bound_values(expr)) and all(name in names for name in made)
+    bindings = len(context.bound_values(expr)) + len(context.inherited_makers(expr) or ())
+    return bool(made) and len(made) == bindings and all(name in names for name in made)

@@ -27,7 +27,8 @@ def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExp
     `and`/`or`/`not` are looked through: `if mask is not None and mask.any():` is flagged
     for `mask.any()`, but not `if torch.compiler.is_compiling() or mask.any():`, whose
     right side Dynamo never evaluates. A bare parameter (`if flag:`) is only flagged when
-    annotated as a Tensor, since untyped parameters are as often flags as tensors.
+    annotated as a Tensor or when every call of the file passes it a tensor, since untyped
+    parameters are as often flags as tensors.
     """
     context = rule.context
     if isinstance(expr, cst.BooleanOperation):
@@ -39,7 +40,8 @@ def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExp
         return data_dependent(rule, expr.expression)
     if isinstance(expr, cst.Name) and context.function is not None:
         param = context.facts.param_kind(context.function, expr.value)
-        if param is not None and not annotated_tensor(rule, expr.value):
+        if (param is not None and not annotated_tensor(rule, expr.value)
+                and context.argument_kind(expr.value) is not Kind.TENSOR):
             assigned = context.local_values(expr.value)
             if not assigned:
                 return None
@@ -186,6 +188,8 @@ def certain_tensor(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool
     if isinstance(expr, cst.Name):
         if annotated_tensor(rule, expr.value):
             return True
+        if context.tensor_on_some_paths(expr):
+            return False  # `skip = False` on the other paths: `skip.bool()` would fail there
         for value in context.local_values(expr.value):
             if isinstance(value, cst.BaseExpression) and certain_tensor(rule, value, depth + 1):
                 return True
@@ -228,6 +232,8 @@ def _to_bool_tensor(rule: Rule, expr: cst.BaseExpression, state: dict) -> Union[
         return expr.with_changes(left=left, comparisons=[comparison], lpar=[], rpar=[])
     if rule.context.kind(expr) is Kind.TENSOR and certain_tensor(rule, expr):
         return _as_bool(rule, expr)
+    if rule.context.tensor_on_some_paths(expr):
+        return f"`{_code(expr)}` is a tensor only on some paths (a Python value on the others)"
     return f"cannot tell that `{_code(expr)}` is a tensor"
 
 

@@ -44,9 +44,10 @@ def holds_tensor_data(rule: Rule, expr: cst.BaseExpression) -> bool:
 
 
 def _untyped_param(rule: Rule, name: str) -> bool:
-    """True for a parameter not declared a Tensor: no annotation, or `Tuple[int, int]`, `Size_`..."""
+    """True for a parameter not declared a Tensor (no annotation, or `Tuple[int, int]`, `Size_`...)
+    and not passed a tensor by every call of the file."""
     function = rule.context.function
-    if function is None:
+    if function is None or rule.context.argument_kind(name) is Kind.TENSOR:
         return False
     params = function.params
     return any(

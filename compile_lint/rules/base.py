@@ -72,6 +72,8 @@ class Finding:
     node: cst.CSTNode
     message: str
     fix: Optional[FixPlan]
+    function: Optional[cst.FunctionDef] = None  # where the rule was looking (for the path condition)
+    path_node: Optional[cst.CSTNode] = None  # the part that breaks, when only part of `node` does
 
 
 class Rule:
@@ -117,9 +119,14 @@ class Rule:
         node: cst.CSTNode,
         message: Optional[str] = None,
         fix: Optional[FixPlan] = None,
+        path_node: Optional[cst.CSTNode] = None,
     ) -> None:
-        """Record a finding at `node`, with an optional fix; positions are resolved after the walk."""
-        self.findings.append(Finding(self, node, message or self.message, fix))
+        """Record a finding at `node`, with an optional fix; positions are resolved after the walk.
+
+        `path_node`, the part of `node` that breaks (`b` in `if a and b:`), decides the
+        mode the finding needs: `b` in `self.training and b` runs only in training.
+        """
+        self.findings.append(Finding(self, node, message or self.message, fix, self.context.function, path_node))
 
     @classmethod
     def summary(cls) -> str:

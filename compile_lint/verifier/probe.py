@@ -89,14 +89,14 @@ def load_module_from_source(code: str, name_hint: str = "example") -> Any:
         return module
 
 
-def resolve_entry(module: Any, entry: str) -> Callable:
-    """The callable to compile: an instance of a module class, or the plain function."""
+def resolve_entry(module: Any, entry: str, training: bool = False) -> Callable:
+    """The callable to compile: an instance of a module class (in eval mode unless `training`), or the function."""
     import torch
 
     target = getattr(module, entry)
     if isinstance(target, type) and issubclass(target, torch.nn.Module):
         torch.manual_seed(0)
-        return target().eval()
+        return target().train(training)
     # Unwrap functions already decorated with @torch.compile, so we choose the settings.
     while hasattr(target, "_torchdynamo_orig_callable"):
         target = target._torchdynamo_orig_callable
@@ -148,16 +148,24 @@ def probe(fn: Callable, calls: Sequence[tuple], kwargs_list: Optional[Sequence[d
         result.compile_error = _first_line(error)
     result.frames_total = counter.frame_count
     result.graph_breaks = [reason for reason, count in counters["graph_break"].items() for _ in range(count)]
+    if result.frames_first_call == 0 and result.compile_error is None:
+        # A break inside a loop can make Dynamo skip the whole frame: no graph, nothing in
+        # counters["graph_break"]; the reason is only in counters["unimplemented"].
+        result.graph_breaks += [reason for reason, count in counters["unimplemented"].items() for _ in range(count)]
     torch._dynamo.reset()
     return result
 
 
-def probe_example(code: str, entry: str, calls_expr: str) -> ProbeResult:
-    """Import an example's code and probe its entry over the calls `calls_expr` evaluates to."""
+def probe_example(code: str, entry: str, calls_expr: str, training: bool = False) -> ProbeResult:
+    """Import an example's code and probe its entry over the calls `calls_expr` evaluates to.
+
+    A module entry runs in eval mode, or in training mode with `training` (Dynamo
+    specialises on `self.training`: code under `if self.training:` is traced only then).
+    """
     import torch
 
     with loaded_module(code) as module:
-        fn = resolve_entry(module, entry)
+        fn = resolve_entry(module, entry, training)
         torch.manual_seed(0)
         calls = eval(calls_expr, {"torch": torch})  # noqa: S307 - examples are our own source
         split = [split_call(call) for call in calls]

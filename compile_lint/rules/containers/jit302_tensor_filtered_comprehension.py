@@ -136,6 +136,7 @@ class TensorFilteredComprehension(Rule):
     ]
 
     def visit_CompIf(self, node: cst.CompIf) -> None:
-        if data_dependent(self, node.test) is not None:
-            self.report(node.test)
+        culprit = data_dependent(self, node.test)
+        if culprit is not None:
+            self.report(node.test, path_node=culprit)
 

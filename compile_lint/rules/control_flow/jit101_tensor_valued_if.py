@@ -144,6 +144,53 @@ class TensorValuedIf(ElifTracker, Rule):
             import torch
             from torch import nn
 
+            class LayerDrop(nn.Module):
+                def __init__(self, p=0.5):
+                    super().__init__()
+                    self.p = p
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    skip = False
+                    if self.training:
+                        skip = torch.rand([]) < self.p
+                    if not skip:
+                        x = self.proj(x)
+                        x = torch.relu(x)
+                    return x
+            """,
+            entry="LayerDrop",
+            lines=[14],
+            note="`skip` is a tensor once `self.training` assigned it, so the finding says "
+                 "\"only when self.training\": a compiled eval() model never breaks here.",
+        ),
+        Invalid(
+            """
+            import random
+
+            import torch
+            from torch import nn
+
+            class RandomDepth(nn.Module):
+                def __init__(self, layerdrop=0.5):
+                    super().__init__()
+                    self.layerdrop = layerdrop
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    if random.uniform(0, 1) < self.layerdrop:
+                        return x
+                    return self.proj(x)
+            """,
+            entry="RandomDepth",
+            lines=[13],
+            note="Dynamo traces `random.uniform` as a 0-d tensor input, so comparing it branches on data.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
             class EarlyExit(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -191,6 +238,20 @@ class TensorValuedIf(ElifTracker, Rule):
                     return x * scale + steps
             """,
             calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 0.1,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Renorm(nn.Module):
+                def forward(self, x):
+                    scale = x.new_ones(())
+                    steps = torch.zeros((), dtype=torch.long)
+                    take_branch = x.abs().amax() > 2.0
+                    x = torch.where(take_branch, x / 2, x)
+                    scale = torch.where(take_branch, scale * 2, scale)
+                    steps = torch.where(take_branch, steps + 1, steps)
+                    return x * scale + steps
+            """,
             entry="Renorm",
             lines=[8],
             note="A guarded update of several names (one torch.where each, the test computed once).",
@@ -735,11 +796,40 @@ class TensorValuedIf(ElifTracker, Rule):
             """,
             entry="Pooler",
         ),
+        Valid(
+            """
+            import random
+
+            import torch
+            from torch import nn
+
+            class LayerDrop(nn.Module):
+                def __init__(self, p=0.5):
+                    super().__init__()
+                    self.p = p
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    skip = False
+                    if self.training:
+                        skip = self.p > 0.9
+                    if not skip:
+                        x = self.proj(x)
+                        x = torch.relu(x)
+                    level = x.abs().mean()
+                    level = 4
+                    if level > 3:
+                        x = x * random.uniform(0.9, 1.1)
+                    return x
+            """,
+            entry="LayerDrop",
+        ),
     ]
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
-        if data_dependent(self, node.test) is None:
+        culprit = data_dependent(self, node.test)
+        if culprit is None:
             return
         outcome = linearise_if(self, node, self.is_elif(node))
-        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix)
+        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)

@@ -135,6 +135,7 @@ class TensorValuedWhile(Rule):
     ]
 
     def visit_While(self, node: cst.While) -> None:
-        if data_dependent(self, node.test) is not None:
-            self.report(node.test)  # the message says what to write; --explain why no fix
+        culprit = data_dependent(self, node.test)
+        if culprit is not None:
+            self.report(node.test, path_node=culprit)  # the message says what to write; --explain why no fix
 

@@ -189,7 +189,8 @@ class TensorValuedTernary(Rule):
     ]
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        if data_dependent(self, node.test) is None:
+        culprit = data_dependent(self, node.test)
+        if culprit is None:
             return
         outcome = linearise_ifexp(self, node)
-        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix)
+        self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)

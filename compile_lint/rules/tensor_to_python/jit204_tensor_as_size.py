@@ -112,6 +112,29 @@ class TensorAsSize(Rule):
             entry="LengthMask",
             lines=[7],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Rotary(nn.Module):
+                def forward(self, seqlen: int):
+                    return torch.arange(seqlen).float()
+
+            class Vision(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rotary = Rotary()
+
+                def forward(self, x, grid):
+                    longest = grid.max()
+                    return x + self.rotary(longest).sum()
+            """,
+            calls="[(torch.randn(4), torch.tensor([3, 5]))]",
+            entry="Vision",
+            lines=[6],
+            note="The 0-d tensor `grid.max()` flows into the submodule's forward, whatever its annotation says.",
+        ),
     ]
     valid = [
         Valid(
@@ -172,6 +195,39 @@ class TensorAsSize(Rule):
             """,
             calls="[(torch.randn(3, 8), torch.tensor([4, 6, 5]))]",
             entry="LengthMask",
+        ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Rotary(nn.Module):
+                def forward(self, seqlen):
+                    return torch.arange(seqlen).float()
+
+            class PatchEmbed(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Conv2d(3, 8, 2, 2)
+
+                def forward(self, x):
+                    x = self.proj(x)
+                    _, _, height, width = x.shape
+                    return x.flatten(2).transpose(1, 2), height, width
+
+            class Vision(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rotary = Rotary()
+                    self.patch = PatchEmbed()
+
+                def forward(self, pixels):
+                    tokens, height, width = self.patch(pixels)
+                    grid = tokens.reshape(tokens.shape[0], height, width, -1)
+                    return grid.sum(-1) + self.rotary(width)[:1]
+            """,
+            calls="[(torch.randn(2, 3, 8, 8),)]",
+            entry="Vision",
         ),
         Valid(
             """
@@ -323,4 +379,3 @@ def _is_scalar_index(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bo
             return len(expr.args) == 1 and expr.args[0].keyword is None
         return False
     return bound_only_to(rule, expr, _is_scalar_index, depth)
-

@@ -26,6 +26,9 @@ class TensorTruthValue(Rule):
     kind = "break"
     gb_type = "Data-dependent branching"
     gb_id = "GB0170"
+    # `finite = not torch.isnan(x).any()` on torch 2.13: Dynamo skips the whole frame and
+    # records only the scalar read underneath ("Data dependent operator", GB0033).
+    gb_types = ("Data dependent operator",)
     message = (
         "`and`/`or`/`not` on a tensor calls bool() on its data and breaks the graph; "
         "use `&`, `|`, `~` (torch.logical_*) or torch.where"

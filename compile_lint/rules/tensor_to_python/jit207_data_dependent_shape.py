@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from compile_lint.analysis.facts import Kind
-from compile_lint.rules._tensor_data import bound_only_to
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -126,6 +127,42 @@ class DataDependentShape(Rule):
             entry="BumpPositives",
             lines=[7],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class TokenSelect(nn.Module):
+                def __init__(self, token_id=3):
+                    super().__init__()
+                    self.token_id = token_id
+
+                def placeholder_mask(self, ids, embeds):
+                    mask = ids == self.token_id
+                    return mask.unsqueeze(-1).expand_as(embeds)
+
+                def forward(self, ids, embeds):
+                    mask = self.placeholder_mask(ids, embeds)
+                    return embeds[mask].sum()
+            """,
+            calls="[(torch.randint(0, 5, (2, 6)), torch.randn(2, 6, 4))]",
+            entry="TokenSelect",
+            lines=[15],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Expand(nn.Module):
+                def forward(self, counts):
+                    index = torch.repeat_interleave(counts)
+                    return index.float().mean()
+            """,
+            calls="[(torch.tensor([1, 2, 3]),)]",
+            entry="Expand",
+            lines=[6],
+        ),
     ]
     valid = [
         Valid(
@@ -184,6 +221,24 @@ class DataDependentShape(Rule):
             calls="[(torch.randn(4, 8), torch.tensor([2, 2, 2, 2]))]",
             entry="Repeat",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class WeightedTokens(nn.Module):
+                def token_weights(self, ids, embeds):
+                    mask = ids > 2
+                    return mask.unsqueeze(-1).expand_as(embeds).to(embeds.dtype)
+
+                def forward(self, ids, embeds):
+                    weights = self.token_weights(ids, embeds)
+                    order = torch.argsort(ids, dim=1)
+                    return (embeds * weights)[:, order[0]].sum()
+            """,
+            calls="[(torch.randint(0, 5, (2, 6)), torch.randn(2, 6, 4))]",
+            entry="WeightedTokens",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -214,7 +269,9 @@ class DataDependentShape(Rule):
             positional = [a for a in node.args if a.keyword is None and not a.star]
             if op in _DYNAMIC_SHAPE_OPS or (op == "where" and len(node.args) == 1 and positional):
                 self.report(node)
-            elif op == "repeat_interleave" and self._tensor_repeats(node, positional[1:2]):
+            elif op == "repeat_interleave" and self._tensor_repeats(node, positional[1:2] if len(node.args) > 1
+                                                                    else positional[:1]):
+                # `torch.repeat_interleave(counts)`: a lone argument is the repeats.
                 self.report(node)
             return
         if isinstance(func, cst.Attribute) and self.context.kind(func.value) is Kind.TENSOR:
@@ -256,23 +313,60 @@ _MASK_METHODS = frozenset({
 _ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
-def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True for an expression that is certainly a boolean tensor (a comparison, `~m`, `m & n`...)."""
+# Methods that keep a boolean tensor boolean (a view, a broadcast, a move to a device).
+_MASK_PRESERVING = frozenset({
+    "view", "reshape", "unsqueeze", "squeeze", "expand", "expand_as", "flatten", "permute", "transpose",
+    "contiguous", "clone", "detach", "t", "all", "any",
+})
+
+
+def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0,
+             function: Optional[cst.FunctionDef] = None) -> bool:
+    """True for an expression that is certainly a boolean tensor (a comparison, `~m`, `m & n`...).
+
+    Views and moves of a mask (`m.unsqueeze(-1).expand_as(x).to(x.device)`) and what a
+    helper of this file returns (`self.get_placeholder_mask(...)`) are masks too.
+    `function` is where `expr` is evaluated (default: the function being visited).
+    """
     context = rule.context
-    if depth > 6:
+    function = function or context.function
+    if depth > 6 or function is None:
         return False
     if isinstance(expr, cst.Comparison):
-        return all(isinstance(t.operator, _ORDERING) for t in expr.comparisons) and context.kind(expr).tensorish
+        return (all(isinstance(t.operator, _ORDERING) for t in expr.comparisons)
+                and context.facts.kind(expr, function).tensorish)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return _is_mask(rule, expr.expression, depth + 1)
+        return _is_mask(rule, expr.expression, depth + 1, function)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-        return _is_mask(rule, expr.left, depth + 1) or _is_mask(rule, expr.right, depth + 1)
+        return _is_mask(rule, expr.left, depth + 1, function) or _is_mask(rule, expr.right, depth + 1, function)
     if isinstance(expr, cst.Call):
         qualified = context.qualname(expr.func)
         if qualified is not None:
             return qualified in _MASK_FUNCTIONS
         func = expr.func
-        return (isinstance(func, cst.Attribute) and func.attr.value in _MASK_METHODS
-                and context.kind(func.value).tensorish)
-    return bound_only_to(rule, expr, _is_mask, depth)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in _MASK_METHODS:
+                return context.facts.kind(func.value, function).tensorish
+            if method in _MASK_PRESERVING or (method == "to" and _moves_only(expr)):
+                return _is_mask(rule, func.value, depth + 1, function)
+        target = context.call_target(expr, function)
+        if target is not None:
+            returned = context.returned_values(target)
+            return bool(returned) and all(_is_mask(rule, value, depth + 1, target) for value in returned)
+        return False
+    if isinstance(expr, cst.Name):
+        values = context.local_values(expr.value, function)
+        return bool(values) and all(
+            isinstance(v, cst.BaseExpression) and _is_mask(rule, v, depth + 1, function) for v in values)
+    return False
 
+
+def _moves_only(call: cst.Call) -> bool:
+    """`.to(x.device)` / `.to(device=...)`: a move, not a cast that would make a mask a number."""
+    if len(call.args) != 1:
+        return False
+    arg = call.args[0]
+    if arg.keyword is not None:
+        return arg.keyword.value == "device"
+    return isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device"

@@ -1,0 +1,314 @@
+"""Cross-file analysis: base classes and helpers found in other files' source, never imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from compile_lint.analysis.symbols import SymbolIndex
+from compile_lint.linter.config import Config
+from compile_lint.linter.engine import lint_text
+from conftest import assert_findings_json, run_cli
+
+BASE = """
+from torch import nn
+
+
+class Layer(nn.Module):
+    def forward(self, x):
+        return self.mix(self.norm(x))
+
+    def norm(self, x):
+        return x
+
+    def mix(self, x):
+        return x * 2
+"""
+
+# No `torch` anywhere in this file: only the base class in layers.py makes it a module.
+MODEL = """
+from .layers import Layer
+
+
+class Gate(Layer):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+class Counted(Layer):
+    def mix(self, x):
+        return x * x.sum().item()
+
+
+class Plain:
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+"""
+
+
+def write_tree(root, files: dict[str, str]) -> None:
+    """Write `files` (relative path -> dedented source) under `root`."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+
+
+def lint(root, relative: str, config: Config = None) -> list[tuple[int, str]]:
+    """(line, code) of every finding in `root/relative`, linted with the project's symbol index."""
+    path = str(root / relative)
+    config = config or Config(select=("ALL",), root=str(root))
+    with open(path, encoding="utf-8") as handle:
+        return [(d.line, d.code) for d in lint_text(handle.read(), path, config)]
+
+
+@pytest.fixture
+def project(tmp_path):
+    write_tree(tmp_path, {
+        "pyproject.toml": "[tool.compile-lint]\nselect = [\"JIT\"]\n",
+        "pkg/__init__.py": "",
+        "pkg/layers.py": BASE,
+        "pkg/model.py": MODEL,
+    })
+    return tmp_path
+
+
+def test_a_base_class_from_another_file_makes_a_module(project):
+    # Gate.forward (line 6) and Counted.mix, which Layer's inherited forward calls (line 13);
+    # Plain is no module.
+    assert lint(project, "pkg/model.py") == [(6, "JIT101"), (13, "JIT201")]
+
+
+def test_absolute_imports_resolve_through_the_package_root_and_chains_of_bases(tmp_path):
+    write_tree(tmp_path, {
+        "app/__init__.py": "",
+        "app/core/__init__.py": "from .blocks import Block as ExportedBlock\n",
+        "app/core/base.py": "import torch\n\nclass Base(torch.nn.Module):\n    pass\n",
+        "app/core/blocks.py": "from app.core.base import Base\n\nclass Block(Base):\n    pass\n",
+        "app/heads/__init__.py": "",
+        "app/heads/head.py": """
+            from app.core import ExportedBlock
+            from .. import core
+
+
+            class Head(ExportedBlock):
+                def forward(self, x):
+                    return x.sum().item()
+
+
+            class Other(core.base.Base):
+                def forward(self, x):
+                    return x.tolist()
+            """,
+    })
+    assert lint(tmp_path, "app/heads/head.py") == [(7, "JIT201"), (12, "JIT203")]
+
+
+def test_a_base_that_is_no_module_stays_plain(tmp_path):
+    write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/config.py": "class Config:\n    pass\n\nclass Derived(Config):\n    pass\n",
+        "pkg/model.py": """
+            import torch
+            from .config import Derived
+            from .missing import Nowhere
+
+
+            class Settings(Derived):
+                def forward(self, x):
+                    return x.sum().item()
+
+
+            class Unknown(Nowhere):
+                def forward(self, x):
+                    return x.sum().item()
+            """,
+    })
+    assert lint(tmp_path, "pkg/model.py") == []
+
+
+def test_installed_packages_are_read_from_sys_path_without_importing_them(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    write_tree(site, {
+        "fancylib/__init__.py": "raise RuntimeError('importing fancylib runs code')\n",
+        "fancylib/layers.py": "from torch import nn\n\nclass FancyLayer(nn.Module):\n    pass\n",
+    })
+    write_tree(tmp_path, {"model.py": """
+        from fancylib.layers import FancyLayer
+
+
+        class Mine(FancyLayer):
+            def forward(self, x):
+                return x.sum().item()
+        """})
+    monkeypatch.syspath_prepend(str(site))
+    assert lint(tmp_path, "model.py") == [(6, "JIT201")]
+    assert "fancylib" not in sys.modules
+
+
+def test_the_index_records_what_each_file_read_and_rereads_changed_files(project):
+    index = SymbolIndex([str(project)])
+    model = str(project / "pkg" / "model.py")
+    symbol = index.lookup(".layers.Layer", model)
+    assert symbol is not None and symbol.kind == "class"
+    assert index.dependencies(model) == {str(project / "pkg" / "layers.py")}
+    assert index.self_calls(symbol, "forward") == {"mix", "norm"}
+    layers = project / "pkg" / "layers.py"
+    layers.write_text(layers.read_text() + "\n\nclass Extra(Layer):\n    pass\n")
+    os.utime(layers, ns=(1, 1))  # a different stamp even within the clock's resolution
+    assert index.lookup(".layers.Extra", model) is not None
+
+
+def test_the_cache_is_invalidated_when_a_base_class_file_changes(project):
+    def run():
+        result = run_cli("--output-format", "json", "pkg", cwd=project)
+        assert result.returncode in (0, 1), result.stderr
+        return sorted((d["path"], d["line"], d["code"]) for d in assert_findings_json(result.stdout))
+
+    model = os.path.join("pkg", "model.py")
+    first = run()
+    assert first == [(model, 6, "JIT101"), (model, 13, "JIT201")]
+    assert run() == first  # from the cache
+    entries = [os.path.join(d, f) for d, _, fs in os.walk(project / ".compile-lint-cache") for f in fs
+               if f.endswith(".json")]
+    recorded = [json.load(open(entry))["dependencies"] for entry in entries]
+    assert any(deps and deps[0][0] == str(project / "pkg" / "layers.py") for deps in recorded)
+    # Layer stops being a module: model.py's cached findings must not survive.
+    (project / "pkg" / "layers.py").write_text("class Layer:\n    def forward(self, x):\n        return self.mix(x)\n")
+    assert run() == []
+
+
+def test_cross_file_findings_are_real_breaks(project):
+    """The compiler agrees: Gate (its nn.Module base is in another file) and Counted (whose override
+    the inherited forward calls) break the graph; Plain is no module at all."""
+    script = textwrap.dedent("""
+        import torch
+        from compile_lint.verifier.probe import probe
+        from pkg.model import Counted, Gate
+
+        for cls in (Gate, Counted):
+            result = probe(cls(), [(torch.randn(4),)])
+            print(cls.__name__, bool(result.breaks), result.eager_error)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True,
+                            timeout=600)
+    assert result.stdout.splitlines() == ["Gate True None", "Counted True None"], result.stderr
+
+
+HELPERS = """
+def longest(lengths):
+    return lengths.max().item()
+
+
+def width(shape):
+    return shape[-1].item() if hasattr(shape[-1], "item") else shape[-1]
+
+
+def scaled(x, factor):
+    return x * factor
+"""
+
+PAD = """
+import torch
+from torch import nn
+
+from .helpers import longest, scaled
+
+
+class Pad(nn.Module):
+    def forward(self, x, lengths):
+        n = longest(lengths)
+        y = scaled(x, 2.0)
+        if y.sum() > 0:
+            y = -y
+        return y[:, :n]
+
+
+class Fine(nn.Module):
+    def forward(self, x):
+        y = scaled(x.shape[-1], 2)
+        return x[:, :y]
+"""
+
+
+@pytest.fixture
+def helpers(tmp_path):
+    write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/pad.py": PAD})
+    return tmp_path
+
+
+def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers):
+    findings = lint_text((helpers / "pkg" / "pad.py").read_text(), str(helpers / "pkg" / "pad.py"),
+                         Config(select=("ALL",), root=str(helpers)))
+    assert [(d.line, d.code) for d in findings] == [(9, "JIT201"), (11, "JIT101")]
+    assert findings[0].message.startswith("`longest()` (helpers.py:1) reads tensor data with `.item()`")
+
+
+def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
+    script = textwrap.dedent("""
+        import torch
+        from compile_lint.verifier.probe import probe
+        from pkg.pad import Fine, Pad
+
+        print(probe(Pad().eval(), [(torch.randn(2, 6), torch.tensor([3, 4]))]).graph_breaks[:1])
+        print(probe(Fine().eval(), [(torch.randn(2, 6),)]).clean)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=helpers, capture_output=True, text=True,
+                            timeout=600)
+    lines = result.stdout.splitlines()
+    assert lines and "item()" in lines[0] and lines[1] == "True", result.stdout + result.stderr
+
+
+def test_a_recurrent_module_made_in_a_base_class_of_another_file_is_flagged(tmp_path):
+    """JIT409 reads `self.rnn = nn.LSTM(...)` in the base's own file (its imports, not the
+    subclass's); a base that makes the same attribute a Linear stays silent. The compiler agrees."""
+    write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """
+            import torch.nn as tnn
+
+            class Recurrent(tnn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = tnn.LSTM(4, 4, batch_first=True)
+
+            class Feedforward(tnn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = tnn.Linear(4, 4)
+            """,
+        "pkg/layers.py": """
+            from .base import Feedforward, Recurrent
+
+            class Encoder(Recurrent):
+                def forward(self, x):
+                    out, _ = self.rnn(x)
+                    return out
+
+            class Mixer(Feedforward):
+                def forward(self, x):
+                    return self.rnn(x)
+            """,
+    })
+    assert lint(tmp_path, "pkg/layers.py", Config(select=("JIT409",), root=str(tmp_path))) == [(5, "JIT409")]
+    script = textwrap.dedent("""
+        import torch
+        from compile_lint.verifier.probe import probe
+        from pkg.layers import Encoder, Mixer
+
+        for cls in (Encoder, Mixer):
+            result = probe(cls(), [(torch.randn(2, 3, 4),)])
+            print(cls.__name__, not result.clean)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=600)
+    assert result.stdout.splitlines() == ["Encoder True", "Mixer False"], result.stderr
