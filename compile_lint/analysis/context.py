@@ -87,7 +87,24 @@ class FileContext:
     @cached_property
     def facts(self) -> Facts:
         """Kinds of expressions inside traced functions."""
-        return Facts(self.imports, self.regions, self._imported_function if self.symbols is not None else None)
+        return Facts(self.imports, self.regions, self._imported_function if self.symbols is not None else None,
+                     self.type_aliases)
+
+    @cached_property
+    def type_aliases(self) -> dict[str, cst.BaseExpression]:
+        """Module-level type aliases: `Size_ = Tuple[int, int]` (a subscripted generic), by name."""
+        aliases: dict[str, cst.BaseExpression] = {}
+        for statement in self.module.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                        small.targets[0].target, cst.Name) and isinstance(small.value, cst.Subscript):
+                    aliases[small.targets[0].target.value] = small.value
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and isinstance(
+                        small.value, cst.Subscript):
+                    aliases[small.target.value] = small.value  # `Size_: TypeAlias = Tuple[int, int]`
+        return aliases
 
     def imported_function(self, call: cst.Call) -> Optional[tuple["FileContext", cst.FunctionDef]]:
         """The function of another file `call` runs through an import, with that file's context."""

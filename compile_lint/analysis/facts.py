@@ -430,9 +430,12 @@ class Facts:
     def __init__(
         self, imports: ImportMap, regions: Regions,
         imported_function: Optional[Callable[[str], Optional[tuple["Facts", cst.FunctionDef]]]] = None,
+        type_aliases: Optional[dict[str, cst.BaseExpression]] = None,
     ) -> None:
         self.imports = imports
         self.regions = regions
+        # Module-level `Size_ = Tuple[int, int]`: an annotation naming one means its value.
+        self.type_aliases = type_aliases or {}
         # A qualified name -> the function another file defines under it, with that file's
         # facts (None: the file is analysed on its own).
         self.imported_function = imported_function
@@ -494,7 +497,7 @@ class Facts:
                 # Every call of this file passes a tensor (`self.rotary(grid_thw[:, 1:].max())`),
                 # whatever the annotation says (`seqlen: int`).
                 return Kind.TENSOR
-            annotated = annotation_kind(param.annotation, self.imports)
+            annotated = annotation_kind(self._unaliased(param.annotation), self.imports)
             if annotated is not None:
                 return annotated
             default = param.default
@@ -508,6 +511,17 @@ class Facts:
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
             return self._param_from_call_sites(function, name)
         return None
+
+    def _unaliased(self, annotation: Optional[cst.Annotation]) -> Optional[cst.Annotation]:
+        """`annotation`, or the value of the module-level type alias it names."""
+        for _ in range(3):  # an alias of an alias, not a cycle
+            if annotation is None or not isinstance(annotation.annotation, cst.Name):
+                break
+            value = self.type_aliases.get(annotation.annotation.value)
+            if value is None:
+                break
+            annotation = cst.Annotation(value)
+        return annotation
 
     def argument_kind(self, function: cst.FunctionDef, name: str) -> Optional[Kind]:
         """The join of what this file's traced calls of `function` pass to parameter `name`.

@@ -741,6 +741,30 @@ class TensorValuedIf(ElifTracker, Rule):
         ),
     ]
     valid = [
+        # A tuple argument annotated through a module-level alias holds Python ints (timm's twins).
+        Valid(
+            """
+            from typing import Tuple
+
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            Size_ = Tuple[int, int]
+
+            class WindowAttention(nn.Module):
+                def forward(self, x, size: Size_):
+                    B, N, C = x.shape
+                    H, W = size
+                    pad_r = (4 - W % 4) % 4
+                    x = F.pad(x.view(B, H, W, C), (0, 0, 0, pad_r))
+                    if pad_r > 0:
+                        x = x[:, :, :W, :].contiguous()
+                    return x.reshape(B, N, C)
+            """,
+            calls="[(torch.randn(2, 18, 8), (3, 6))]",
+            entry="WindowAttention",
+        ),
         Valid(
             """
             import torch
