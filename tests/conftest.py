@@ -6,14 +6,29 @@ import glob
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import libcst as cst
 import pytest
 
 from compile_lint.analysis.context import FileContext
+
+# The suite's temp files (pytest's tmp_path dirs, Inductor's kernels and precompiled headers,
+# which torch puts under the temp dir whatever TORCHINDUCTOR_CACHE_DIR says) all go into one
+# directory of this session, for the tests and the CLIs they run, removed when it ends:
+# nothing is left in the system's temp dir.
+SESSION_TMP = tempfile.mkdtemp(prefix="compile-lint-tests-")
+os.environ["TMPDIR"] = SESSION_TMP
+tempfile.tempdir = SESSION_TMP
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(SESSION_TMP, "torchinductor"))
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
 
 
 # A model whose forward branches on tensor data (JIT101, with an unsafe torch.where fix).

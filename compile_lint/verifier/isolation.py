@@ -11,6 +11,7 @@ import tempfile
 from typing import Optional
 
 import compile_lint
+from compile_lint.linter.cache import user_cache_dir
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -35,6 +36,13 @@ def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) 
             json.dump(request, handle)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        # Inductor's kernels go to the user's cache directory (kept between runs) unless the
+        # user chose a place; whatever else the run puts in the temp dir (Inductor's
+        # precompiled headers ignore its cache setting) goes into this run's own, removed below.
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(user_cache_dir(), "torchinductor"))
+        worker_tmp = os.path.join(directory, "tmp")
+        os.mkdir(worker_tmp)
+        env["TMPDIR"] = worker_tmp
         process = subprocess.Popen(
             [sys.executable, "-m", "compile_lint.verifier.worker", request_path, result_path],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True,
