@@ -70,6 +70,7 @@ class FileContext:
         self.symbols = symbols
         self.function_stack: list[cst.FunctionDef] = []
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
+        self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
         self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
         # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
         self.branch_fix: Optional[str] = None
@@ -99,6 +100,14 @@ class FileContext:
 
     def calls_in(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls `function` makes under compile: nested defs and eager-only branches left out."""
+        # A helper of another file is asked about from every call of it in every linted
+        # file (its context is shared by the process): walk it once.
+        found = self._calls_in.get(function)
+        if found is None:
+            found = self._calls_in[function] = self._walk_calls(function)
+        return list(found)
+
+    def _walk_calls(self, function: cst.FunctionDef) -> list[cst.Call]:
         eager_only = self.regions.eager_only
         calls: list[cst.Call] = []
 
