@@ -70,6 +70,8 @@ class FileContext:
         self.symbols = symbols
         self.function_stack: list[cst.FunctionDef] = []
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
+        self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
+        self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
         # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
         self.branch_fix: Optional[str] = None
 
@@ -115,6 +117,14 @@ class FileContext:
 
     def calls_in(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls `function` makes under compile: nested defs and eager-only branches left out."""
+        # A helper of another file is asked about from every call of it in every linted
+        # file (its context is shared by the process): walk it once.
+        found = self._calls_in.get(function)
+        if found is None:
+            found = self._calls_in[function] = self._walk_calls(function)
+        return list(found)
+
+    def _walk_calls(self, function: cst.FunctionDef) -> list[cst.Call]:
         eager_only = self.regions.eager_only
         calls: list[cst.Call] = []
 
@@ -166,7 +176,16 @@ class FileContext:
         """The modes (`self.training` or not) in which traced code runs."""
         facts = self.facts
         return PathModes(self.regions.roots, lambda: self.parents, facts.call_sites, facts.assignments,
-                         lambda test: predicate_sense(test, self.imports))
+                         lambda test: predicate_sense(test, self.imports), self._parents_within)
+
+    def _parents_within(self, function: cst.FunctionDef) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Child node -> parent node below `function` (the module's map once that is built)."""
+        if "parents" in self.__dict__:
+            return self.parents
+        local = self._function_parents.get(function)
+        if local is None:
+            local = self._function_parents[function] = _parents_below(function)
+        return local
 
     @cached_property
     def module_index(self) -> ModuleIndex:
@@ -255,7 +274,7 @@ class FileContext:
                 for source in sources:
                     reached |= self.paths.modes_at(source, function)
                 modes &= reached
-            stack.extend(current.children)
+            stack.extend(children(current))
         return modes
 
     def tensor_on_some_paths(self, expr: cst.BaseExpression) -> bool:
@@ -332,10 +351,17 @@ class FileContext:
                 or not isinstance(expr.value, cst.Name) or expr.value.value != "self"
                 or expr.attr.value in self.facts.self_attributes(cls).values):
             return None
-        symbol = self.symbols.local(self.path, cls.name.value)
-        if symbol is None or symbol.kind != "class":
-            return None
-        return self.symbols.inherited_makers(symbol, expr.attr.value)
+        key = (cls, expr.attr.value)
+        if key not in self._inherited_makers:
+            # Rules ask once per `self.attr` read (JIT409 asks for every one); the answer
+            # depends only on the class and the attribute, so resolve the bases once.
+            symbol = self.symbols.local(self.path, cls.name.value)
+            found = None
+            if symbol is not None and symbol.kind == "class":
+                found = self.symbols.inherited_makers(symbol, expr.attr.value)
+            self._inherited_makers[key] = tuple(found) if found is not None else None
+        cached = self._inherited_makers[key]
+        return list(cached) if cached is not None else None
 
     def bound_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The expressions `expr` was bound to: a local, else a module-level name, or `self.attr`."""

@@ -64,11 +64,15 @@ class PathModes:
         call_sites: CallSites,
         assignments: Callable[[cst.FunctionDef], dict],
         compiling: Optional[Callable[[cst.BaseExpression], Optional[bool]]] = None,
+        parents_within: Optional[Callable[[cst.FunctionDef], dict]] = None,
     ) -> None:
         self._roots = roots
         # Whether a test is known True (False) while Dynamo traces (`regions.predicate_sense`).
         self._compiling = compiling
         self._parents = parents
+        # Child -> parent below one function: all `modes_at` reads for a node inside it, and
+        # much cheaper than the whole module's map when few of its functions are traced.
+        self._parents_within = parents_within
         self._call_sites = call_sites
         self._assignments = assignments
         self._statement_modes: dict[cst.FunctionDef, dict[cst.CSTNode, Modes]] = {}
@@ -81,7 +85,9 @@ class PathModes:
         if function is None:
             return BOTH
         statements = self._statements_of(function)
-        parents = self._parents()
+        parents = self._parents_within(function) if self._parents_within is not None else None
+        if parents is None or (node is not function and node not in parents):
+            parents = self._parents()
         restriction = BOTH
         child, current = node, parents.get(node)
         while True:

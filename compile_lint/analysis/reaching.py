@@ -17,6 +17,8 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
+from compile_lint.analysis.walk import code_children
+
 
 @dataclass(frozen=True, eq=False)
 class Binding:
@@ -111,7 +113,8 @@ class ReachingBindings:
             if isinstance(node, cst.Arg):
                 stack.append(node.value)  # nor is a keyword's name
                 continue
-            stack.extend(reversed(node.children))
+            # Whitespace holds no read: skip it (and libcst's costly `children` property).
+            stack.extend(reversed(code_children(node)))
 
     def _bind(self, target: cst.BaseExpression, value: object, state: State, statement: cst.CSTNode) -> None:
         if isinstance(target, (cst.Attribute, cst.Subscript)):

@@ -38,6 +38,7 @@ class FunctionSummary:
     """A function or method: where it is, and which `self.NAME(...)` methods it calls.
 
     `line` is the `def` line; `first_line`..`end_line` span its decorators and body.
+    `self_calls` is filled only in a detailed summary (`SymbolIndex.detailed_summary`).
     """
 
     name: str
@@ -53,7 +54,7 @@ class ClassSummary:
 
     `made` maps `NAME` of every `self.NAME = value` in its methods to one entry per
     assignment: the dotted name the value calls as spelled in the file (`nn.LSTM`), or
-    None for a value that is no call.
+    None for a value that is no call. It is filled only in a detailed summary.
     """
 
     name: str
@@ -108,33 +109,46 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return ".".join(parts) if parts else None
 
 
-def _self_calls(function: ast.AST) -> frozenset[str]:
+def _method_facts(method: ast.AST, made: dict[str, list[Optional[str]]]) -> frozenset[str]:
+    """The `self.NAME(...)` calls of `method`; adds its `self.NAME = value` makers to `made`.
+
+    One walk serves both (summarising big files is a large part of a cross-file lint).
+    """
     names = set()
-    for node in ast.walk(function):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"):
-            names.add(node.func.attr)
+    for node in ast.walk(method):
+        kind = type(node)
+        if kind is ast.Call:
+            func = node.func
+            if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+                names.add(func.attr)
+            continue
+        if kind is ast.Assign:
+            pairs = [(target, node.value) for target in node.targets]
+        elif kind is ast.AnnAssign and node.value is not None:
+            pairs = [(node.target, node.value)]
+        else:
+            continue
+        for target, value in pairs:
+            if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"):
+                maker = _dotted(value.func) if isinstance(value, ast.Call) else None
+                made.setdefault(target.attr, []).append(maker)
     return frozenset(names)
 
 
-def _attribute_makers(cls: ast.ClassDef) -> dict[str, tuple[Optional[str], ...]]:
+def _class_summary(stmt: ast.ClassDef, detailed: bool) -> "ClassSummary":
+    bases = tuple(
+        name for name in (_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases)
+        if name
+    )
+    methods: dict[str, FunctionSummary] = {}
     made: dict[str, list[Optional[str]]] = {}
-    for method in cls.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for node in ast.walk(method):
-            if isinstance(node, ast.Assign):
-                pairs = [(target, node.value) for target in node.targets]
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                pairs = [(node.target, node.value)]
-            else:
-                continue
-            for target, value in pairs:
-                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"):
-                    maker = _dotted(value.func) if isinstance(value, ast.Call) else None
-                    made.setdefault(target.attr, []).append(maker)
-    return {name: tuple(makers) for name, makers in made.items()}
+    for item in stmt.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # A method defined twice: the last definition is the one the class keeps.
+            calls = _method_facts(item, made) if detailed else frozenset()
+            methods[item.name] = FunctionSummary(item.name, item.lineno, calls)
+    return ClassSummary(stmt.name, stmt.lineno, bases, methods, {name: tuple(makers) for name, makers in made.items()})
 
 
 def relative_name(level: int, module: Optional[str], name: str = "") -> str:
@@ -146,7 +160,7 @@ def relative_name(level: int, module: Optional[str], name: str = "") -> str:
     return f"{head}{name}" if head.endswith(".") or not head else f"{head}.{name}"
 
 
-def _summarise(path: str, stamp: tuple[int, int], tree: ast.Module) -> ModuleSummary:
+def _summarise(path: str, stamp: tuple[int, int], tree: ast.Module, detailed: bool) -> ModuleSummary:
     summary = ModuleSummary(path, stamp)
 
     def statements(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
@@ -162,15 +176,8 @@ def _summarise(path: str, stamp: tuple[int, int], tree: ast.Module) -> ModuleSum
 
     for stmt in statements(tree.body):
         if isinstance(stmt, ast.ClassDef):
-            bases = tuple(
-                name for name in (_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases)
-                if name
-            )
-            methods = {
-                item.name: FunctionSummary(item.name, item.lineno, _self_calls(item))
-                for item in stmt.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-            }
-            summary.classes.setdefault(stmt.name, ClassSummary(stmt.name, stmt.lineno, bases, methods, _attribute_makers(stmt)))
+            if stmt.name not in summary.classes:
+                summary.classes[stmt.name] = _class_summary(stmt, detailed)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([stmt.lineno] + [decorator.lineno for decorator in stmt.decorator_list])
             summary.functions.setdefault(
@@ -216,19 +223,35 @@ class SymbolIndex:
     def __init__(self, roots: Iterable[str] = ()) -> None:
         self.roots = tuple(dict.fromkeys(os.path.abspath(root) for root in roots))
         self._summaries: dict[str, Optional[ModuleSummary]] = {}
+        self._detailed: dict[str, Optional[ModuleSummary]] = {}
         self._locations: dict[tuple[str, str], Optional[tuple[Optional[str], Optional[str]]]] = {}
         self._edges: dict[str, set[str]] = {}
         self._memo: dict[tuple, tuple[tuple[int, int], object]] = {}
 
     # ----- files ---------------------------------------------------------------------
     def summary(self, path: str) -> Optional[ModuleSummary]:
-        """The summary of the source file `path`, re-read when it changed; None if unreadable."""
+        """The summary of the source file `path`, re-read when it changed; None if unreadable.
+
+        Its classes' `made` and methods' `self_calls` are left empty: walking every method
+        of every file read costs more than parsing the few files whose classes are asked
+        about twice (`detailed_summary`).
+        """
+        return self._read(path, detailed=False)
+
+    def detailed_summary(self, path: str) -> Optional[ModuleSummary]:
+        """`summary(path)` with what each class's methods call on `self` and assign to it."""
+        return self._read(path, detailed=True)
+
+    def _read(self, path: str, detailed: bool) -> Optional[ModuleSummary]:
         stamp = _stamp(path)
-        cached = self._summaries.get(path)
+        cached = self._detailed.get(path)
+        if cached is None and not detailed:
+            cached = self._summaries.get(path)
         if cached is not None and cached.stamp == stamp:
             return cached
+        store = self._detailed if detailed else self._summaries
         if stamp is None:
-            self._summaries[path] = None
+            store[path] = None
             return None
         try:
             with tokenize.open(path) as handle:
@@ -237,8 +260,8 @@ class SymbolIndex:
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
             summary = ModuleSummary(path, stamp)
         else:
-            summary = _summarise(path, stamp, tree)
-        self._summaries[path] = summary
+            summary = _summarise(path, stamp, tree, detailed)
+        store[path] = summary
         return summary
 
     def memo(self, path: str, key: object, build: Callable[[], object]) -> object:
@@ -364,9 +387,9 @@ class SymbolIndex:
                 return self._in_module(found, remaining, depth + 1)
         return None
 
-    def class_summary(self, symbol: Symbol) -> Optional[ClassSummary]:
-        """The summary of the class `symbol` names."""
-        summary = self.summary(symbol.path)
+    def class_summary(self, symbol: Symbol, detailed: bool = False) -> Optional[ClassSummary]:
+        """The summary of the class `symbol` names (with `detailed`, its `made` and methods' `self_calls` too)."""
+        summary = self._read(symbol.path, detailed)
         return summary.classes.get(symbol.name) if summary is not None and symbol.kind == "class" else None
 
     def qualify(self, path: str, dotted: str) -> str:
@@ -428,7 +451,7 @@ class SymbolIndex:
         base the index can read assigns it.
         """
         for base in self.base_classes(symbol):
-            cls = self.class_summary(base)
+            cls = self.class_summary(base, detailed=True)
             if cls is not None and attribute in cls.made:
                 return [self.qualify(base.path, maker) if maker else None for maker in cls.made[attribute]]
         return None
@@ -442,8 +465,9 @@ class SymbolIndex:
             owner = self.method_owner(symbol, current)
             if owner is None:
                 continue
-            cls = self.class_summary(owner)
-            assert cls is not None
+            cls = self.class_summary(owner, detailed=True)
+            if cls is None or current not in cls.methods:
+                continue  # the file changed since `method_owner` read it
             for name in cls.methods[current].self_calls:
                 if name not in names:
                     names.add(name)

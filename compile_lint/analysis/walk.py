@@ -68,8 +68,17 @@ def code_fields(node_type: type) -> tuple[str, ...]:
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The children of `node` in visiting order; equal to `node.children`, much cheaper."""
+    return _nodes_in(node, child_fields(type(node)))
+
+
+def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`children(node)` less the fields that hold only whitespace, blank lines and comments."""
+    return _nodes_in(node, code_fields(type(node)))
+
+
+def _nodes_in(node: cst.CSTNode, names: tuple[str, ...]) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
-    for name in child_fields(type(node)):
+    for name in names:
         value = getattr(node, name)
         if isinstance(value, cst.CSTNode):
             found.append(value)
