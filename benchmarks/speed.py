@@ -219,6 +219,8 @@ def machine() -> dict:
 def versions() -> dict:
     """The version of each tool measured."""
     def version(python: str, module: str) -> str:
+        if not os.path.exists(python):
+            return "not measured"  # a peer whose venv was never made (not among --tools)
         code = f"import importlib.metadata as m; print(m.version('{module}'))"
         return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
     return {
