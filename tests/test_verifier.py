@@ -176,8 +176,7 @@ FIX_PROJECT = {
 
 @pytest.mark.slow
 def test_fix_verify_keeps_a_proven_fix_and_rolls_back_a_wrong_one(tmp_path, private_tmp):
-    for name, text in FIX_PROJECT.items():
-        (tmp_path / name).write_bytes(textwrap.dedent(text).lstrip().encode())
+    write_project(tmp_path, FIX_PROJECT)
     pooled_before = (tmp_path / "pool_layers.py").read_bytes()
     gated_before = (tmp_path / "gated.py").read_bytes()
 
@@ -211,8 +210,7 @@ def test_fix_verify_keeps_the_torch_cond_fix_of_a_branch_that_changes_shape(tmp_
         targets = ["pooled.py:make"]
     """})
     del project["gated.py"]
-    for name, text in project.items():
-        (tmp_path / name).write_bytes(textwrap.dedent(text).lstrip().encode())
+    write_project(tmp_path, project)
 
     done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
 

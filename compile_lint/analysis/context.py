@@ -94,19 +94,9 @@ class FileContext:
 
     @cached_property
     def type_aliases(self) -> dict[str, cst.BaseExpression]:
-        """Module-level type aliases: `Size_ = Tuple[int, int]` (a subscripted generic), by name."""
-        aliases: dict[str, cst.BaseExpression] = {}
-        for statement in self.module.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
-                        small.targets[0].target, cst.Name) and isinstance(small.value, cst.Subscript):
-                    aliases[small.targets[0].target.value] = small.value
-                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and isinstance(
-                        small.value, cst.Subscript):
-                    aliases[small.target.value] = small.value  # `Size_: TypeAlias = Tuple[int, int]`
-        return aliases
+        """Module-level type aliases (`Size_ = Tuple[int, int]`: a subscripted generic), by name."""
+        return {name: values[-1] for name, values in self.module_assignments.items()
+                if isinstance(values[-1], cst.Subscript)}
 
     def imported_function(self, call: cst.Call) -> Optional[tuple["FileContext", cst.FunctionDef]]:
         """The function of another file `call` runs through an import, with that file's context."""
