@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.walk import visit
 from compile_lint.rules._bindings import call_name
 from compile_lint.rules._syntax import class_method, keyword_argument
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -165,7 +166,7 @@ class ParameterCreatedInForward(Rule):
                 called = call_name(context, node) or ""
                 found = found or called in _PARAMETER_CONSTRUCTORS or _owns_parameters(called, node)
 
-        init.visit(_Constructors())
+        visit(init, _Constructors())
         return found
 
 

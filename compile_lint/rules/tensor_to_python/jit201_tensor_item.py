@@ -7,6 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.analysis.walk import visit
 from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.rules._linearise import ElifTracker, linearise_data_read
@@ -378,7 +379,7 @@ def _may_leave(statement: cst.CSTNode) -> bool:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    statement.visit(_Exits())
+    visit(statement, _Exits())
     return found
 
 
