@@ -243,7 +243,7 @@ class SymbolIndex:
         return self._read(path, detailed=True)
 
     def _read(self, path: str, detailed: bool) -> Optional[ModuleSummary]:
-        stamp = _stamp(path)
+        stamp = file_stamp(path)
         cached = self._detailed.get(path)
         if cached is None and not detailed:
             cached = self._summaries.get(path)
@@ -266,7 +266,7 @@ class SymbolIndex:
 
     def memo(self, path: str, key: object, build: Callable[[], object]) -> object:
         """`build()` for a question about file `path`, cached while the file is unchanged."""
-        stamp = _stamp(path) or (0, 0)
+        stamp = file_stamp(path) or (0, 0)
         cached = self._memo.get((path, key))
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -475,7 +475,7 @@ class SymbolIndex:
         return names
 
 
-def _stamp(path: str) -> Optional[tuple[int, int]]:
+def file_stamp(path: str) -> Optional[tuple[int, int]]:
     try:
         info = os.stat(path)
     except OSError:

@@ -1,0 +1,300 @@
+"""Calls resolved across the project's files: which function of which file a spelled callee runs.
+
+A callee is resolved in the scope that spells it: the function's local aliases (`fn = a if
+c else b`, `fn = partial(a)`, `blk` of `for blk in self.blocks`), its nested functions, then
+the file's functions, classes, top-level aliases and imports; an import is followed into
+the project file it names (`from .commons import f`, `from . import commons;
+commons.f()`, `import pkg.commons as c`). `self.NAME` is looked up in the class and its
+bases (followed across files: mixins, `super().m()`), and in what the class assigns to
+`self.NAME` (`self.enc = Encoder()` -> `Encoder.forward` when called, `Encoder.m` for
+`self.enc.m()`; `nn.ModuleList([Block() ...])` elements; `self.act = gelu`). Calling a class
+instance runs `forward` for an nn.Module and `__call__` otherwise; `Search(model).run(x)`
+runs `Search.run`. Anything unsure resolves to nothing: the reach under-approximates.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional
+
+from compile_lint.analysis.project.index import MODULE_SCOPE, CallSite, ClassInfo, FileSummary, FunctionInfo
+from compile_lint.analysis.regions import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
+from compile_lint.analysis.symbols import SymbolIndex
+
+Key = tuple[str, str]  # (absolute path, function qualname)
+# (kind, path, qualname): kind is "function", "class", "instance", "elements" or "module" (qualname "").
+Target = tuple[str, str, str]
+_MAX_DEPTH = 12
+# Higher-order ops Dynamo traces into on torch 2.13 (measured: a `print` in the function
+# passed breaks `fullgraph=True` under each), and which positional arguments are functions.
+HIGHER_ORDER_OPS: dict[str, tuple[int, ...]] = {
+    "torch.cond": (1, 2),
+    "torch._higher_order_ops.cond.cond": (1, 2),
+    "torch._higher_order_ops.cond": (1, 2),
+    "torch.utils.checkpoint.checkpoint": (0,),
+    "torch.func.vmap": (0,),
+    "torch.vmap": (0,),
+    "torch.func.grad": (0,),
+    "torch.func.grad_and_value": (0,),
+}
+# torch.cond compiles its branches even when called eagerly (measured on 2.13).
+ALWAYS_TRACED_OPS = frozenset({"torch.cond", "torch._higher_order_ops.cond.cond", "torch._higher_order_ops.cond"})
+
+
+class CallGraph:
+    """Resolution over the summaries of the project's files."""
+
+    def __init__(self, summaries: dict[str, FileSummary], symbols: SymbolIndex,
+                 module_bases: Iterable[str] = ()) -> None:
+        self.summaries = summaries
+        self.symbols = symbols
+        self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(module_bases))
+        self._module_class: dict[tuple[str, str], bool] = {}
+        self._mro: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
+
+    # ----- lookups -----
+    def function(self, key: Key) -> Optional[FunctionInfo]:
+        summary = self.summaries.get(key[0])
+        return summary.functions.get(key[1]) if summary is not None else None
+
+    def cls(self, path: str, qualname: str) -> Optional[ClassInfo]:
+        summary = self.summaries.get(path)
+        return summary.classes.get(qualname) if summary is not None else None
+
+    def _module_file(self, qualified: str, path: str) -> Optional[tuple[Optional[str], tuple[str, ...]]]:
+        key = (qualified, os.path.dirname(path) if qualified.startswith(".") else "")
+        if key not in self._files:
+            file, rest = self.symbols.module_file(qualified, path)
+            file = os.path.abspath(file) if file else None
+            self._files[key] = (file, rest) if file in self.summaries else None
+        return self._files[key]
+
+    # ----- classes -----
+    def mro(self, path: str, qualname: str) -> list[tuple[str, str]]:
+        """The class and its project bases, depth first, left to right, each once."""
+        key = (path, qualname)
+        if key in self._mro:
+            return self._mro[key]
+        self._mro[key] = [key]  # a cycle guard while it is computed
+        order: list[tuple[str, str]] = [key]
+        info = self.cls(path, qualname)
+        for base in info.bases if info is not None else ():
+            for kind, base_path, base_name in self.resolve(path, None, base):
+                if kind == "class":
+                    for item in self.mro(base_path, base_name):
+                        if item not in order:
+                            order.append(item)
+                    break
+        self._mro[key] = order
+        return order
+
+    def is_module_class(self, path: str, qualname: str, depth: int = 0) -> bool:
+        key = (path, qualname)
+        if key in self._module_class:
+            return self._module_class[key]
+        self._module_class[key] = False
+        info = self.cls(path, qualname)
+        summary = self.summaries.get(path)
+        result = False
+        for base in info.bases if info is not None and summary is not None else ():
+            qualified = summary.qualify(base)
+            if qualified.startswith(MODULE_BASE_PREFIX) or base.rsplit(".", 1)[-1] in self.base_names:
+                result = True
+                break
+            if depth < _MAX_DEPTH and any(kind == "class" and self.is_module_class(p, q, depth + 1)
+                                          for kind, p, q in self.resolve(path, None, base)):
+                result = True
+                break
+        self._module_class[key] = result
+        return result
+
+    def method(self, path: str, qualname: str, name: str, after_self: bool = False) -> Optional[Key]:
+        """The method `name` of the class or the first base (after the class, for `super()`) that defines it."""
+        order = self.mro(path, qualname)
+        for cls_path, cls_name in order[1:] if after_self else order:
+            info = self.cls(cls_path, cls_name)
+            if info is not None and name in info.methods:
+                return cls_path, info.methods[name]
+        return None
+
+    def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:
+        """What the class (or the nearest base that assigns it) makes `self.attribute` from."""
+        for cls_path, cls_name in self.mro(path, qualname):
+            info = self.cls(cls_path, cls_name)
+            if info is None or attribute not in info.makers:
+                continue
+            found: list[Target] = []
+            for spelling in info.makers[attribute]:
+                if spelling != "?":
+                    found.extend(self.resolve(cls_path, None, spelling))
+            return found
+        return []
+
+    # ----- resolution -----
+    def resolve(self, path: str, scope: Optional[FunctionInfo], spelling: str, depth: int = 0) -> list[Target]:
+        """What `spelling` names in file `path`, inside function `scope` (None: at module level)."""
+        if depth > _MAX_DEPTH or not spelling or spelling == "?":
+            return []
+        if spelling.startswith("[]"):
+            return [("elements", p, q) for kind, p, q in self.resolve(path, scope, spelling[2:], depth + 1)
+                    if kind == "class"]
+        if spelling.startswith("super()."):
+            return self._super(path, scope, spelling[len("super()."):])
+        if "()." in spelling:
+            made, _, rest = spelling.partition("().")
+            return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)
+        if spelling.endswith("()"):
+            return [("instance", p, q) for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1)
+                    if kind == "class"]
+        if "[]" in spelling:
+            container, _, rest = spelling.partition("[]")
+            elements = [("instance", p, q) for kind, p, q in self.resolve(path, scope, container, depth + 1)
+                        if kind == "elements"]
+            return self._continue(elements, [part for part in rest.split(".") if part], depth)
+        head, *rest = spelling.split(".")
+        return self._continue(self._name(path, scope, head, depth), rest, depth)
+
+    def _super(self, path: str, scope: Optional[FunctionInfo], name: str) -> list[Target]:
+        if scope is None or not scope.owner or "." in name:
+            return []
+        found = self.method(path, scope.owner, name, after_self=True)
+        return [("function", *found)] if found is not None else []
+
+    def _name(self, path: str, scope: Optional[FunctionInfo], name: str, depth: int) -> list[Target]:
+        summary = self.summaries.get(path)
+        if summary is None:
+            return []
+        current = scope
+        while current is not None and current.qualname != MODULE_SCOPE:
+            if name == "self" and current.owner and current.params[:1] and current.params[0][0] == "self":
+                return [("instance", path, current.owner)]
+            if name == "cls" and current.owner and current.params[:1] and current.params[0][0] == "cls":
+                return [("class", path, current.owner)]
+            nested = f"{current.qualname}.{name}"
+            if nested in current.nested:
+                return [("function", path, nested)]
+            if name in current.aliases:
+                found: list[Target] = []
+                for spelling in current.aliases[name]:
+                    if spelling != "?" and spelling.split(".")[0].partition("(")[0].partition("[")[0] != name:
+                        found.extend(self.resolve(path, current, spelling, depth + 1))
+                return found
+            if any(param == name for param, _, _ in current.params):
+                return []
+            current = summary.functions.get(current.parent) if current.parent else None
+        return self._module_name(path, name, depth)
+
+    def _module_name(self, path: str, name: str, depth: int) -> list[Target]:
+        summary = self.summaries.get(path)
+        if summary is None or depth > _MAX_DEPTH:
+            return []
+        if name in summary.functions and name != MODULE_SCOPE:
+            return [("function", path, name)]
+        if name in summary.classes:
+            return [("class", path, name)]
+        if name in summary.aliases:
+            found: list[Target] = []
+            for spelling in summary.aliases[name]:
+                if spelling.split(".")[0] != name:
+                    found.extend(self.resolve(path, None, spelling, depth + 1))
+            return found
+        qualified = summary.imports.get(name)
+        if qualified is None:
+            if os.path.basename(path) == "__init__.py":
+                located = self._module_file("." + name, path)
+                if located is not None and located[0] != path:
+                    return self._continue([("module", located[0], "")], list(located[1]), depth)
+            return []
+        located = self._module_file(qualified, path)
+        if located is None:
+            return []
+        file, rest = located
+        return self._continue([("module", file, "")], list(rest), depth)
+
+    def _continue(self, targets: list[Target], rest: list[str], depth: int) -> list[Target]:
+        for part in rest:
+            following: list[Target] = []
+            for kind, path, qualname in targets:
+                following.extend(self._attribute(kind, path, qualname, part, depth + 1))
+            targets = following
+            if not targets:
+                break
+        return targets
+
+    def _attribute(self, kind: str, path: str, qualname: str, name: str, depth: int) -> list[Target]:
+        if depth > _MAX_DEPTH:
+            return []
+        if kind == "module":
+            return self._module_name(path, name, depth)
+        if kind in ("class", "instance"):
+            found = self.method(path, qualname, name)
+            if found is not None:
+                return [("function", *found)]
+            nested = f"{qualname}.{name}"
+            if self.cls(path, nested) is not None:
+                return [("class", path, nested)]
+            if kind == "instance":
+                return self._makers(path, qualname, name)
+        return []
+
+    # ----- calls -----
+    def called(self, target: Target) -> Optional[Key]:
+        """The function a call of `target` runs: a function, an instance's forward / __call__, a class's __init__."""
+        kind, path, qualname = target
+        if kind == "function":
+            return path, qualname
+        if kind == "instance":
+            name = "forward" if self.is_module_class(path, qualname) else "__call__"
+            return self.method(path, qualname, name)
+        if kind == "class" and not self.is_module_class(path, qualname):
+            return self.method(path, qualname, "__init__")
+        return None
+
+    def call_targets(self, path: str, scope: FunctionInfo, call: CallSite) -> list[Key]:
+        """The project functions `call` (made in `scope` of file `path`) runs, function-valued arguments included."""
+        found: list[Key] = []
+        for target in self.resolve(path, scope, call.callee):
+            key = self.called(target)
+            if key is not None and key not in found:
+                found.append(key)
+        summary = self.summaries[path]
+        positions = HIGHER_ORDER_OPS.get(summary.qualify(call.callee))
+        if positions is not None:
+            positional = [arg for arg in call.args if arg.keyword is None]
+            for index in positions:
+                if index < len(positional) and positional[index].spelling:
+                    found.extend(self._functions(path, scope, positional[index].spelling))
+            return found
+        for key in list(found):
+            callee = self.function(key)
+            if callee is None or not callee.called_params:
+                continue
+            for arg, param in passed(callee, call):
+                if param in callee.called_params and arg.spelling:
+                    found.extend(k for k in self._functions(path, scope, arg.spelling) if k not in found)
+        return found
+
+    def _functions(self, path: str, scope: Optional[FunctionInfo], spelling: str) -> list[Key]:
+        keys = []
+        for target in self.resolve(path, scope, spelling):
+            key = self.called(target) if target[0] != "class" else None
+            if key is not None:
+                keys.append(key)
+        return keys
+
+
+def passed(callee: FunctionInfo, call: CallSite) -> list[tuple[object, str]]:
+    """(argument, parameter name) pairs of `call` into `callee` (a method's `self`/`cls` is bound)."""
+    names = [name for name, _, _ in callee.params]
+    if callee.owner and names[:1] in (["self"], ["cls"]):
+        names = names[1:]
+    pairs = []
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if not call.starred:
+        for arg, name in zip(positional, names):
+            pairs.append((arg, name))
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword in names:
+            pairs.append((arg, arg.keyword))
+    return pairs

@@ -1,0 +1,266 @@
+"""The traced set of a project: what its entry points reach, in any file, and through which calls.
+
+From every entry point (`entry_points.py`) the call graph (`callgraph.py`) is followed
+breadth first, skipping calls in eager-only branches and functions Dynamo never traces
+(`@torch.compiler.disable`, custom-op bodies). Each reached function keeps the shortest
+chain of calls that reaches it (from the entry point's call to the helper's caller: a
+finding in it ends "(reached from model.py:42 in Net.forward)") and what its traced
+callers pass to each parameter, joined over every call: "tensor" when every caller passes
+an untyped parameter of an entry point (a tensor by the same default as `forward`'s own
+parameters, never by evidence), "py" when every caller passes a literal or a size;
+anything else stays unknown.
+
+`project_reach` keeps one answer per project in the process, re-checked against the
+files' stats (new files are found through the directories' stats), so the CLI, flake8
+and the language server ask the same question and get the same answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
+from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
+from compile_lint.analysis.project.index import PARAM, PY, FileSummary, IndexStore, project_files
+from compile_lint.analysis.symbols import SymbolIndex, file_stamp, package_root
+
+TENSOR_HINT, PY_HINT = "tensor", "py"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One call of a chain: the file, the line of the call, the calling function's qualified name."""
+
+    path: str
+    line: int
+    function: str
+
+
+@dataclass(frozen=True)
+class Reached:
+    """A function the entry points reach: the chain of calls to it, and what its callers pass."""
+
+    qualname: str
+    chain: tuple[Link, ...]  # () for an entry point
+    entry: bool
+    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py")
+
+
+@dataclass(frozen=True)
+class FileReach:
+    """What of one file the project's entry points reach, and a digest of it (lint cache keys take it)."""
+
+    path: str
+    functions: dict[str, Reached] = field(default_factory=dict)
+    digest: str = ""
+
+
+class ProjectReach:
+    """The traced set of one project."""
+
+    def __init__(self, graph: CallGraph, entries: dict[Key, Optional[tuple[str, int]]]) -> None:
+        self.graph = graph
+        self.entries = entries
+        self.parents: dict[Key, tuple[Key, int]] = {}
+        self.sites: dict[Key, list[tuple[Key, object]]] = {}
+        self.reached: set[Key] = set()
+        self._hints: dict[tuple[Key, str], Optional[str]] = {}
+        self._files: dict[str, FileReach] = {}
+        self._walk()
+
+    def _walk(self) -> None:
+        graph = self.graph
+        pending = deque(sorted(self.entries))
+        self.reached.update(pending)
+        while pending:
+            key = pending.popleft()
+            function = graph.function(key)
+            if function is None:
+                continue
+            for call in function.calls:
+                if call.eager:
+                    continue
+                for target in graph.call_targets(key[0], function, call):
+                    if target == key or is_disabled(graph, target):
+                        continue
+                    self.sites.setdefault(target, []).append((key, call))
+                    if target not in self.reached:
+                        self.reached.add(target)
+                        self.parents[target] = (key, call.line)
+                        pending.append(target)
+
+    def chain(self, key: Key) -> tuple[Link, ...]:
+        links: list[Link] = []
+        seen = {key}
+        while key in self.parents:
+            caller, line = self.parents[key]
+            if caller in seen:
+                break
+            seen.add(caller)
+            links.append(Link(caller[0], line, caller[1]))
+            key = caller
+        return tuple(reversed(links))
+
+    def hint(self, key: Key, name: str, depth: int = 0) -> Optional[str]:
+        """"tensor", "py" or None: what every traced call of `key` passes to its parameter `name`."""
+        memo = (key, name)
+        if memo in self._hints:
+            return self._hints[memo]
+        self._hints[memo] = None  # a cycle guard
+        function = self.graph.function(key)
+        result: Optional[str] = None
+        if function is not None:
+            declared = {param: (annotated, default) for param, annotated, default in function.params}
+            if key in self.entries and not self.sites.get(key):
+                if name in declared and not declared[name][0] and name not in ("self", "cls"):
+                    result = TENSOR_HINT  # the "untyped forward parameter is a tensor" default
+            elif depth < 20:
+                kinds = set()
+                for caller, call in self.sites.get(key, []):
+                    pairs = dict((param, arg) for arg, param in passed(function, call))  # type: ignore[arg-type]
+                    arg = pairs.get(name)
+                    if arg is None:
+                        if getattr(call, "starred", False):
+                            kinds.add(None)
+                        continue
+                    if arg.tag == PY:
+                        kinds.add(PY_HINT)
+                    elif arg.tag == PARAM:
+                        kinds.add(self.hint(caller, arg.spelling, depth + 1))
+                    else:
+                        kinds.add(None)
+                result = kinds.pop() if len(kinds) == 1 else None
+        self._hints[memo] = result
+        return result
+
+    def for_file(self, path: str) -> FileReach:
+        """The reached functions of file `path` (absolute), with their chains and parameter hints."""
+        path = os.path.abspath(path)
+        cached = self._files.get(path)
+        if cached is not None:
+            return cached
+        functions: dict[str, Reached] = {}
+        for key in sorted(k for k in self.reached if k[0] == path):
+            function = self.graph.function(key)
+            if function is None:
+                continue
+            hints = tuple((name, hint) for name, _, _ in function.params
+                          if (hint := self.hint(key, name)) is not None)
+            functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
+        digest = hashlib.blake2b(repr(sorted(functions.items())).encode(), digest_size=16).hexdigest()
+        result = self._files[path] = FileReach(path, functions, digest)
+        return result
+
+
+def project_root(config_root: str, config_source: Optional[str], path: str) -> tuple[str, bool]:
+    """The directory whose files make `path`'s project, and whether to walk it recursively.
+
+    The config file's directory when `path` lies under it; else the top package `path` is
+    part of; else `path`'s own directory (its files only).
+    """
+    absolute = os.path.abspath(path)
+    if config_source:
+        root = os.path.abspath(config_root)
+        if absolute == root or absolute.startswith(root + os.sep):
+            return root, True
+    directory = os.path.dirname(absolute)
+    if os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = package_root(absolute)
+        relative = os.path.relpath(directory, top).split(os.sep)[0]
+        return os.path.join(top, relative), True
+    return directory, False
+
+
+@dataclass
+class _Memo:
+    stamps: dict[str, tuple[int, int]]
+    reach: Optional[ProjectReach]
+    error: Optional[str]
+
+
+_MEMOS: dict[tuple, _Memo] = {}
+
+
+def _stamps(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    return {path: stamp for path in paths if (stamp := file_stamp(path)) is not None}
+
+
+def _directories(root: str, files: Iterable[str]) -> set[str]:
+    return {root} | {os.path.dirname(path) for path in files}
+
+
+def project_reach(
+    root: str, recursive: bool, symbols: SymbolIndex, *, module_bases: Iterable[str] = (),
+    configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
+    map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
+    frozen: bool = False,
+) -> ProjectReach:
+    """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
+
+    With `frozen`, a project already answered in this process is not re-checked (a CLI
+    worker, forked after the run's index was built).
+    """
+    key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root))
+    memo = _MEMOS.get(key)
+    if memo is not None and frozen:
+        return _answer(memo)
+    if memo is not None and _stamps(memo.stamps) == memo.stamps:
+        return _answer(memo)
+    files = project_files(root, excluded) if recursive else sorted(
+        os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    store = IndexStore(os.path.join(cache_dir, "index-" + hashlib.blake2b(
+        f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
+    summaries = store.summaries(files, map_function)
+    if not recursive:
+        _imported_closure(root, summaries, store, symbols)
+    store.save()
+    graph = CallGraph(summaries, symbols, module_bases)
+    error = None
+    reach: Optional[ProjectReach] = None
+    try:
+        keys = configured(graph, configured_entries, config_root)
+    except ValueError as problem:
+        error, keys = str(problem), []
+    if error is None:
+        reach = ProjectReach(graph, entry_points(graph, keys))
+    watched = set(summaries) | _directories(root, summaries)
+    memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
+    return _answer(memo)
+
+
+def _answer(memo: _Memo) -> ProjectReach:
+    if memo.error is not None:
+        from compile_lint.analysis.project.entry_points import EntryPointError
+
+        raise EntryPointError(memo.error)
+    assert memo.reach is not None
+    return memo.reach
+
+
+def _listdir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
+def _imported_closure(root: str, summaries: dict[str, FileSummary], store: IndexStore, symbols: SymbolIndex) -> None:
+    """Add the files under `root` that the summarised files import (a package below a loose script)."""
+    pending = list(summaries)
+    while pending:
+        path = pending.pop()
+        for qualified in summaries[path].imports.values():
+            file, _ = symbols.module_file(qualified, path)
+            if file is None:
+                continue
+            file = os.path.abspath(file)
+            if file in summaries or not file.startswith(root + os.sep) or not file.endswith(".py"):
+                continue
+            found = store.summaries([file])
+            if file in found:
+                summaries[file] = found[file]
+                pending.append(file)
