@@ -60,7 +60,7 @@ class FileContext:
 
     def __init__(
         self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
-        symbols: Optional[SymbolIndex] = None,
+        symbols: Optional[SymbolIndex] = None, reach: Optional[object] = None,
     ) -> None:
         self.path = path
         self.module = module
@@ -68,6 +68,8 @@ class FileContext:
         self.module_bases = tuple(module_bases)
         # Other files' classes and functions (None: this file is analysed on its own).
         self.symbols = symbols
+        # What the project's entry points reach in this file (analysis.project.reach.FileReach), if known.
+        self.reach = reach
         self.function_stack: list[cst.FunctionDef] = []
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
         self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
@@ -84,7 +86,8 @@ class FileContext:
     @cached_property
     def regions(self) -> Regions:
         """The functions torch.compile traces in this file."""
-        return find_regions(self.module, self.imports, self.module_bases, self.source, self.symbols, self.path)
+        return find_regions(self.module, self.imports, self.module_bases, self.source, self.symbols, self.path,
+                            self.reach)
 
     @cached_property
     def facts(self) -> Facts:
@@ -165,7 +168,7 @@ class FileContext:
     def paths(self) -> PathModes:
         """The modes (`self.training` or not) in which traced code runs."""
         facts = self.facts
-        return PathModes(self.regions.roots, lambda: self.parents, facts.call_sites, facts.assignments,
+        return PathModes(self.regions.roots | set(self.regions.external), lambda: self.parents, facts.call_sites, facts.assignments,
                          lambda test: predicate_sense(test, self.imports), self._parents_within)
 
     def _parents_within(self, function: cst.FunctionDef) -> dict[cst.CSTNode, cst.CSTNode]:

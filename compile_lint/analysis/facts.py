@@ -509,6 +509,14 @@ class Facts:
                 return passed
             if function in self.regions.roots:
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
+            external = self.regions.external.get(function)
+            if external is not None:
+                # Traced from other code: what every traced caller passes, as the project
+                # index saw it (a tensor only by the forward default, a Python value), else unknown.
+                hint = dict(external.hints).get(name)  # type: ignore[attr-defined]
+                if hint == "tensor":
+                    return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
+                return Kind.PY if hint == "py" else Kind.UNKNOWN
             return self._param_from_call_sites(function, name)
         return None
 

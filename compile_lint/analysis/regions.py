@@ -83,6 +83,11 @@ class Regions:
     # Blocks and statements only compiled runs reach (`if is_compiling():` bodies).
     compile_only: set[cst.CSTNode] = field(default_factory=set)
     owner_class: dict[cst.FunctionDef, cst.ClassDef] = field(default_factory=dict)
+    # Functions traced only because the project's entry points reach them from other code
+    # (another file, a compiled method, `self.head.loss()`): the project index's record of
+    # each root among them (its chain and what its callers pass), and the chain of every one.
+    external: dict[cst.FunctionDef, object] = field(default_factory=dict)
+    reached_from: dict[cst.FunctionDef, tuple] = field(default_factory=dict)
 
 
 def _decorator_target(decorator: cst.Decorator) -> cst.BaseExpression:
@@ -185,7 +190,12 @@ class _Index(cst.CSTVisitor):
         self.nested: dict[cst.FunctionDef, dict[str, cst.FunctionDef]] = {}
         self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
         self.compiled_names: set[str] = set()
+        # Qualified names inside the file (`f`, `Cls.method`, `outer.inner`), as the project index spells them.
+        self.qualnames: dict[str, cst.FunctionDef] = {}
         self._stack: list[cst.CSTNode] = []
+
+    def _qualname(self, name: str) -> str:
+        return ".".join([*(node.name.value for node in self._stack), name])  # type: ignore[attr-defined]
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.setdefault(node.name.value, node)
@@ -196,6 +206,7 @@ class _Index(cst.CSTVisitor):
         self._stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.qualnames[self._qualname(node.name.value)] = node
         parent = self._stack[-1] if self._stack else None
         if isinstance(parent, cst.ClassDef):
             self.methods[parent][node.name.value] = node
@@ -483,6 +494,7 @@ def find_regions(
     source: Optional[str] = None,
     symbols: Optional[SymbolIndex] = None,
     path: Optional[str] = None,
+    reach: Optional[object] = None,
 ) -> Regions:
     """Compute the compiled regions of `module`.
 
@@ -491,8 +503,11 @@ def find_regions(
     (a name can only resolve to one if the file spells it, in the call or its import).
     With `symbols` and the file's `path`, base classes imported from other files are
     followed to their source (is it an nn.Module? which methods does its forward call?).
+    `reach`, the project index's `FileReach` for this file, adds the functions the
+    project's entry points reach (from other files, compiled methods, submodules' methods)
+    as roots of their own, with the chain of calls that reaches them.
     """
-    return _RegionFinder(module, imports, extra_module_bases, source, symbols, path).find()
+    return _RegionFinder(module, imports, extra_module_bases, source, symbols, path, reach).find()
 
 
 def is_imported_module_class(
@@ -513,9 +528,10 @@ class _RegionFinder:
 
     def __init__(
         self, module: cst.Module, imports: ImportMap, extra_module_bases: Iterable[str], source: Optional[str],
-        symbols: Optional[SymbolIndex] = None, path: Optional[str] = None,
+        symbols: Optional[SymbolIndex] = None, path: Optional[str] = None, reach: Optional[object] = None,
     ) -> None:
         self.imports = imports
+        self.reach = reach
         self.symbols = symbols if path is not None else None
         self.path = path or ""
         self.index = _Index(imports)
@@ -548,16 +564,40 @@ class _RegionFinder:
                 regions.disabled[function.name.value] = function
         roots = self._roots(all_functions)
         regions.roots = set(roots)
+        self._close(roots)
+        if self.reach is not None:
+            self._add_reached()
+        return regions
+
+    def _close(self, roots: Iterable[cst.FunctionDef], chain: Optional[tuple] = None) -> None:
+        """Add `roots` and everything they call in the file, transitively (with `chain`: how the project reaches them)."""
+        regions, index = self.regions, self.index
         pending = list(roots)
         while pending:
             function = pending.pop()
             if function in regions.functions:
                 continue
             regions.functions.add(function)
+            if chain is not None:
+                regions.reached_from[function] = chain
             # Functions defined inside a traced function run traced when called.
             pending.extend(index.nested.get(function, {}).values())
             pending.extend(self._callees(function))
-        return regions
+
+    def _add_reached(self) -> None:
+        """The functions of this file the project's entry points reach that the file's own roots do not."""
+        reached = sorted(self.reach.functions.values(), key=lambda r: (len(r.chain), r.qualname))  # type: ignore[attr-defined]
+        for record in reached:
+            function = self.index.qualnames.get(record.qualname)
+            if function is None or function in self.regions.functions:
+                continue
+            if self._disabled(function) or self._opaque(function):
+                continue
+            if record.entry:
+                self.regions.roots.add(function)  # compiled itself: its parameters as `forward`'s
+            else:
+                self.regions.external[function] = record
+            self._close([function], record.chain)
 
     def _roots(self, all_functions: list[cst.FunctionDef]) -> list[cst.FunctionDef]:
         """`forward` of module classes, `@torch.compile` functions, functions passed to torch.compile."""

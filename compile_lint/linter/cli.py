@@ -181,7 +181,7 @@ class LintSettings:
 def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
     """Lint one file and cache its findings (in a worker process when there are many)."""
     from compile_lint.linter.cache import LintCache, content_digest
-    from compile_lint.linter.engine import lint_text, symbol_index
+    from compile_lint.linter.engine import lint_text, reach_digest, symbol_index
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
     try:
@@ -190,7 +190,7 @@ def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
     except SourceError as error:
         return FileOutcome(path, error=f"{path}: {error}")
     diagnostics = lint_text(source.text, path, settings.config)
-    digest = content_digest(path, data)
+    digest = content_digest(path, data + reach_digest(settings.config, path).encode())
     dependencies = tuple(sorted(symbol_index(settings.config).dependencies(path)))
     if settings.cache_root is not None:
         LintCache.for_run(settings.cache_root, settings.config).put(path, digest, diagnostics, dependencies)
@@ -271,6 +271,7 @@ def _map(function, items: list, jobs: int, description: str = "Linting", shared=
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[FileOutcome]:
     """The outcome for each file, in the order given, from the cache where it can."""
     from compile_lint.linter.cache import LintCache, cache_root, content_digest
+    from compile_lint.linter.engine import reach_digest
     from compile_lint.linter.source import SourceError, decode_source, read_bytes
 
     cache = LintCache.for_run(cache_root(config), config) if use_cache else None
@@ -285,7 +286,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
         except SourceError:
             misses.append(path)
             continue
-        cached = cache.get(path, content_digest(path, data))
+        cached = cache.get(path, content_digest(path, data + reach_digest(config, path).encode()))
         if cached is None:
             misses.append(path)
             continue
@@ -566,6 +567,10 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
     errors: list[str] = []
     files = discover(paths, config, errors)
     jobs = args.jobs or os.cpu_count() or 1
+    problem = _prepare_project(files, config, args, jobs)
+    if problem is not None:
+        _error(problem)
+        return EXIT_ERROR
     if args.add_noqa:
         return _add_noqa(files, config, errors, args, jobs)
     if args.fix or args.diff:
@@ -581,6 +586,24 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         report, code = _report(outcomes, errors, files, args)
     _emit(args, report)
     return code
+
+
+def _prepare_project(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> Optional[str]:
+    """Build the project index of the files' projects once (in parallel for many files); an entry-points error."""
+    from compile_lint.analysis.project.entry_points import EntryPointError
+    from compile_lint.linter.cache import cache_root
+    from compile_lint.linter.engine import prepare_project
+
+    cache_dir = None if args.no_cache else cache_root(config)
+
+    def map_function(function, items):
+        return _map(function, list(items), jobs, description="Indexing")
+
+    try:
+        prepare_project(files, config, cache_dir, map_function)
+    except EntryPointError as error:
+        return f"{config.source or 'config'}: {error}"
+    return None
 
 
 def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:

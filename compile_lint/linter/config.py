@@ -52,6 +52,9 @@ class Config:
     module_bases: tuple[str, ...] = ()
     mode: str = "both"  # "inference" / "training": keep only findings that can happen in that mode
     verify_targets: tuple[str, ...] = ()
+    # Functions torch.compile traces that the code alone does not show: "path/to/file.py:Class.method"
+    # or "path/to/file.py:function", relative to the config file's directory.
+    entry_points: tuple[str, ...] = ()
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
@@ -123,6 +126,16 @@ def _verify_table(value: Any, key: str, source: str) -> tuple[str, ...]:
     return _string_list(value.get("targets", []), f"{key}.targets", source)
 
 
+def _entry_points(value: Any, key: str, source: str) -> tuple[str, ...]:
+    targets = _string_list(value, key, source)
+    for target in targets:
+        file, colon, name = target.rpartition(":")
+        if not colon or not file.endswith(".py") or not name:
+            raise ConfigError(f"{source}: [tool.compile-lint] {key}: '{target}' is not "
+                              f"'path/to/file.py:function' or 'path/to/file.py:Class.method'")
+    return targets
+
+
 @dataclass(frozen=True)
 class Setting:
     """One `[tool.compile-lint]` key: the Config field it sets and how its TOML value is read."""
@@ -148,6 +161,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mode", "mode", _one_of(MODES)),
     Setting("tensor-branch-fix", "tensor_branch_fix", _one_of(BRANCH_FIX_CHOICES)),
     Setting("verify", "verify_targets", _verify_table),
+    Setting("entry-points", "entry_points", _entry_points),
 )
 SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}
 

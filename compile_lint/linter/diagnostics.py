@@ -82,6 +82,10 @@ class Diagnostic:
     fix: Optional[Fix] = None
     confirmed: Optional[bool] = field(default=None, compare=False)
     mode: Mode = None
+    # How torch.compile reaches the function holding the finding when it is traced only from
+    # other code (another file, a compiled method): the calls from the entry point to the
+    # function's caller, each (path, line, calling function). Empty otherwise.
+    reached_from: tuple[tuple[str, int, str], ...] = ()
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -104,6 +108,9 @@ class Diagnostic:
             "fix": self.fix.to_json() if self.fix else None,
             "mode": self.mode,
         }
+        if self.reached_from:
+            data["reached_from"] = [{"path": path, "line": line, "function": function}
+                                    for path, line, function in self.reached_from]
         if self.confirmed is not None:
             data["confirmed"] = self.confirmed
         return data

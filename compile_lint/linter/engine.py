@@ -16,6 +16,8 @@ import libcst as cst
 
 from compile_lint.analysis.context import FileContext
 from compile_lint.analysis.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.project.entry_points import EntryPointError
+from compile_lint.analysis.project.reach import FileReach, project_reach, project_root
 from compile_lint.analysis.regions import is_imported_module_class
 from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
@@ -73,6 +75,77 @@ def symbol_index(config: Config) -> SymbolIndex:
     if index is None:
         index = _SYMBOL_INDEXES[roots] = SymbolIndex(roots)
     return index
+
+
+# The project index's disk cache for this process (set by a run that has a lint cache), and
+# whether the projects already answered are final for the process (forked CLI workers).
+_INDEX_CACHE: dict[str, object] = {"dir": None, "frozen": False}
+
+
+def _index_cache_dir(config: Config) -> Optional[str]:
+    if _INDEX_CACHE["dir"] is not None:
+        return _INDEX_CACHE["dir"]  # type: ignore[return-value]
+    if config.source:  # next to the project's config file, as the lint cache is
+        return os.path.join(os.path.abspath(config.root), ".compile-lint-cache")
+    return None
+
+
+def file_reach(config: Config, path: str, map_function=None, strict: bool = False) -> Optional[FileReach]:
+    """What the entry points of `path`'s project reach in `path` (see analysis.project.reach).
+
+    The project is the config file's directory when `path` lies under it, else the top
+    package `path` belongs to, else its directory. An unknown `entry-points` target raises
+    `EntryPointError` with `strict`; otherwise the file is linted without the project's reach.
+    """
+    root, recursive = project_root(config.root, config.source, path)
+    in_config_project = bool(config.source) and root == os.path.abspath(config.root)
+    try:
+        reach = project_reach(
+            root, recursive, symbol_index(config), module_bases=config.module_bases,
+            configured_entries=config.entry_points if in_config_project else (),
+            config_root=config.root, cache_dir=_index_cache_dir(config), map_function=map_function,
+            frozen=bool(_INDEX_CACHE["frozen"]),
+            excluded=lambda candidate: is_excluded_path(candidate, config),
+        )
+    except EntryPointError:
+        if strict:
+            raise
+        return None
+    return reach.for_file(path)
+
+
+def prepare_project(paths: Sequence[str], config: Config, cache_dir: Optional[str], map_function=None) -> None:
+    """Build the project index of every project `paths` belong to, once, before workers fork.
+
+    Raises `EntryPointError` for an unknown `entry-points` target. Afterwards the answers
+    are final for this process and its workers (`frozen`).
+    """
+    _INDEX_CACHE["dir"] = cache_dir
+    seen = set()
+    for path in paths:
+        root = project_root(config.root, config.source, path)
+        if root not in seen:
+            seen.add(root)
+            file_reach(config, path, map_function, strict=True)
+    _INDEX_CACHE["frozen"] = True
+
+
+def reach_digest(config: Config, path: str) -> str:
+    """A digest of what reaches `path` from the project (the lint cache keys a file's findings on it)."""
+    reach = file_reach(config, path)
+    return reach.digest if reach is not None and reach.functions else ""
+
+
+def is_excluded_path(path: str, config: Config) -> bool:
+    from compile_lint.linter.files import is_excluded
+
+    return is_excluded(path, config)
+
+
+def _link_path(path: str) -> str:
+    """A chain link's file: relative to the working directory when under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
@@ -303,6 +376,7 @@ def lint_module(
     render_cache: Optional[RenderCache] = None,
     symbols: Optional[SymbolIndex] = None,
     branch_fix: Optional[str] = None,
+    reach: Optional[FileReach] = None,
 ) -> list[Diagnostic]:
     """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
 
@@ -313,8 +387,9 @@ def lint_module(
     renderings from one lint of a document to the next (see `positions.RenderCache`).
     `symbols` lets the analysis follow base classes and helpers into other files.
     `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
+    `reach`, the project index's answer for this file, adds what other code reaches.
     """
-    context = FileContext(path, module, module_bases, source if prune else None, symbols)
+    context = FileContext(path, module, module_bases, source if prune else None, symbols, reach)
     context.branch_fix = branch_fix
     rules = [rule_class(context) for rule_class in rule_classes]
     dispatcher = _Dispatcher(context, rules, prune, cancelled)
@@ -354,6 +429,12 @@ def lint_module(
                 finding.fix.applicability, finding.fix.imports, anchors,
             )
         rule = finding.rule
+        chain = context.regions.reached_from.get(finding.function) if finding.function is not None else None
+        reached_from = tuple((_link_path(link.path), link.line, link.function) for link in chain or ())
+        message = f"{finding.message} ({condition_text(mode)})" if mode else finding.message
+        if reached_from:
+            first = reached_from[0]
+            message = f"{message} (reached from {os.path.basename(first[0])}:{first[1]} in {first[2]})"
         diagnostics.append(
             Diagnostic(
                 path=path,
@@ -362,8 +443,9 @@ def lint_module(
                 end_line=end_line,
                 end_column=end_column + 1,
                 code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
-                message=f"{finding.message} ({condition_text(mode)})" if mode else finding.message,
+                message=message,
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
+                reached_from=reached_from,
             )
         )
     return diagnostics
@@ -459,11 +541,14 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
+    reach = file_reach(config, path)
+    if reach is not None and not reach.functions:
+        reach = None
     if fast:
         def inherits_module(qualified: str) -> bool:
             return is_imported_module_class(symbols, qualified, path, config.module_bases)
 
-        if prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
+        if reach is None and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:
@@ -475,20 +560,20 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
             return []
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
-    if not may_hold_regions(text, config.module_bases):
+    if reach is None and not may_hold_regions(text, config.module_bases):
         return []
     if cancelled is not None and cancelled():
         raise LintCancelled()
     try:
         diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
                                   cancelled=cancelled, render_cache=render_cache, symbols=symbols,
-                                  branch_fix=config.tensor_branch_fix)
+                                  branch_fix=config.tensor_branch_fix, reach=reach)
     except RecursionError:
         try:
             diagnostics = run_with_deep_stack(
                 lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
                                     cancelled=cancelled, render_cache=render_cache, symbols=symbols,
-                                    branch_fix=config.tensor_branch_fix))
+                                    branch_fix=config.tensor_branch_fix, reach=reach))
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]

@@ -119,6 +119,15 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
                 }
             }],
         }
+        if d.reached_from:
+            result["relatedLocations"] = [{
+                "id": number,
+                "message": {"text": f"reached from {function}"},
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _artifact_uri(path)},
+                    "region": {"startLine": line},
+                },
+            } for number, (path, line, function) in enumerate(d.reached_from)]
         if d.fix is not None:
             result["fixes"] = [{
                 "description": {"text": d.fix.message},
