@@ -60,12 +60,18 @@ def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[
             if scope_name == MODULE_SCOPE and spelling in summary.functions:
                 entries.setdefault((path, spelling), (path, line))  # a decorator
                 continue
-            for target in graph.resolve(path, scope, spelling):
+            targets = graph.resolve(path, scope, spelling)
+            for target in targets:
                 kind, target_path, qualname = target
                 if kind == "class":
                     target = ("instance", target_path, qualname)
                 key = graph.called(target)
                 if key is not None:
+                    entries.setdefault(key, (path, line))
+            if not targets and "." in spelling:
+                # `torch.compile(model.infer)` with `model` a parameter: the method of that
+                # name of the project's module classes (of any class when no module has one).
+                for key in _methods_named(graph, spelling.rsplit(".", 1)[1]):
                     entries.setdefault(key, (path, line))
         for function in summary.functions.values():
             for call in function.calls:
@@ -79,3 +85,19 @@ def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[
                             if key is not None:
                                 entries.setdefault(key, (path, call.line))
     return {key: where for key, where in entries.items() if not is_disabled(graph, key)}
+
+
+_MAX_GUESSED = 5
+
+
+def _methods_named(graph: CallGraph, name: str) -> list[Key]:
+    """The methods `name` of the project's nn.Module classes, else of its other classes (a few at most)."""
+    if name.startswith("__") or name == "forward":
+        return []
+    modules, others = [], []
+    for path, summary in graph.summaries.items():
+        for qualname, cls in summary.classes.items():
+            if name in cls.methods:
+                (modules if graph.is_module_class(path, qualname) else others).append((path, cls.methods[name]))
+    found = modules or others
+    return found if len(found) <= _MAX_GUESSED else []
