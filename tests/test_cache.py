@@ -70,7 +70,8 @@ def test_a_changed_config_uses_other_entries(project):
     assert _lint(project)
     (project / "pyproject.toml").write_text("[tool.compile-lint]\nignore = [\"JIT101\"]\n")
     assert _lint(project) == []
-    assert len(os.listdir(project / cache.CACHE_DIR_NAME)) == 4  # two settings dirs, .gitignore, CACHEDIR.TAG
+    # two settings dirs, the project index (project-index/), .gitignore, CACHEDIR.TAG
+    assert len(os.listdir(project / cache.CACHE_DIR_NAME)) == 5
 
 
 def test_settings_key_changes_with_version_and_source(monkeypatch):

@@ -19,6 +19,7 @@ from compile_lint.analysis.project.index import summarise_source
 from compile_lint.linter.config import Config
 from compile_lint.linter.engine import lint_text
 from conftest import assert_findings_json, run_cli
+from test_cross_file import write_tree
 
 torch = pytest.importorskip("torch")
 
@@ -143,13 +144,6 @@ EXPECTED = [
     ("pkg/heads.py", 10, "JIT203"),    # Head.loss, a submodule's other method
     ("pkg/heads.py", 18, "JIT101"),    # Search.run, from the compiled Net.infer
 ]
-
-
-def write_tree(root, files: dict[str, str]) -> None:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
 
 
 @pytest.fixture
@@ -313,3 +307,48 @@ def test_the_index_summarises_with_ast_and_records_eager_branches():
     assert summary.imports["g"] == ".commons.f"
     assert step.aliases["h"] == ("g",)
     assert [(c.callee, c.eager) for c in step.calls if c.callee in ("print", "h")] == [("print", True), ("h", False)]
+
+
+def test_flake8_and_the_language_server_agree_with_the_cli(project):
+    import subprocess
+
+    from lsp_client import LspClient
+
+    whole = json.loads(run_cli("--output-format", "json", "pkg", cwd=project).stdout)
+    expected = sorted((f["path"], f["line"], f["code"]) for f in whole)
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select", "JIT", "pkg"], cwd=project,
+                            capture_output=True, text=True, timeout=300)
+    reported = []
+    for line in flake8.stdout.splitlines():
+        path, number, _, rest = line.split(":", 3)
+        reported.append((path.replace(os.sep, "/").removeprefix("./"), int(number), rest.split()[0]))
+    assert sorted(reported) == [item for item in expected if item[2] in {"JIT101", "JIT203", "JIT601"}] == expected
+
+    pytest.importorskip("pygls")
+    client = LspClient(str(project))
+    try:
+        client.initialize(project.as_uri())
+        published = {}
+        for relative in ("pkg/commons.py", "pkg/heads.py"):
+            path = project / relative
+            uri = path.as_uri()
+            client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": path.read_text()}})
+            published[relative] = client.diagnostics(uri)["diagnostics"]
+        served = sorted((relative, d["range"]["start"]["line"] + 1, d["code"])
+                        for relative, items in published.items() for d in items)
+        assert served == [item for item in expected if item[0] != "pkg/model.py"]
+        # Saving a caller that no longer reaches the helper re-publishes the helper's findings.
+        model = project / "pkg/model.py"
+        text = model.read_text().replace("y = act_fn(x)", "y = x")
+        model.write_text(text)
+        model_uri = model.as_uri()
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": model_uri, "languageId": "python", "version": 1, "text": text}})
+        client.notify("textDocument/didSave", {"textDocument": {"uri": model_uri}})
+        commons_uri = (project / "pkg/commons.py").as_uri()
+        republished = client.diagnostics(commons_uri)["diagnostics"]
+        assert [(d["range"]["start"]["line"] + 1, d["code"]) for d in republished] == [(33, "JIT601")]
+        assert client.close() == 0
+    finally:
+        client.kill()

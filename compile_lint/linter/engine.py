@@ -79,11 +79,12 @@ def symbol_index(config: Config) -> SymbolIndex:
 
 # The project index's disk cache for this process (set by a run that has a lint cache), and
 # whether the projects already answered are final for the process (forked CLI workers).
-_INDEX_CACHE: dict[str, object] = {"dir": None, "frozen": False}
+# `--no-cache` sets None: no index is written either.
+_INDEX_CACHE: dict[str, object] = {"frozen": False}
 
 
 def _index_cache_dir(config: Config) -> Optional[str]:
-    if _INDEX_CACHE["dir"] is not None:
+    if "dir" in _INDEX_CACHE:
         return _INDEX_CACHE["dir"]  # type: ignore[return-value]
     if config.source:  # next to the project's config file, as the lint cache is
         return os.path.join(os.path.abspath(config.root), ".compile-lint-cache")

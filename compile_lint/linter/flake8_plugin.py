@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 
 from compile_lint import __version__
 from compile_lint.linter.config import Config, ConfigError, load_config
-from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text, may_hold_regions
+from compile_lint.linter.engine import SYNTAX_ERROR_CODE, file_reach, lint_text, may_hold_regions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX
 
@@ -47,7 +47,7 @@ def selection_from_flake8(select: Sequence[str] | None, extend_select: Sequence[
 
 @functools.lru_cache(maxsize=64)
 def _project_settings(directory: str) -> Config:
-    """`module-bases`, `mode` and the project root from the nearest `[tool.compile-lint]`.
+    """`module-bases`, `mode`, `entry-points` and the project root from the nearest `[tool.compile-lint]`.
 
     A broken config counts as none (the root is then `directory`).
     """
@@ -55,7 +55,14 @@ def _project_settings(directory: str) -> Config:
         config = load_config(start=directory)
     except ConfigError:
         return Config(root=directory)
-    return Config(module_bases=config.module_bases, mode=config.mode, root=config.root)
+    return Config(module_bases=config.module_bases, mode=config.mode, entry_points=config.entry_points,
+                  root=config.root, source=config.source)
+
+
+def reached(config: Config, path: str) -> bool:
+    """Whether the project's entry points reach a function of `path` (then it is linted, torch or not)."""
+    reach = file_reach(config, path)
+    return reach is not None and bool(reach.functions)
 
 
 class CompileLintPlugin:
@@ -86,17 +93,20 @@ class CompileLintPlugin:
     def run(self) -> Iterator[Flake8Error]:
         """Lint the file flake8 read; a file that does not parse yields nothing (flake8 says E999)."""
         text = "".join(self.lines)
-        if not may_hold_regions(text):
-            return  # most files in a flake8 run are not model code: skip the libcst parse
-        directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("-", "stdin") else os.getcwd()
+        stdin = self.filename in ("-", "stdin")
+        directory = os.path.dirname(os.path.abspath(self.filename)) if not stdin else os.getcwd()
         project = _project_settings(directory)
         config = Config(
             select=self._selection.select,
             extend_select=self._selection.extend_select,
             module_bases=project.module_bases,
             mode=project.mode,
+            entry_points=project.entry_points,
             root=project.root,
+            source=project.source,
         )
+        if not may_hold_regions(text) and (stdin or not reached(config, self.filename)):
+            return  # most files in a flake8 run are not model code: skip the libcst parse
         for diagnostic in lint_text(text, self.filename, config, noqa=self._noqa):
             if diagnostic.code == SYNTAX_ERROR_CODE:
                 continue

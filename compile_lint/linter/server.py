@@ -33,7 +33,7 @@ from compile_lint.autofix.apply import fix_text, is_applicable
 from compile_lint.linter.config import Config, ConfigError, load_config
 from compile_lint.linter.diagnostics import Diagnostic, Edit
 from compile_lint.linter.docs import graph_break_url
-from compile_lint.linter.engine import SYNTAX_ERROR_CODE, LintCancelled, lint_text
+from compile_lint.linter.engine import SYNTAX_ERROR_CODE, LintCancelled, lint_text, reach_digest
 from compile_lint.linter.incremental import IncrementalParser
 from compile_lint.linter.positions import RenderCache
 from compile_lint.linter.suppressions import add_noqa
@@ -233,6 +233,7 @@ class _Document:
     renderings: RenderCache = field(default_factory=RenderCache)
     linted: Optional[Linted] = None
     fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
+    reach: str = ""  # the digest of what the project reaches in the document, as last linted
 
 
 def _supports_resolve(server, types) -> bool:
@@ -302,8 +303,21 @@ def build_server():
         state = documents.get(job.uri)
         if state is None:
             return lint_text(job.text, job.path, job.config, cancelled=cancelled)
-        return lint_text(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
-                         cancelled=cancelled, render_cache=state.renderings)
+        state.reach = reach_digest(job.config, job.path)
+        findings = lint_text(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                             cancelled=cancelled, render_cache=state.renderings)
+        relint_reached(job.uri)
+        return findings
+
+    def relint_reached(linted: str) -> None:
+        # On the worker: a saved caller may change what reaches another open document (the
+        # project index reads files from disk): lint those again.
+        for uri, other in list(documents.items()):
+            if uri == linted or "loop" not in loop_holder:
+                continue
+            document = server.workspace.get_text_document(uri)
+            if reach_digest(config_for(document.path), document.path) != other.reach:
+                loop_holder["loop"].call_soon_threadsafe(schedule, uri, False)
 
     def deliver(job: Snapshot, findings: list[Diagnostic]) -> None:
         # On the worker: convert positions for this version's text, then publish on the loop.

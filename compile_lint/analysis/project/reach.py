@@ -212,7 +212,7 @@ def project_reach(
         return _answer(memo)
     files = project_files(root, excluded) if recursive else sorted(
         os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
-    store = IndexStore(os.path.join(cache_dir, "index-" + hashlib.blake2b(
+    store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
     summaries = store.summaries(files, map_function)
     if not recursive:
