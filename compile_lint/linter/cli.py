@@ -67,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compile-lint",
         description=(
-            "Find torch.compile graph breaks and recompiles before they cost you, and fix them. "
+            "Find torch.compile graph breaks and recompiles before they cost you, and fix them, in everything "
+            "torch.compile traces: forward, compiled functions and methods, torch.cond/checkpoint/vmap bodies, "
+            "the entry-points setting, and what they reach in any file of the project (findings in a helper say "
+            "'reached from FILE:LINE in FUNCTION'). "
             "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
             "`compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
         ),
@@ -117,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", action="append", metavar="PATH | 'KEY = VALUE'",
                         help="a pyproject.toml or compile-lint.toml to use, or a TOML `key = value` that overrides "
-                             "one setting (repeatable), e.g. --config 'extend-select = [\"JIT8\"]'")
+                             "one setting (repeatable), e.g. --config 'extend-select = [\"JIT8\"]' or "
+                             "--config 'entry-points = [\"pkg/run.py:Runner.step\"]'")
     parser.add_argument("--show-settings", action="store_true",
                         help="print the resolved settings and where each came from (default, file, command line)")
     parser.add_argument("--mode", choices=MODES, default=None,
