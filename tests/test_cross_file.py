@@ -249,8 +249,32 @@ def helpers(tmp_path):
 def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers):
     findings = lint_text((helpers / "pkg" / "pad.py").read_text(), str(helpers / "pkg" / "pad.py"),
                          Config(select=("ALL",), root=str(helpers)))
+    assert [(d.line, d.code) for d in findings] == [(11, "JIT101")]
+    # The helper is project code that Pad.forward reaches: its `.item()` is reported in its
+    # own file, where Dynamo names the break, not again at the call.
+    helper = str(helpers / "pkg" / "helpers.py")
+    findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper, Config(select=("ALL",), root=str(helpers)))
+    assert [(d.line, d.code) for d in findings] == [(2, "JIT201")]
+    assert findings[0].message.endswith("(reached from pad.py:9 in Pad.forward)")
+    assert findings[0].reached_from == ((str(helpers / "pkg" / "pad.py"), 9, "Pad.forward"),)  # outside the cwd: absolute
+
+
+def test_an_installed_helper_that_calls_item_is_reported_at_the_projects_call(helpers, tmp_path_factory):
+    # Outside the project (a package on sys.path), the helper is not linted: its `.item()`
+    # is reported at the call, the traced line of the file being linted.
+    site = tmp_path_factory.mktemp("site")
+    write_tree(site, {"extlib/__init__.py": "", "extlib/helpers.py": HELPERS})
+    pad = helpers / "pkg" / "pad.py"
+    pad.write_text(pad.read_text().replace("from .helpers import longest, scaled",
+                                           "from extlib.helpers import longest, scaled"))
+    sys.path.insert(0, str(site))
+    try:
+        findings = lint_text(pad.read_text(), str(pad), Config(select=("ALL",), root=str(helpers)))
+    finally:
+        sys.path.remove(str(site))
     assert [(d.line, d.code) for d in findings] == [(9, "JIT201"), (11, "JIT101")]
-    assert findings[0].message.startswith("`longest()` (helpers.py:1) reads tensor data with `.item()`")
+    assert findings[0].message.startswith("`longest()` (")
+    assert "helpers.py:1) reads tensor data with `.item()`" in findings[0].message
 
 
 def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):

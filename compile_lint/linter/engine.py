@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import gc
 import os
 import sys
@@ -100,13 +101,15 @@ def file_reach(config: Config, path: str, map_function=None, strict: bool = Fals
     """
     root, recursive = project_root(config.root, config.source, path)
     in_config_project = bool(config.source) and root == os.path.abspath(config.root)
+    below = dataclasses.replace(config, root=root)
     try:
         reach = project_reach(
             root, recursive, symbol_index(config), module_bases=config.module_bases,
             configured_entries=config.entry_points if in_config_project else (),
             config_root=config.root, cache_dir=_index_cache_dir(config), map_function=map_function,
             frozen=bool(_INDEX_CACHE["frozen"]),
-            excluded=lambda candidate: is_excluded_path(candidate, config),
+            # Excludes apply below the project's root: a package linted inside a virtualenv is read.
+            excluded=lambda candidate: is_excluded_path(candidate, below),
         )
     except EntryPointError:
         if strict:
@@ -543,13 +546,12 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
     reach = file_reach(config, path)
-    if reach is not None and not reach.functions:
-        reach = None
+    reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:
             return is_imported_module_class(symbols, qualified, path, config.module_bases)
 
-        if reach is None and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
+        if not reached and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:
@@ -561,7 +563,7 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
             return []
         return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
-    if reach is None and not may_hold_regions(text, config.module_bases):
+    if not reached and not may_hold_regions(text, config.module_bases):
         return []
     if cancelled is not None and cancelled():
         raise LintCancelled()

@@ -57,6 +57,11 @@ class FileReach:
     path: str
     functions: dict[str, Reached] = field(default_factory=dict)
     digest: str = ""
+    project: Optional["ProjectReach"] = field(default=None, compare=False, repr=False)
+
+    def reaches(self, path: str, qualname: str) -> bool:
+        """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
+        return self.project is not None and (os.path.abspath(path), qualname) in self.project.reached
 
 
 class ProjectReach:
@@ -152,7 +157,7 @@ class ProjectReach:
                           if (hint := self.hint(key, name)) is not None)
             functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
         digest = hashlib.blake2b(repr(sorted(functions.items())).encode(), digest_size=16).hexdigest()
-        result = self._files[path] = FileReach(path, functions, digest)
+        result = self._files[path] = FileReach(path, functions, digest, self)
         return result
 
 

@@ -326,6 +326,8 @@ def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:
     if imported is None or context.function is None:
         return None
     other, helper = imported
+    if context.reach is not None and context.reach.reaches(other.path, helper.name.value):
+        return None  # a helper of the project that is traced: linted in its own file, at its `.item()`
     bindings = context.facts.passed_kinds(call, context.function, helper)
     for inner in other.calls_in(helper):
         receiver = method_call(inner, frozenset({"item"}))
