@@ -123,7 +123,7 @@ def lint_files(paths: Iterable[str]) -> tuple[dict[str, list[dict]], dict[str, l
     One lint under ALL; the default selection is its findings whose rule is on by default
     (the same rules `Config()` runs), so each file is parsed and analysed once.
     """
-    from compile_lint.linter.config import Config, rule_enabled
+    from compile_lint.settings.config import Config, rule_enabled
     from compile_lint.linter.engine import lint_file
     from compile_lint.rules import ALL_RULES
 

@@ -105,7 +105,7 @@ def case_id(case) -> str:
 
 def only(rule):
     """A configuration that runs `rule` alone."""
-    from compile_lint.linter.config import Config
+    from compile_lint.settings.config import Config
 
     return Config(select=(rule.code,))
 

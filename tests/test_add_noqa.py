@@ -5,7 +5,7 @@ import codecs
 import os
 
 from compile_lint.linter.cli import main
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.linter.suppressions import add_noqa
 

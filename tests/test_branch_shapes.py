@@ -21,7 +21,7 @@ import pytest
 from conftest import case_id, example_cases
 
 from compile_lint.autofix.apply import fix_text
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.linter.engine import lint_text
 
 torch = pytest.importorskip("torch")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from compile_lint.linter.config import Config, ConfigError, load_config, parse_config, rule_enabled
+from compile_lint.settings.config import Config, ConfigError, load_config, parse_config, rule_enabled
 
 
 def test_defaults_enable_default_rules_only():

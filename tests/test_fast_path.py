@@ -17,7 +17,7 @@ import pytest
 from conftest import assert_findings_json, make_context, real_files
 
 from compile_lint.analysis.regions import COMPILED_CALLABLE_SPELLING
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.linter.prefilter import needs_lint
 from compile_lint.linter.reporters import render

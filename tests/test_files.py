@@ -2,7 +2,7 @@
 
 import os
 
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.linter.files import discover
 
 

@@ -159,7 +159,7 @@ def _indented_comment_edit(text: str, rng: random.Random) -> str:
 
 
 def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
-    from compile_lint.linter.config import Config
+    from compile_lint.settings.config import Config
     from compile_lint.linter.engine import lint_text
     from compile_lint.linter.positions import RenderCache
 

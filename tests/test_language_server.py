@@ -12,8 +12,8 @@ from lsp_client import TIMEOUT, LspClient
 
 from compile_lint.autofix.apply import fix_text
 from compile_lint.autofix.edits import apply_fixes
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Edit, Fix
 from compile_lint.linter.engine import LintCancelled, lint_text
 from compile_lint.linter.server import LintScheduler, Snapshot
 from compile_lint.linter.suppressions import add_noqa

@@ -12,7 +12,7 @@ import libcst as cst
 import pytest
 
 from compile_lint.autofix.apply import fix_text
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.analysis.context import FileContext
 from compile_lint.linter.engine import lint_text
 from compile_lint.analysis.facts import Kind

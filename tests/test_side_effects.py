@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from compile_lint.autofix.apply import fix_text
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.linter.engine import lint_text
 
 

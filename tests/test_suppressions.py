@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from compile_lint.linter.config import Config
+from compile_lint.settings.config import Config
 from compile_lint.linter.engine import lint_text
 from compile_lint.linter.suppressions import is_suppressed, parse_noqa
 

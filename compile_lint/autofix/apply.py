@@ -8,8 +8,8 @@ from typing import Callable, Optional
 import libcst as cst
 
 from compile_lint.autofix.edits import apply_fixes
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.engine import lint_text
 from compile_lint.linter.source import SourceError, read_source, write_atomically
 

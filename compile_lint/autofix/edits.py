@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from compile_lint.linter.diagnostics import Edit, Fix
-from compile_lint.linter.text_offsets import line_starts
+from compile_lint.core.diagnostics import Edit, Fix
+from compile_lint.core.text_offsets import line_starts
 
 
 def edit_offsets(text: str, edit: Edit) -> tuple[int, int]:

@@ -12,8 +12,8 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text
 from compile_lint.linter.source import SourceError, read_source, write_atomically
 from compile_lint.linter.suppressions import add_noqa

@@ -26,8 +26,8 @@ import tempfile
 from typing import Iterable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Diagnostic, Edit, Fix
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Diagnostic, Edit, Fix
 
 CACHE_DIR_NAME = ".compile-lint-cache"
 FORMAT = 2

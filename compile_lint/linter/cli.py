@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.linter.config import (
+from compile_lint.settings.config import (
     MODES, Config, ConfigError, apply_overrides, describe_settings, load_config, validate_codes,
 )
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.files import discover, is_excluded
 from compile_lint.linter.progress import track
 from compile_lint.linter.reporters import FORMATS, render
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def explain(code: str) -> Optional[str]:
     """The documentation of `code` (a rule, JIT000 or a verifier finding), or None if there is none."""
-    from compile_lint.linter.codes import OTHER_CODES_BY_CODE
+    from compile_lint.core.codes import OTHER_CODES_BY_CODE
     from compile_lint.linter.docs import explain as render_explanation
     from compile_lint.linter.docs import explain_other
     from compile_lint.rules import RULES_BY_CODE

@@ -17,8 +17,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from compile_lint.linter.codes import OTHER_CODES, OtherCode
-from compile_lint.linter.diagnostics import rule_anchor
+from compile_lint.core.codes import OTHER_CODES, OtherCode
+from compile_lint.core.diagnostics import rule_anchor
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Example, Rule
 

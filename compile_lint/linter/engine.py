@@ -19,15 +19,15 @@ from compile_lint.analysis.paths import NEVER, condition_text, only_mode
 from compile_lint.analysis.regions import is_imported_module_class
 from compile_lint.analysis.symbols import SymbolIndex
 from compile_lint.analysis.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
-from compile_lint.linter.config import Config, rule_enabled
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.settings.config import Config, rule_enabled
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.fast_parse import parse_module
 from compile_lint.linter.fix_rendering import FixBuilder
 from compile_lint.linter.positions import Anchor, NodePositions, RenderCache
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, read_source
 from compile_lint.linter.suppressions import without_suppressed
-from compile_lint.linter.versions import holds_for, target_torch_version
+from compile_lint.settings.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
 

@@ -9,9 +9,9 @@ import libcst as cst
 
 from compile_lint.analysis.imports import ImportMap
 from compile_lint.analysis.walk import children
-from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.core.diagnostics import Edit, Fix
 from compile_lint.linter.positions import render_at
-from compile_lint.linter.text_offsets import line_and_column, line_starts, split_lines
+from compile_lint.core.text_offsets import line_and_column, line_starts, split_lines
 
 if TYPE_CHECKING:
     from compile_lint.linter.positions import Anchor, NodePositions

@@ -19,7 +19,7 @@ import os
 from typing import Any, Iterator, Sequence
 
 from compile_lint import __version__
-from compile_lint.linter.config import Config, ConfigError, load_config
+from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text, may_hold_regions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX

@@ -32,7 +32,7 @@ from libcst._nodes.internal import CodegenState  # what Module.code_for_node ren
 from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from compile_lint.linter.text_offsets import line_and_column, line_starts
+from compile_lint.core.text_offsets import line_and_column, line_starts
 
 # (start line 1-based, start column 0-based, end line, end column), as libcst's CodeRange.
 Span = tuple[int, int, int, int]

@@ -9,7 +9,7 @@ import urllib.parse
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import Diagnostic
 
 FORMATS = ("text", "concise", "json", "github", "sarif")
 

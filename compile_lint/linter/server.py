@@ -30,14 +30,14 @@ from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.autofix.apply import fix_text, is_applicable
-from compile_lint.linter.config import Config, ConfigError, load_config
-from compile_lint.linter.diagnostics import Diagnostic, Edit
+from compile_lint.settings.config import Config, ConfigError, load_config
+from compile_lint.core.diagnostics import Diagnostic, Edit
 from compile_lint.linter.docs import graph_break_url
 from compile_lint.linter.engine import SYNTAX_ERROR_CODE, LintCancelled, lint_text
 from compile_lint.linter.incremental import IncrementalParser
 from compile_lint.linter.positions import RenderCache
 from compile_lint.linter.suppressions import add_noqa
-from compile_lint.linter.text_offsets import split_lines
+from compile_lint.core.text_offsets import split_lines
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"

@@ -27,8 +27,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from compile_lint.linter.diagnostics import Diagnostic
-from compile_lint.linter.text_offsets import split_lines
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.core.text_offsets import split_lines
 
 _DIRECTIVE = re.compile(r"#\s*noqa", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.linter.diagnostics import CODE_PREFIX
+from compile_lint.core.diagnostics import CODE_PREFIX
 
 if TYPE_CHECKING:
     from compile_lint.analysis.context import FileContext

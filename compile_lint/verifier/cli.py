@@ -9,8 +9,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from compile_lint.linter.config import ConfigError, load_config
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.settings.config import ConfigError, load_config
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.reporters import FORMATS, render
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines

@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import Diagnostic
 
 RUNTIME_BREAK = ("JIT900", "runtime-graph-break", "break")
 RUNTIME_RECOMPILE = ("JIT901", "runtime-recompile", "recompile")

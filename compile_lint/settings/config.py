@@ -13,7 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from compile_lint.linter.diagnostics import CODE_PREFIX
+from compile_lint.core.diagnostics import CODE_PREFIX
 from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 
 DEFAULT_EXCLUDE = (
@@ -299,7 +299,7 @@ def _toml_value(value: Any) -> str:
 
 def describe_settings(config: Config) -> str:
     """The resolved settings as `[tool.compile-lint]` TOML, each with where it came from."""
-    from compile_lint.linter.versions import installed_torch_version
+    from compile_lint.settings.versions import installed_torch_version
 
     lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.root)}",
              "[tool.compile-lint]"]
