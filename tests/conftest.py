@@ -15,7 +15,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from compile_lint.analysis.context import FileContext
+from compile_lint.analysis.file.context import FileContext
 
 # The suite's temp files (pytest's tmp_path dirs, Inductor's kernels and precompiled headers,
 # which torch puts under the temp dir whatever TORCHINDUCTOR_CACHE_DIR says) all go into one

@@ -3,7 +3,7 @@
 import libcst as cst
 import pytest
 
-from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.kinds.facts import Kind
 
 from conftest import make_context
 

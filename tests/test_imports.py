@@ -2,7 +2,7 @@
 
 import libcst as cst
 
-from compile_lint.analysis.imports import ImportMap
+from compile_lint.analysis.syntax.imports import ImportMap
 
 from conftest import make_context
 

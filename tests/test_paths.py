@@ -10,7 +10,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from compile_lint.analysis.paths import BOTH, INFERENCE, NEVER, TRAINING
+from compile_lint.analysis.file.paths import BOTH, INFERENCE, NEVER, TRAINING
 from compile_lint.settings.config import Config, ConfigError, parse_config
 from compile_lint.linter.engine import lint_text
 from conftest import assert_findings_json, make_context, run_cli

@@ -14,11 +14,11 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.analysis.context import FileContext
-from compile_lint.analysis.paths import NEVER, condition_text, only_mode
-from compile_lint.analysis.regions import is_imported_module_class
-from compile_lint.analysis.symbols import SymbolIndex
-from compile_lint.analysis.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
+from compile_lint.analysis.file.context import FileContext
+from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.file.regions import is_imported_module_class
+from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
 from compile_lint.settings.config import Config, rule_enabled
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.fast_parse import parse_module

@@ -28,8 +28,8 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from compile_lint.analysis.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
-from compile_lint.analysis.symbols import dotted_parts as _dotted, relative_name
+from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
+from compile_lint.analysis.project.symbols import dotted_parts as _dotted, relative_name
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule

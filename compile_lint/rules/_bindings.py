@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.imports import dotted_name
+from compile_lint.analysis.syntax.imports import dotted_name
 
 if TYPE_CHECKING:
-    from compile_lint.analysis.context import FileContext
+    from compile_lint.analysis.file.context import FileContext
 
 
 def call_name(context: "FileContext", call: cst.Call) -> Optional[str]:

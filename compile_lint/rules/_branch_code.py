@@ -13,8 +13,8 @@ from typing import Optional, Sequence, Union
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import iter_nodes
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 from compile_lint.rules._conditions import TensorCondition
 from compile_lint.rules._fixes import is_side_effect_free, spell

@@ -14,10 +14,10 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind, annotation_kind
-from compile_lint.analysis.regions import predicate_sense
+from compile_lint.analysis.kinds.facts import Kind, annotation_kind
+from compile_lint.analysis.file.regions import predicate_sense
 from compile_lint.rules._hazards import is_bool_expression
-from compile_lint.rules._tensor_methods import TENSOR_METHODS
+from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS
 from compile_lint.rules.base import Rule
 
 

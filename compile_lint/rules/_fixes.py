@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.regions import is_compiling_helper
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.file.regions import is_compiling_helper
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.base import FixPlan
 
 if TYPE_CHECKING:
-    from compile_lint.analysis.context import FileContext
+    from compile_lint.analysis.file.context import FileContext
 def spell(context: "FileContext", qualified: str) -> tuple[str, tuple[str, ...]]:
     """How to write `qualified` (e.g. "torch.where") in this file, and imports it needs."""
     local = context.imports.local_name_for(qualified)

@@ -15,9 +15,9 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.imports import dotted_name
-from compile_lint.analysis.walk import iter_nodes
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.imports import dotted_name
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.rules._fixes import is_side_effect_free
 from compile_lint.rules.base import Rule
 

@@ -28,8 +28,8 @@ from typing import Optional, Sequence, Union
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import iter_nodes
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.rules._branch_code import (
     NO_WHILE_FIX,
     WHERE_NOTE,

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.rules._branch_code import (
     LOOP_NOTE,
     Arms,

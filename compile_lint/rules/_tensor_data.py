@@ -9,9 +9,9 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind, annotation_kind, returned_values
-from compile_lint.analysis.imports import dotted_name
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.kinds.facts import Kind, annotation_kind, returned_values
+from compile_lint.analysis.syntax.imports import dotted_name
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules._conditions import data_dependent
 from compile_lint.rules._syntax import class_method
 from compile_lint.rules.base import Rule

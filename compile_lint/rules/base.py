@@ -12,7 +12,7 @@ import libcst as cst
 from compile_lint.core.diagnostics import CODE_PREFIX
 
 if TYPE_CHECKING:
-    from compile_lint.analysis.context import FileContext
+    from compile_lint.analysis.file.context import FileContext
 
 __all__ = ["CODE_PREFIX", "Example", "FixPlan", "Finding", "Invalid", "Rule", "Valid"]
 

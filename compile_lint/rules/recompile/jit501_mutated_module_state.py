@@ -7,8 +7,8 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import iter_nodes, visit, walk
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import iter_nodes, visit, walk
 from compile_lint.rules._fixes import spell
 from compile_lint.rules._syntax import int_literal, self_attribute
 from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid

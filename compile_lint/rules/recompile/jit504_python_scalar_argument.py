@@ -6,8 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules._fixes import spell
 from compile_lint.rules._specializing import specialized_arguments
 from compile_lint.rules._syntax import all_params, annotation_name, argument_for

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.rules._linearise import ElifTracker, linearise_data_read

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
 from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.rules._linearise import ElifTracker, linearise_data_read

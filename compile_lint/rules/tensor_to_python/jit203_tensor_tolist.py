@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import walk
+from compile_lint.analysis.syntax.walk import walk
 from compile_lint.rules._tensor_data import (
     NOT_ARRAYS,
     method_call,

@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import WHITESPACE_TYPES, walk
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, walk
 
 # The node types the index keeps; everything module-wide is answered from these.
 INDEXED_TYPES = (cst.Call, cst.Assign, cst.AnnAssign, cst.FunctionDef, cst.Decorator, cst.For)

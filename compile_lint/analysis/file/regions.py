@@ -19,9 +19,9 @@ from typing import Iterable, Iterator, Mapping, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.imports import ImportMap, dotted_name
-from compile_lint.analysis.symbols import SymbolIndex
-from compile_lint.analysis.walk import WHITESPACE_TYPES, visit, walk
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
+from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile", "torch._dynamo.optimize"})
 # `torch.jit.ignore` / `torch.jit.unused` only affect TorchScript: Dynamo traces such

@@ -18,7 +18,7 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.analysis.callees import parameters_passed, passed_argument
+from compile_lint.analysis.file.callees import parameters_passed, passed_argument
 
 Modes = frozenset
 TRAINING = "training"

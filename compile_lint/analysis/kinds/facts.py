@@ -14,11 +14,11 @@ from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.callees import Callees, parameters_passed, passed_argument
-from compile_lint.analysis.imports import ImportMap, dotted_name
-from compile_lint.analysis.reaching import Binding, ReachingBindings, target_bindings
-from compile_lint.analysis.regions import Regions
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.file.callees import Callees, parameters_passed, passed_argument
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
+from compile_lint.analysis.file.reaching import Binding, ReachingBindings, target_bindings
+from compile_lint.analysis.file.regions import Regions
+from compile_lint.analysis.syntax.walk import visit
 
 
 class Kind(enum.Enum):

@@ -17,7 +17,7 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.analysis.walk import code_children
+from compile_lint.analysis.syntax.walk import code_children
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.syntax.walk import visit
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 

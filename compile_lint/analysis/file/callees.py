@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.imports import ImportMap
+from compile_lint.analysis.syntax.imports import ImportMap
 
 _CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList",
                          "torch.nn.modules.container.Sequential"})

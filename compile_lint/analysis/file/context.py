@@ -12,14 +12,14 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from compile_lint.analysis import module_facts
-from compile_lint.analysis.facts import AssignedValue, Facts, Kind
-from compile_lint.analysis.imports import ImportMap, dotted_name
-from compile_lint.analysis.module_index import ModuleIndex
-from compile_lint.analysis.paths import PathModes
-from compile_lint.analysis.regions import Regions, find_regions, predicate_sense
-from compile_lint.analysis.symbols import SymbolIndex
-from compile_lint.analysis.walk import children, visit
+from compile_lint.analysis.file import module_facts
+from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
+from compile_lint.analysis.file.module_index import ModuleIndex
+from compile_lint.analysis.file.paths import PathModes
+from compile_lint.analysis.file.regions import Regions, find_regions, predicate_sense
+from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.walk import children, visit
 
 
 def dependency_context(
