@@ -88,7 +88,7 @@ def changed_lines(original: str, fixed: str) -> set[int]:
 
 def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     """Lint and fix one copied file in place; None when it has no finding."""
-    from compile_lint.autofix.apply import fix_text
+    from compile_lint.fixes.apply import fix_text
     from compile_lint.settings.config import Config
     from compile_lint.linter.engine import lint_text
     from compile_lint.linter.source import read_source

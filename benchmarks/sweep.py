@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import libcst as cst  # noqa: E402
 
 from compile_lint import __version__  # noqa: E402
-from compile_lint.autofix.apply import fix_text  # noqa: E402
+from compile_lint.fixes.apply import fix_text  # noqa: E402
 from compile_lint.settings.config import Config  # noqa: E402
 from compile_lint.linter.engine import lint_text  # noqa: E402
 from compile_lint.linter.source import SourceError, read_source  # noqa: E402

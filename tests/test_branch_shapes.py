@@ -20,7 +20,7 @@ import tempfile
 import pytest
 from conftest import case_id, example_cases
 
-from compile_lint.autofix.apply import fix_text
+from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
 from compile_lint.linter.engine import lint_text
 

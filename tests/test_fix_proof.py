@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import case_id, example_cases, only
 
-from compile_lint.autofix.apply import fix_text
+from compile_lint.fixes.apply import fix_text
 
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import load_module_from_source, probe_example, resolve_entry  # noqa: E402

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from lsp_client import TIMEOUT, LspClient
 
-from compile_lint.autofix.apply import fix_text
-from compile_lint.autofix.edits import apply_fixes
+from compile_lint.fixes.apply import fix_text
+from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Edit, Fix
 from compile_lint.linter.engine import LintCancelled, lint_text

@@ -200,7 +200,7 @@ def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
 
 def _fix_one(job: FixJob) -> FileOutcome:
     """Fix one file to a fixed point (with --verify, keeping only fixes the verifier confirms)."""
-    from compile_lint.autofix.apply import fix_file
+    from compile_lint.fixes.apply import fix_file
 
     accept = None
     if job.verify:
@@ -247,7 +247,7 @@ def _map(function, items: list, jobs: int, description: str = "Linting", shared=
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
         return list(track((call(item) for item in items), len(items), description))
     # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
-    import compile_lint.autofix.apply  # noqa: F401
+    import compile_lint.fixes.apply  # noqa: F401
     from compile_lint.linter.engine import warm_up
 
     warm_up()
@@ -495,7 +495,7 @@ def _emit(args: argparse.Namespace, text: str) -> None:
 
 def _check_stdin(args: argparse.Namespace, config: Config) -> int:
     """Lint (or fix) source read from stdin, named --stdin-filename; --fix writes the result to stdout."""
-    from compile_lint.autofix.apply import fix_text
+    from compile_lint.fixes.apply import fix_text
     from compile_lint.linter.engine import lint_text
     from compile_lint.linter.source import SourceError, decode_source
 

@@ -22,7 +22,7 @@ from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, con
 from compile_lint.settings.config import Config, rule_enabled
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.fast_parse import parse_module
-from compile_lint.linter.fix_rendering import FixBuilder
+from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.linter.positions import Anchor, NodePositions, RenderCache
 from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.linter.source import SourceError, SourceFile, read_source

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.autofix.apply import fix_text, is_applicable
+from compile_lint.fixes.apply import fix_text, is_applicable
 from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic, Edit
 from compile_lint.linter.docs import graph_break_url

@@ -9,22 +9,25 @@ checks that keep it meaning-preserving (`_hazards`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.rules._branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
-from compile_lint.rules._conditions import TensorCondition
-from compile_lint.rules._fixes import is_side_effect_free, spell
-from compile_lint.rules._hazards import (
+from compile_lint.fixes.branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
+from compile_lint.fixes.conditions import TensorCondition
+from compile_lint.fixes.guards import is_side_effect_free, spell
+from compile_lint.fixes.hazards import (
     ShapeModel,
     dtype_changes,
     names_read,
     untaken_arm_hazard,
 )
-from compile_lint.rules.base import FixPlan, Rule
+from compile_lint.fixes.plan import FixPlan
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
 
 WHERE_NOTE = "both branches are computed"
 UNUSED_NUMBER = ("the number is used beyond tensor arithmetic (as a size, an index, in Python control "

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.base import FixPlan, Rule
+from compile_lint.fixes.plan import FixPlan
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
 
 SCALAR_CONFIG_NOTE = (
     "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "

@@ -24,13 +24,13 @@ The parts these rewrites are built from live in `_branch_code`.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.rules._branch_code import (
+from compile_lint.fixes.branch_code import (
     NO_WHILE_FIX,
     WHERE_NOTE,
     Arms,
@@ -54,13 +54,13 @@ from compile_lint.rules._branch_code import (
     short_code,
     tensor_before,
 )
-from compile_lint.rules._conditions import (
+from compile_lint.fixes.conditions import (
     TensorCondition,
     certain_tensor,
     tensor_condition,
 )
-from compile_lint.rules._fixes import GUARD_PREDICATE, is_side_effect_free
-from compile_lint.rules._hazards import (
+from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free
+from compile_lint.fixes.hazards import (
     ShapeModel,
     data_reads,
     dtype_changes,
@@ -68,11 +68,14 @@ from compile_lint.rules._hazards import (
     stateful_argument,
     untaken_arm_hazard,
 )
-from compile_lint.rules._skipped_work import (
+from compile_lint.fixes.skipped_work import (
     flag_consumer,
     skip_rest_of_loop,
 )
-from compile_lint.rules.base import FixPlan, Rule
+from compile_lint.fixes.plan import FixPlan
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
 
 # ----- the shapes -------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from compile_lint.autofix.edits import apply_fixes
+from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.linter.engine import lint_text

@@ -9,12 +9,12 @@ hooks).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.rules._branch_code import (
+from compile_lint.fixes.branch_code import (
     LOOP_NOTE,
     Arms,
     Builder,
@@ -34,14 +34,17 @@ from compile_lint.rules._branch_code import (
     short_code,
     tensor_before,
 )
-from compile_lint.rules._conditions import TensorCondition
-from compile_lint.rules._fixes import is_side_effect_free
-from compile_lint.rules._hazards import (
+from compile_lint.fixes.conditions import TensorCondition
+from compile_lint.fixes.guards import is_side_effect_free
+from compile_lint.fixes.hazards import (
     names_read,
     stateful_argument,
     untaken_arm_hazard,
 )
-from compile_lint.rules.base import Rule
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
+
 
 # ----- loops -----------------------------------------------------------------------------------
 

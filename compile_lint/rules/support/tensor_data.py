@@ -12,8 +12,8 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind, annotation_kind, returned_values
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules._conditions import data_dependent
-from compile_lint.rules._syntax import class_method
+from compile_lint.fixes.conditions import data_dependent
+from compile_lint.rules.support.syntax import class_method
 from compile_lint.rules.base import Rule
 
 # Receivers that are certainly not a tensor or an array: `.item()` on them is not ours.

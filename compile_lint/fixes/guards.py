@@ -9,7 +9,7 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import is_compiling_helper
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.base import FixPlan
+from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext

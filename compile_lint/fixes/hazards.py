@@ -11,15 +11,18 @@ calls that mutate (in-place ops, `self.x = ...`, a cache passed to a layer).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.rules._fixes import is_side_effect_free
-from compile_lint.rules.base import Rule
+from compile_lint.fixes.guards import is_side_effect_free
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
+
 
 # ----- shapes -----------------------------------------------------------------------------
 

@@ -10,15 +10,17 @@ keeping values read into Python as tensors (`t.item() < c` -> `t < c`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind, annotation_kind
 from compile_lint.analysis.file.regions import predicate_sense
-from compile_lint.rules._hazards import is_bool_expression
+from compile_lint.fixes.hazards import is_bool_expression
 from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS
-from compile_lint.rules.base import Rule
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
 
 
 def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
