@@ -55,7 +55,6 @@ from typing import Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
 
 from sweep_probe import from_ranges  # noqa: E402
 

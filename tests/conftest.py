@@ -1,4 +1,8 @@
-"""Shared helpers: run the real CLI in a subprocess, parse snippets into a FileContext."""
+"""Shared helpers: run the real CLI in a subprocess, real files to lint, JSON reports checked against the schema.
+
+The helpers a rule author needs (example cases, flagged lines, a FileContext over a
+snippet, fix proofs) are public: `compile_lint.testing`.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 
-import libcst as cst
 import pytest
 
-from compile_lint.analysis.file.context import FileContext
 
 # The suite's temp files (pytest's tmp_path dirs, Inductor's kernels and precompiled headers,
 # which torch puts under the temp dir whatever TORCHINDUCTOR_CACHE_DIR says) all go into one
@@ -82,39 +83,6 @@ def real_files(count: int) -> list[str]:
     found += sorted(glob.glob(os.path.join(corpus, "**", "*.py"), recursive=True))
     random.Random(9).shuffle(found)
     return found[:count]
-
-
-def make_context(code: str, path: str = "m.py") -> FileContext:
-    """A FileContext over dedented `code`."""
-    return FileContext(path, cst.parse_module(textwrap.dedent(code)))
-
-
-def example_cases(kind: str, predicate=lambda rule, example: True) -> list:
-    """(rule, index, example) for every rule's `kind` ("invalid"/"valid") examples that pass `predicate`."""
-    from compile_lint.rules import ALL_RULES
-
-    return [(rule, index, example) for rule in ALL_RULES for index, example in enumerate(getattr(rule, kind))
-            if predicate(rule, example)]
-
-
-def case_id(case) -> str:
-    """`JIT101-0`: the rule's code and the example's index, for test ids."""
-    rule, index, _ = case
-    return f"{rule.code}-{index}"
-
-
-def only(rule):
-    """A configuration that runs `rule` alone."""
-    from compile_lint.settings.config import Config
-
-    return Config(select=(rule.code,))
-
-
-def flagged_lines(rule, code: str) -> list[int]:
-    """The lines `rule` alone flags in `code`."""
-    from compile_lint.linter.engine import lint_text
-
-    return sorted({d.line for d in lint_text(code, "example.py", only(rule)) if d.code == rule.code})
 
 
 def reported_gb_types(result) -> set[str]:

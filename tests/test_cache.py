@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from compile_lint.linter import cache
+from compile_lint.engine import cache
 from compile_lint.settings.config import Config
 from conftest import BREAKING_GATE, assert_findings_json, run_cli
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from compile_lint.linter.cli import explain, main
+from compile_lint.frontends.cli import explain, main
 from compile_lint.core.codes import OTHER_CODES
 from compile_lint.core.diagnostics import RULES_PAGE
 from compile_lint.rules import ALL_RULES

@@ -3,7 +3,7 @@
 import os
 
 from compile_lint.settings.config import Config
-from compile_lint.linter.files import discover
+from compile_lint.engine.files import discover
 
 
 def _tree(root, files):

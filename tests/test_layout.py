@@ -27,13 +27,14 @@ FAMILIES = {
 # A module may import only from its own layer or a layer listed after it. `compile_lint`
 # itself (the version) is below every layer.
 LAYERS = [
-    ("frontends", ("compile_lint.frontends.", "compile_lint.__main__.",
-                   "compile_lint.linter.cli.", "compile_lint.linter.server.", "compile_lint.linter.flake8_plugin.")),
+    # What rule authors test with: examples, flagged lines, fix proofs (the verifier's probe, lazily).
+    ("testing helpers", "compile_lint.testing."),
+    ("frontends", ("compile_lint.frontends.", "compile_lint.__main__.")),
     ("verifier", "compile_lint.verifier."),
-    ("reporters", ("compile_lint.reporters.", "compile_lint.linter.reporters.")),
+    ("reporters", "compile_lint.reporters."),
     # The fix-point loop re-lints what it fixed: it sits on the engine, unlike the rest of fixes/.
-    ("the fix loop", ("compile_lint.fixes.apply.", "compile_lint.autofix.")),
-    ("engine", ("compile_lint.engine.", "compile_lint.linter.")),
+    ("the fix loop", "compile_lint.fixes.apply."),
+    ("engine", "compile_lint.engine."),
     # Settings name rules (codes are checked against the rule files), so they sit above them.
     ("settings", "compile_lint.settings."),
     ("rules", "compile_lint.rules."),
@@ -143,13 +144,15 @@ def test_no_import_cycles_between_modules():
     assert not cycle, " -> ".join(cycle)
 
 
-def test_rules_read_only_the_public_analysis_api():
-    private_use = re.compile(r"\b(?:context|facts|regions|imports|module_index)\.(_[a-z]\w*)")
+def test_rules_and_fixes_read_only_the_public_analysis_api():
+    """No `context._x`, `context.facts._x`, `symbols._x`, ... and no `from ... import _x` of the package."""
+    private_use = re.compile(r"\b(?:context|facts|regions|imports|module_index|symbols|paths)\.(_[a-z]\w*)")
+    private_import = re.compile(r"^\s*from compile_lint[\w.]* import .*\b_[a-z]\w*")
     offenders = []
     for module, path in MODULES.items():
-        if module.startswith("compile_lint.rules."):
+        if module.startswith(("compile_lint.rules.", "compile_lint.fixes.")):
             for number, line in enumerate(open(path, encoding="utf-8"), 1):
-                if private_use.search(line):
+                if private_use.search(line) or private_import.search(line):
                     offenders.append(f"{path}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
 

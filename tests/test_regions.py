@@ -1,8 +1,8 @@
 """Regions: exactly the functions torch.compile traces."""
 
 import pytest
-from conftest import make_context
 
+from compile_lint.testing import make_context
 from compile_lint.analysis.file.regions import may_call_compile
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
-from compile_lint.linter.engine import lint_text
+from compile_lint.engine.lint import lint_text
 
 HEADER = (
     "import numpy as np\nimport torch\nfrom torch import nn\n\n\n"

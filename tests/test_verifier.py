@@ -22,7 +22,7 @@ def run_cli(*args, cwd=ROOT, timeout=600):
 
 
 def test_without_torch_the_command_says_how_to_install():
-    code = ("import sys; sys.modules['torch'] = None; from compile_lint.linter.cli import main; "
+    code = ("import sys; sys.modules['torch'] = None; from compile_lint.frontends.cli import main; "
             "sys.exit(main(['verify', 'model.py:make']))")
     env = dict(os.environ, PYTHONPATH=ROOT)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -78,7 +78,7 @@ def test_verify_reports_breaks_and_recompiles_at_their_lines_and_confirms_static
     assert clean["analysis"]["recompiles"] == [] and clean["analysis"]["fullgraph_error"] is None
     assert clean["analysis"]["comparison"]["equal"]
 
-    from compile_lint.linter.reporters import render
+    from compile_lint.reporters.formats import render
     from compile_lint.verifier.report import runtime_diagnostics
 
     runtime = [d for r in results for d in runtime_diagnostics(r)]

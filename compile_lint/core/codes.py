@@ -32,7 +32,7 @@ OTHER_CODES: tuple[OtherCode, ...] = (
         "parser reports the error.\n\n"
         "Instead: fix the syntax error (`python -m py_compile FILE` shows the same one). A file\n"
         "nested too deeply to analyse is reported at line 1: split the expression.",
-        "compile_lint/linter/engine.py",
+        "compile_lint/engine/lint.py",
     ),
     OtherCode(
         "JIT900", "runtime-graph-break", "break",

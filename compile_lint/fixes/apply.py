@@ -10,8 +10,8 @@ import libcst as cst
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.linter.engine import lint_text
-from compile_lint.linter.source import SourceError, read_source, write_atomically
+from compile_lint.engine.lint import lint_text
+from compile_lint.engine.source import SourceError, read_source, write_atomically
 
 MAX_ROUNDS = 10
 

@@ -14,7 +14,7 @@ from compile_lint.analysis.syntax.codegen import render_at
 from compile_lint.core.text_offsets import line_and_column, line_starts, split_lines
 
 if TYPE_CHECKING:
-    from compile_lint.linter.positions import Anchor, NodePositions
+    from compile_lint.engine.positions import Anchor, NodePositions
 
 
 class _Replace(cst.CSTTransformer):

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from compile_lint.settings.config import ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.linter.reporters import FORMATS, render
+from compile_lint.reporters.formats import FORMATS, render
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
 from compile_lint.verifier.targets import TargetError, missing_target, parse_target
@@ -80,7 +80,7 @@ def make_request(target: str, args: argparse.Namespace) -> dict:
 
 def static_findings(files: set[str], config) -> tuple[list[Diagnostic], dict[str, str]]:
     """The linter's findings for the files the targets ran, keyed by display path."""
-    from compile_lint.linter.engine import lint_file
+    from compile_lint.engine.api import lint_file
 
     diagnostics, sources = [], {}
     for path in sorted(files):
@@ -88,8 +88,8 @@ def static_findings(files: set[str], config) -> tuple[list[Diagnostic], dict[str
             continue
         result = lint_file(path, config)
         diagnostics.extend(result.diagnostics)
-        if result.source is not None:
-            sources[path] = result.source.text
+        if result.error is None:
+            sources[path] = result.text
     return diagnostics, sources
 
 

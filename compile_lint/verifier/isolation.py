@@ -11,7 +11,7 @@ import tempfile
 from typing import Optional
 
 import compile_lint
-from compile_lint.linter.cache import user_cache_dir
+from compile_lint.engine.cache import user_cache_dir
 
 DEFAULT_TIMEOUT_S = 600.0
 

@@ -20,7 +20,8 @@ from typing import Any, Iterator, Sequence
 
 from compile_lint import __version__
 from compile_lint.settings.config import Config, ConfigError, load_config
-from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text, may_hold_regions
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, lint_source
+from compile_lint.engine.lint import may_hold_regions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX
 
@@ -97,7 +98,7 @@ class CompileLintPlugin:
             mode=project.mode,
             root=project.root,
         )
-        for diagnostic in lint_text(text, self.filename, config, noqa=self._noqa):
+        for diagnostic in lint_source(text, self.filename, config, noqa=self._noqa).diagnostics:
             if diagnostic.code == SYNTAX_ERROR_CODE:
                 continue
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)

@@ -84,7 +84,7 @@ def _artifact_uri(path: str) -> str:
 
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """SARIF 2.1.0, one run, with a rule entry per code that appears."""
-    from compile_lint.linter.docs import graph_break_url
+    from compile_lint.reporters.docs import graph_break_url
     from compile_lint.rules import RULES_BY_CODE
 
     codes = sorted({d.code for d in diagnostics})

@@ -32,11 +32,11 @@ from compile_lint import __version__
 from compile_lint.fixes.apply import fix_text, is_applicable
 from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic, Edit
-from compile_lint.linter.docs import graph_break_url
-from compile_lint.linter.engine import SYNTAX_ERROR_CODE, LintCancelled, lint_text
-from compile_lint.linter.incremental import IncrementalParser
-from compile_lint.linter.positions import RenderCache
-from compile_lint.linter.suppressions import add_noqa
+from compile_lint.reporters.docs import graph_break_url
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, LintCancelled, lint_source
+from compile_lint.engine.incremental import IncrementalParser
+from compile_lint.engine.positions import RenderCache
+from compile_lint.engine.suppressions import add_noqa
 from compile_lint.core.text_offsets import split_lines
 
 SOURCE = "compile-lint"
@@ -301,9 +301,9 @@ def build_server():
     def lint(job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
         state = documents.get(job.uri)
         if state is None:
-            return lint_text(job.text, job.path, job.config, cancelled=cancelled)
-        return lint_text(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
-                         cancelled=cancelled, render_cache=state.renderings)
+            return lint_source(job.text, job.path, job.config, cancelled=cancelled).diagnostics
+        return lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                           cancelled=cancelled, render_cache=state.renderings).diagnostics
 
     def deliver(job: Snapshot, findings: list[Diagnostic]) -> None:
         # On the worker: convert positions for this version's text, then publish on the loop.

@@ -14,9 +14,9 @@ from typing import Optional
 
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.linter.engine import SYNTAX_ERROR_CODE, lint_text
-from compile_lint.linter.source import SourceError, read_source, write_atomically
-from compile_lint.linter.suppressions import add_noqa
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, lint_source
+from compile_lint.engine.source import SourceError, read_source, write_atomically
+from compile_lint.engine.suppressions import add_noqa
 
 
 @dataclass
@@ -41,7 +41,7 @@ def add_noqa_file(job: tuple[str, Config]) -> NoqaFileResult:
         source = read_source(path)
     except SourceError as error:
         return NoqaFileResult(path, error=f"{path}: {error}")
-    findings = lint_text(source.text, path, config)
+    findings = lint_source(source.text, path, config).diagnostics
     unparsable = [d for d in findings if d.code == SYNTAX_ERROR_CODE]
     if unparsable:
         return NoqaFileResult(path, skipped=[(d, "the file does not parse") for d in findings])
@@ -53,7 +53,7 @@ def add_noqa_file(job: tuple[str, Config]) -> NoqaFileResult:
         return NoqaFileResult(path, error=f"{path}: cannot tokenize ({error}); no `# noqa` added")
     if not addition.added:
         return NoqaFileResult(path, skipped=addition.skipped)
-    left = {_position(d) for d in lint_text(addition.text, path, config)}
+    left = {_position(d) for d in lint_source(addition.text, path, config).diagnostics}
     expected = {_position(d) for d, _ in addition.skipped}
     if left != expected:
         return NoqaFileResult(path, error=f"{path}: the added `# noqa` comments would not silence exactly the "

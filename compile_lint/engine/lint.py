@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 import warnings
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
@@ -21,12 +20,11 @@ from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
 from compile_lint.settings.config import Config, rule_enabled
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.linter.fast_parse import parse_module
+from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
-from compile_lint.linter.positions import Anchor, NodePositions, RenderCache
-from compile_lint.linter.prefilter import may_fire, needs_lint, relevant_words
-from compile_lint.linter.source import SourceError, SourceFile, read_source
-from compile_lint.linter.suppressions import without_suppressed
+from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
+from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
+from compile_lint.engine.suppressions import without_suppressed
 from compile_lint.settings.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
@@ -36,16 +34,6 @@ SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
 
 class LintCancelled(Exception):
     """A lint stopped because its host no longer wants the result (a newer version of the text arrived)."""
-
-
-@dataclass
-class FileResult:
-    """What linting one file produced: findings, or a one-line error."""
-
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    error: Optional[str] = None
-    source: Optional[SourceFile] = None
 
 
 def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
@@ -498,13 +486,3 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
     return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)
-
-
-def lint_file(path: str, config: Config) -> FileResult:
-    """Read, decode and lint one file; I/O and decoding problems become `error`."""
-    try:
-        source = read_source(path)
-    except SourceError as error:
-        return FileResult(path=path, error=f"{path}: {error}")
-    return FileResult(path=path, diagnostics=lint_text(source.text, path, config), source=source)
-

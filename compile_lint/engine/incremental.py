@@ -32,8 +32,8 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.linter.fast_parse import parse_module
-from compile_lint.linter.positions import round_trips
+from compile_lint.engine.parse import parse_module
+from compile_lint.engine.positions import round_trips
 
 _FALLBACK_INDENT = " " * 4  # what libcst assumes when a text has no indented block
 _FIRST_BREAK = re.compile(r"\r\n?|\n")

@@ -11,7 +11,7 @@ import os
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from compile_lint import __version__
@@ -19,9 +19,10 @@ from compile_lint.settings.config import (
     MODES, Config, ConfigError, apply_overrides, describe_settings, load_config, validate_codes,
 )
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.linter.files import discover, is_excluded
-from compile_lint.linter.progress import track
-from compile_lint.linter.reporters import FORMATS, render
+from compile_lint.core.results import LintResult
+from compile_lint.engine.files import discover, is_excluded
+from compile_lint.frontends.progress import track
+from compile_lint.reporters.formats import FORMATS, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "verify", "clean", "server")
@@ -134,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
 def explain(code: str) -> Optional[str]:
     """The documentation of `code` (a rule, JIT000 or a verifier finding), or None if there is none."""
     from compile_lint.core.codes import OTHER_CODES_BY_CODE
-    from compile_lint.linter.docs import explain as render_explanation
-    from compile_lint.linter.docs import explain_other
+    from compile_lint.reporters.docs import explain as render_explanation
+    from compile_lint.reporters.docs import explain_other
     from compile_lint.rules import RULES_BY_CODE
 
     rule = RULES_BY_CODE.get(code.upper())
@@ -143,20 +144,6 @@ def explain(code: str) -> Optional[str]:
         return render_explanation(rule)
     other = OTHER_CODES_BY_CODE.get(code.upper())
     return explain_other(other) if other is not None else None
-
-
-@dataclass
-class FileOutcome:
-    """What linting (or fixing) one file produced, as the report needs it."""
-
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # findings left in the file
-    error: Optional[str] = None  # a one-line reason the file could not be linted or fixed
-    text: str = ""  # the file's text (after fixing), kept only when it has findings
-    digest: Optional[str] = None  # the content digest the cache keys on
-    dependencies: tuple[str, ...] = ()  # other files the findings were computed from
-    applied: list[Diagnostic] = field(default_factory=list)  # fixes applied
-    original: str = ""  # the text before fixing, for --diff
 
 
 @dataclass(frozen=True)
@@ -178,27 +165,28 @@ class LintSettings:
     cache_root: Optional[str] = None  # write each file's findings to this cache, if set
 
 
-def _lint_one(path: str, settings: LintSettings) -> FileOutcome:
+def _lint_one(path: str, settings: LintSettings) -> LintResult:
     """Lint one file and cache its findings (in a worker process when there are many)."""
-    from compile_lint.linter.cache import LintCache, content_digest
-    from compile_lint.linter.engine import lint_text, symbol_index
-    from compile_lint.linter.source import SourceError, decode_source, read_bytes
+    from compile_lint.engine.api import lint_source
+    from compile_lint.engine.cache import LintCache, content_digest
+    from compile_lint.engine.source import SourceError, decode_source, read_bytes
 
     try:
         data = read_bytes(path)
         source = decode_source(data, path)
     except SourceError as error:
-        return FileOutcome(path, error=f"{path}: {error}")
-    diagnostics = lint_text(source.text, path, settings.config)
-    digest = content_digest(path, data)
-    dependencies = tuple(sorted(symbol_index(settings.config).dependencies(path)))
+        return LintResult(path, error=f"{path}: {error}")
+    result = lint_source(source.text, path, settings.config)
+    result.digest = content_digest(path, data)
     if settings.cache_root is not None:
-        LintCache.for_run(settings.cache_root, settings.config).put(path, digest, diagnostics, dependencies)
-    return FileOutcome(path, diagnostics, text=source.text if diagnostics else "", digest=digest,
-                       dependencies=dependencies)
+        LintCache.for_run(settings.cache_root, settings.config).put(path, result.digest, result.diagnostics,
+                                                                    result.dependencies)
+    if not result.diagnostics:
+        result.text = ""  # the text is kept only for the report of a file with findings
+    return result
 
 
-def _fix_one(job: FixJob) -> FileOutcome:
+def _fix_one(job: FixJob) -> LintResult:
     """Fix one file to a fixed point (with --verify, keeping only fixes the verifier confirms)."""
     from compile_lint.fixes.apply import fix_file
 
@@ -210,8 +198,8 @@ def _fix_one(job: FixJob) -> FileOutcome:
     result = fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, accept=accept)
     outcome = result.outcome
     if outcome is None:
-        return FileOutcome(job.path, error=result.error)
-    return FileOutcome(job.path, outcome.remaining, result.error, text=outcome.text,
+        return LintResult(job.path, error=result.error)
+    return LintResult(job.path, outcome.remaining, result.error, text=outcome.text,
                        applied=outcome.applied, original=result.original)
 
 
@@ -248,7 +236,7 @@ def _map(function, items: list, jobs: int, description: str = "Linting", shared=
         return list(track((call(item) for item in items), len(items), description))
     # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
     import compile_lint.fixes.apply  # noqa: F401
-    from compile_lint.linter.engine import warm_up
+    from compile_lint.engine.lint import warm_up
 
     warm_up()
 
@@ -268,13 +256,13 @@ def _map(function, items: list, jobs: int, description: str = "Linting", shared=
         gc.unfreeze()
 
 
-def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[FileOutcome]:
+def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
     """The outcome for each file, in the order given, from the cache where it can."""
-    from compile_lint.linter.cache import LintCache, cache_root, content_digest
-    from compile_lint.linter.source import SourceError, decode_source, read_bytes
+    from compile_lint.engine.cache import LintCache, cache_root, content_digest
+    from compile_lint.engine.source import SourceError, decode_source, read_bytes
 
     cache = LintCache.for_run(cache_root(config), config) if use_cache else None
-    outcomes: list[FileOutcome] = []
+    outcomes: list[LintResult] = []
     misses = []
     for path in files:
         if cache is None:
@@ -296,7 +284,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
             except SourceError:
                 misses.append(path)
                 continue
-        outcomes.append(FileOutcome(path, cached, text=text))
+        outcomes.append(LintResult(path, cached, text=text))
     settings = LintSettings(config, cache.root if cache is not None else None)
     outcomes.extend(_map(_lint_one, _by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
@@ -431,7 +419,7 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
     return None
 
 
-def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[FileOutcome]:
+def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
     fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
     # Verification runs the user's code in a subprocess per target: one file at a time.
     return _map(_fix_one, fix_jobs, 1 if args.verify else jobs, "Fixing")
@@ -442,7 +430,7 @@ def _unified_diff(path: str, before: str, after: str) -> str:
                                         fromfile=path, tofile=path))
 
 
-def _report_diff(outcomes: Sequence[FileOutcome], errors: Sequence[str], args: argparse.Namespace) -> tuple[str, int]:
+def _report_diff(outcomes: Sequence[LintResult], errors: Sequence[str], args: argparse.Namespace) -> tuple[str, int]:
     """What --fix would change, as a unified diff (written nowhere else), and the exit code."""
     fixed = sum(len(outcome.applied) for outcome in outcomes)
     diff = "".join(_unified_diff(o.path, o.original, o.text) for o in outcomes if o.applied)
@@ -454,7 +442,7 @@ def _report_diff(outcomes: Sequence[FileOutcome], errors: Sequence[str], args: a
 
 
 def _report(
-    outcomes: Sequence[FileOutcome], errors: Sequence[str], files: Sequence[str], args: argparse.Namespace
+    outcomes: Sequence[LintResult], errors: Sequence[str], files: Sequence[str], args: argparse.Namespace
 ) -> tuple[str, int]:
     """The findings (or their statistics) and the summary, and the exit code."""
     diagnostics = sorted((d for outcome in outcomes for d in outcome.diagnostics), key=Diagnostic.sort_key)
@@ -495,9 +483,9 @@ def _emit(args: argparse.Namespace, text: str) -> None:
 
 def _check_stdin(args: argparse.Namespace, config: Config) -> int:
     """Lint (or fix) source read from stdin, named --stdin-filename; --fix writes the result to stdout."""
+    from compile_lint.engine.api import lint_source
+    from compile_lint.engine.source import SourceError, decode_source
     from compile_lint.fixes.apply import fix_text
-    from compile_lint.linter.engine import lint_text
-    from compile_lint.linter.source import SourceError, decode_source
 
     name = args.stdin_filename or STDIN
     data = sys.stdin.buffer.read()
@@ -513,12 +501,12 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
             sys.stdout.buffer.write(data)  # never swallow the user's text
         return EXIT_ERROR
     if not (args.fix or args.diff):
-        outcome = FileOutcome(name, lint_text(source.text, name, config), text=source.text)
+        outcome = lint_source(source.text, name, config)
         report, code = _report([outcome], [], [name], args)
         _emit(args, report)
         return code
     fixed = fix_text(source.text, name, config, unsafe=args.unsafe_fixes)
-    outcome = FileOutcome(name, fixed.remaining, fixed.error, text=fixed.text, applied=fixed.applied,
+    outcome = LintResult(name, fixed.remaining, fixed.error, text=fixed.text, applied=fixed.applied,
                           original=source.text)
     errors = [fixed.error] if fixed.error else []
     for error in errors:
@@ -540,7 +528,7 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
 
 def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: argparse.Namespace, jobs: int) -> int:
     """`--add-noqa`: a directive for every finding; exit 1 when some findings could not get one."""
-    from compile_lint.linter.add_noqa import add_noqa_file
+    from compile_lint.frontends.add_noqa import add_noqa_file
 
     results = _map(add_noqa_file, [(path, config) for path in files], jobs, "Adding noqa")
     errors.extend(result.error for result in results if result.error)
@@ -593,7 +581,7 @@ def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
 
 
 def _show_settings(config: Config) -> int:
-    from compile_lint.linter.cache import cache_root
+    from compile_lint.engine.cache import cache_root
 
     sys.stdout.write(describe_settings(config) + f"# cache: {cache_root(config)}\n")
     return EXIT_CLEAN
@@ -627,7 +615,7 @@ def check(argv: Sequence[str]) -> int:
             _error(problem)
             return EXIT_ERROR
     if args.watch:
-        from compile_lint.linter.watch import missing_dependency, watch
+        from compile_lint.frontends.watch import missing_dependency, watch
 
         problem = missing_dependency()
         if problem:
@@ -640,7 +628,7 @@ def check(argv: Sequence[str]) -> int:
 
 def clean_command(argv: Sequence[str]) -> int:
     """`compile-lint clean`: remove the project's lint cache."""
-    from compile_lint.linter.cache import cache_root, clean
+    from compile_lint.engine.cache import cache_root, clean
 
     parser = argparse.ArgumentParser(prog="compile-lint clean", description=(
         "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory."))
@@ -667,7 +655,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if argv and argv[0] == "clean":
             return clean_command(argv[1:])
         if argv and argv[0] == "server":
-            from compile_lint.linter.server import serve
+            from compile_lint.frontends.server import serve
 
             return serve(argv[1:])
         if argv and argv[0] == "check":
