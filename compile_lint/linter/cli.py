@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",
-                        help="files or directories to lint (default: .); - reads the source from stdin")
+                        help="files or directories to lint (default: .; symlinks to directories inside them are "
+                             "not followed); - reads the source from stdin")
     parser.add_argument("--select", action="append", metavar="CODES",
                         help="comma-separated rule codes or prefixes to enable (replaces the config's)")
     parser.add_argument("--extend-select", action="append", metavar="CODES",

@@ -141,7 +141,10 @@ def discover(paths: list[str], config: Config, errors: Optional[list[str]] = Non
 
     Files named explicitly are linted even when excluded, as in ruff, unless
     `force-exclude` is set: tools that pass every file by name (pre-commit, editors)
-    need it for `exclude` to apply at all.
+    need it for `exclude` to apply at all. A path named explicitly is followed if it is a
+    symlink; below it, links to directories are not (as in ruff: they lead to virtual
+    environments, or back up the tree, and --fix must not write outside the tree it was
+    given), while links to files are linted, and fixed through the link.
     """
     found: dict[str, None] = {}
     for path in paths:
@@ -159,17 +162,14 @@ def discover(paths: list[str], config: Config, errors: Optional[list[str]] = Non
                 errors.append(f"{path}: not a file or directory")
             continue
         stack = _ancestor_gitignores(path) if config.respect_gitignore else []
-        for file in _walk(path, config, stack, set()):
+        for file in _walk(path, config, stack):
             found[file] = None
     return sorted(found)
 
 
-def _walk(directory: str, config: Config, stack: list[GitIgnore], seen: set) -> Iterator[str]:
+def _walk(directory: str, config: Config, stack: list[GitIgnore]) -> Iterator[str]:
+    """Python files below `directory`, not following links to directories."""
     try:
-        real = os.path.realpath(directory)
-        if real in seen:
-            return  # a symlink loop
-        seen = seen | {real}
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
         return
@@ -179,14 +179,16 @@ def _walk(directory: str, config: Config, stack: list[GitIgnore], seen: set) -> 
     for entry in entries:
         path = os.path.normpath(entry.path)
         try:
-            is_dir = entry.is_dir()
+            is_dir = entry.is_dir(follow_symlinks=False)
+            # A link to a directory is skipped whatever its name (a `pkg.py` link to a package too).
+            is_linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
         except OSError:
             continue
-        if is_excluded(path, config):
+        if is_linked_dir or is_excluded(path, config):
             continue
         if stack and _ignored(os.path.abspath(path), is_dir, stack):
             continue
         if is_dir:
-            yield from _walk(path, config, stack, seen)
+            yield from _walk(path, config, stack)
         elif entry.name.endswith(PYTHON_SUFFIXES):
             yield path
