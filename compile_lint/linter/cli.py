@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import gc
 import json
 import multiprocessing
@@ -483,15 +484,41 @@ def _report(
     return "".join(report), EXIT_CLEAN
 
 
-def _emit(args: argparse.Namespace, text: str) -> None:
-    """Write the report to stdout, or to --output-file (its directory made if needed)."""
+def _emit(args: argparse.Namespace, text: str, code: int) -> int:
+    """Write the report to stdout, or to --output-file (its directory made if needed); the exit code.
+
+    A report that cannot be written is an error (exit 2) in one line that says it was lost.
+    """
     if args.output_file is None:
         sys.stdout.write(text)
-        return
-    directory = os.path.dirname(os.path.abspath(args.output_file))
-    os.makedirs(directory, exist_ok=True)
-    with open(args.output_file, "w", encoding="utf-8") as handle:
-        handle.write(text)
+        return code
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
+        with open(args.output_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        _error(f"cannot write the report to {args.output_file}: {error.strerror or error}; "
+               "the report was not written")
+        return EXIT_ERROR
+    return code
+
+
+def _output_file_problem(path: str) -> Optional[str]:
+    """Why the report could not be written to `path`, or None: asked before anything is linted or fixed.
+
+    Nothing is created here: the directories are made when the report is written.
+    """
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        return os.strerror(errno.EISDIR)
+    if os.path.exists(target):
+        return None if os.access(target, os.W_OK) else os.strerror(errno.EACCES)
+    parent = os.path.dirname(target)
+    while not os.path.lexists(parent):  # directories that writing the report will make
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return os.strerror(errno.ENOTDIR)
+    return None if os.access(parent, os.W_OK | os.X_OK) else os.strerror(errno.EACCES)
 
 
 def _check_stdin(args: argparse.Namespace, config: Config) -> int:
@@ -516,8 +543,7 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
     if not (args.fix or args.diff):
         outcome = FileOutcome(name, lint_text(source.text, name, config), text=source.text)
         report, code = _report([outcome], [], [name], args)
-        _emit(args, report)
-        return code
+        return _emit(args, report, code)
     fixed = fix_text(source.text, name, config, unsafe=args.unsafe_fixes)
     outcome = FileOutcome(name, fixed.remaining, fixed.error, text=fixed.text, applied=fixed.applied,
                           original=source.text)
@@ -526,17 +552,15 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
         _error(error)
     if args.diff:
         report, code = _report_diff([outcome], errors, args)
-        _emit(args, report)
-        return code
+        return _emit(args, report, code)
     sys.stdout.buffer.write(source.encode(fixed.text))
     sys.stdout.flush()
     # The fixed source owns stdout; what is left to report goes to stderr (or --output-file).
     report, code = _report([outcome], errors, [name], args)
     if args.output_file is None:
         sys.stderr.write(report)
-    else:
-        _emit(args, report)
-    return code
+        return code
+    return _emit(args, report, code)
 
 
 def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: argparse.Namespace, jobs: int) -> int:
@@ -580,8 +604,7 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         report, code = _report_diff(outcomes, errors, args)
     else:
         report, code = _report(outcomes, errors, files, args)
-    _emit(args, report)
-    return code
+    return _emit(args, report, code)
 
 
 def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
@@ -613,6 +636,12 @@ def check(argv: Sequence[str]) -> int:
     problem = _usage_problem(args)
     if problem:
         _error(problem)
+        return EXIT_ERROR
+    unwritable = args.output_file is not None and _output_file_problem(args.output_file)
+    if unwritable:
+        # Refused up front: --fix must not rewrite files whose report would then be lost.
+        _error(f"cannot write the report to {args.output_file}: {unwritable}; nothing was linted or fixed, "
+               "the report was not written")
         return EXIT_ERROR
     paths = args.paths or ["."]
     try:
