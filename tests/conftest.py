@@ -72,7 +72,8 @@ def unprivileged_cli(tmp_path):
         yield run_cli
         return
     opened = []
-    for directory, needed in [(tmp_path, stat.S_IROTH | stat.S_IXOTH)] + [(p, stat.S_IXOTH) for p in tmp_path.parents]:
+    access = [(tmp_path, stat.S_IROTH | stat.S_IXOTH)] + [(parent, stat.S_IXOTH) for parent in tmp_path.parents]
+    for directory, needed in access:
         mode = stat.S_IMODE(directory.stat().st_mode)
         if mode & needed != needed:
             os.chmod(directory, mode | needed)

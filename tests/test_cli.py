@@ -142,7 +142,8 @@ def test_unreadable_file(project, unprivileged_cli):
         os.chmod(project / "bad.py", stat.S_IRUSR | stat.S_IWUSR)
     assert result.returncode == 2
     assert result.stderr == f"compile-lint: error: {project / 'bad.py'}: cannot read: Permission denied\n"
-    assert result.stdout.endswith("1 path could not be checked (see the errors above); no findings in the other 1 file.\n")
+    assert result.stdout.endswith("1 path could not be checked (see the errors above); "
+                                  "no findings in the other 1 file.\n")
 
 
 def test_empty_tree_and_coding_cookie(tmp_path):
