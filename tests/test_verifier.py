@@ -1,7 +1,9 @@
 """`compile-lint verify` and `--fix --verify` end to end, through the real CLI and compiler (CPU)."""
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -418,3 +420,105 @@ def test_a_rollback_for_more_breaks_gives_the_counts_before_and_after():
     kept = judge({"target": "m.py:make", "before": analysis(1, 0), "after": analysis(0, 0),
                   "outputs": {"equal": True, "max_abs_diff": 0.0, "detail": ""}})
     assert kept.accepted and kept.improved and "graph breaks 1 -> 0" in kept.reason
+
+
+# --- Termination (SIGTERM, SIGHUP) and the model's mode (new-user issue, items 4 and 5) ---
+
+# FIX_PROJECT's gated model (a fixable break), with a factory that hangs once it has said so.
+HANGING_FACTORY = "import os\nimport time\n" + textwrap.dedent(FIX_PROJECT["gated.py"]).split("\n\n\ndef make")[0] + """
+
+
+def make():
+    # Tell the test the worker runs user code (in the working directory: the fixed copy lives
+    # elsewhere), then hang, as a CI job's model that never ends.
+    open(f"started-{os.getpid()}", "w").close()
+    while True:
+        time.sleep(0.1)
+"""
+
+
+@contextlib.contextmanager
+def running_cli(*args, cwd):
+    """`compile-lint ARGS` started in the background; whatever it started is killed at the end, even
+    processes it orphaned (the CLI's children are recorded while they run)."""
+    import psutil
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    process = subprocess.Popen([sys.executable, "-m", "compile_lint", *args], cwd=cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list = []
+    try:
+        yield process, psutil.Process(process.pid), seen
+    finally:
+        for child in seen:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def _workers_running_user_code(cli, seen: list, directory, count: int, within_s: float = 180.0) -> list:
+    """The CLI's worker processes, once `count` of them have reached the factory."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        assert cli.is_running(), "the CLI ended before its workers started"
+        seen.extend(child for child in cli.children(recursive=True) if child not in seen)
+        started = {int(name.split("-")[1]) for name in os.listdir(directory) if name.startswith("started-")}
+        workers = [child for child in seen if child.pid in started]
+        if len(workers) >= count:
+            return workers
+        time.sleep(0.2)
+    raise AssertionError(f"{count} worker(s) did not reach the factory within {within_s:g} s")
+
+
+def _assert_stopped_and_clean(process, workers, signum, private_tmp):
+    import psutil
+
+    _, stderr = process.communicate(timeout=15)
+    # 128 + the signal, as a shell reports a process that signal ended: not 1 (findings) or 2 (usage).
+    # Ctrl-C keeps its status: 2, "interrupted".
+    status, message = ((2, "interrupted") if signum == signal.SIGINT else
+                       (128 + signum, f"terminated by {signal.Signals(signum).name}"))
+    assert process.returncode == status, (process.returncode, stderr)
+    assert stderr.splitlines()[-1] == f"compile-lint: error: {message}"
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    assert alive == [], f"workers still running after {signal.Signals(signum).name}: {alive}"
+    for worker in workers:  # nothing left in the worker's process group either (Inductor's compile pool)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(worker.pid, 0)
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_worker_and_removes_the_temp_dir(tmp_path, private_tmp):
+    write_project(tmp_path, {"hang.py": HANGING_FACTORY})
+    with running_cli("verify", "hang.py:make", "--backend", "eager", "--no-lint", cwd=tmp_path) as (process, cli, seen):
+        (worker,) = _workers_running_user_code(cli, seen, tmp_path, 1)
+        assert leftovers(private_tmp)  # the run's compile-lint-verify-* directory exists now
+        process.send_signal(signal.SIGTERM)
+        _assert_stopped_and_clean(process, [worker], signal.SIGTERM, private_tmp)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT], ids=["SIGHUP", "SIGINT"])
+def test_sighup_or_ctrl_c_stops_fix_verify_workers_and_leaves_the_file_unchanged(tmp_path, private_tmp, signum):
+    write_project(tmp_path, {
+        "pyproject.toml": """
+            [tool.compile-lint]
+            tensor-branch-fix = "where"
+
+            [tool.compile-lint.verify]
+            targets = ["hang.py:make"]
+        """,
+        "hang.py": HANGING_FACTORY,
+    })
+    before = (tmp_path / "hang.py").read_bytes()
+    with running_cli("--fix", "--unsafe-fixes", "--verify", "hang.py", cwd=tmp_path) as (process, cli, seen):
+        workers = _workers_running_user_code(cli, seen, tmp_path, 2)  # the original and the fixed code, at once
+        process.send_signal(signum)
+        _assert_stopped_and_clean(process, workers, signum, private_tmp)
+        assert (tmp_path / "hang.py").read_bytes() == before

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from compile_lint.linter.config import ConfigError, load_config
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.reporters import FORMATS, render
-from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated
+from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated, stop_on_termination
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
 from compile_lint.verifier.targets import TargetError, missing_target, parse_target
 
@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(model, example_calls)) under torch.compile and report graph breaks, recompiles, "
                      "output mismatches and, with --bench, speed. Targets default to "
                      "[tool.compile-lint.verify] targets in pyproject.toml."),
+        epilog=("Exit status: 0 clean, 1 findings, 2 usage error or Ctrl-C, 128+signal after SIGTERM "
+                "(143) or SIGHUP (129); each stops the running target's process group and removes "
+                "the run's temp files first."),
     )
     parser.add_argument("targets", nargs="*", metavar="TARGET")
     parser.add_argument("--device", help="cuda, cpu, cuda:1... (default: cuda when a GPU is present, else cpu)")
@@ -94,8 +97,14 @@ def static_findings(files: set[str], config) -> tuple[list[Diagnostic], dict[str
 
 
 def verify_main(argv: Sequence[str]) -> int:
-    """Entry point of `compile-lint verify`."""
+    """Entry point of `compile-lint verify`: SIGTERM and SIGHUP stop it as Ctrl-C does (the
+    workers killed, temp dirs removed); the `compile-lint` entry point reports either."""
     args = build_parser().parse_args(list(argv))
+    with stop_on_termination():
+        return _verify(args)
+
+
+def _verify(args: argparse.Namespace) -> int:
     if not torch_available():
         _error(INSTALL_HINT)
         return EXIT_ERROR
@@ -160,7 +169,9 @@ def verify_main(argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`python -m compile_lint.verifier.cli` (same as `compile-lint verify`)."""
-    return verify_main(sys.argv[1:] if argv is None else argv)
+    from compile_lint.linter.cli import main as compile_lint_main
+
+    return compile_lint_main(["verify", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

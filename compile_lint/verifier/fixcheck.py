@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from compile_lint.verifier.isolation import run_isolated
+from compile_lint.verifier.isolation import kill_workers, run_isolated
 from compile_lint.verifier.targets import TargetError, TargetSpec, module_file_of, parse_target
 
 FIX_TIMEOUT_S = 600.0
@@ -110,7 +110,18 @@ def check_target(spec: TargetSpec, path: str, fixed_path: str, scratch: str,
              for side in ("before", "after")}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         runs = {side: pool.submit(run_isolated, side_request, timeout_s) for side, side_request in sides.items()}
-        before, after = runs["before"].result(), runs["after"].result()
+        try:
+            before, after = runs["before"].result(), runs["after"].result()
+        except BaseException:
+            # Ctrl-C or SIGTERM reaches this (the main) thread only: stop both workers (again,
+            # should one start after the first kill), so that the threads waiting on them end
+            # and the pool can shut down.
+            for run in runs.values():
+                run.cancel()
+            while not all(run.done() for run in runs.values()):
+                kill_workers()
+                concurrent.futures.wait(runs.values(), timeout=0.1)
+            raise
     for side in (before, after):
         if side.get("covered") is False:
             return None
