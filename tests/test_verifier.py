@@ -522,3 +522,120 @@ def test_sighup_or_ctrl_c_stops_fix_verify_workers_and_leaves_the_file_unchanged
         process.send_signal(signum)
         _assert_stopped_and_clean(process, workers, signum, private_tmp)
         assert (tmp_path / "hang.py").read_bytes() == before
+
+
+TRAINING_ONLY_BREAK = """
+    import torch
+    from torch import nn
+
+
+    class NoisyInTraining(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            if self.training:
+                print("training step")
+            return self.proj(x)
+
+
+    def make():
+        return NoisyInTraining(), [(torch.randn(4, 8),)]  # a new module trains
+
+
+    def make_eval():
+        return NoisyInTraining().eval(), [(torch.randn(4, 8),)]
+"""
+
+
+def _verdicts(stdout: str) -> dict:
+    """The last line per target of the text output: `target [device, backend, mode]: verdict`."""
+    return {line.split(" [")[0]: line for line in stdout.splitlines() if line.startswith("noisy.py:")}
+
+
+@pytest.mark.slow
+def test_verify_keeps_the_factorys_mode_and_reports_it(tmp_path):
+    write_project(tmp_path, {"noisy.py": TRAINING_ONLY_BREAK})
+    report = tmp_path / "report.json"
+    done = run_cli("verify", "noisy.py:make", "noisy.py:make_eval", "--backend", "eager", "--no-lint",
+                   "--report", str(report), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    verdicts = _verdicts(done.stdout)
+    # Trained as the factory made it: the training-only print breaks the graph.
+    assert verdicts["noisy.py:make"].startswith("noisy.py:make [cpu, eager, train mode]: fullgraph=True fails")
+    assert "noisy.py:12:" in done.stdout and "JIT900" in done.stdout
+    assert verdicts["noisy.py:make_eval"].startswith("noisy.py:make_eval [cpu, eager, eval mode]: fullgraph=True OK")
+    results = {r["target"]: r for r in json.loads(report.read_text())["results"]}
+    assert (results["noisy.py:make"]["mode"], results["noisy.py:make"]["mode_setting"]) == ("train", "factory")
+    assert results["noisy.py:make_eval"]["mode"] == "eval"
+
+
+def test_a_verify_mode_in_the_config_must_be_one_of_the_three(tmp_path):
+    from compile_lint.linter.config import ConfigError, load_config
+
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint.verify]\nmode = "training"\n')
+    with pytest.raises(ConfigError, match='verify.mode must be one of "factory", "train", "eval"'):
+        load_config(start=str(tmp_path))
+
+
+@pytest.mark.slow
+def test_mode_flag_and_config_force_train_or_eval(tmp_path):
+    write_project(tmp_path, {"noisy.py": TRAINING_ONLY_BREAK, "pyproject.toml": """
+        [tool.compile-lint.verify]
+        targets = ["noisy.py:make_eval"]
+        mode = "train"
+    """})
+    forced_eval = run_cli("verify", "noisy.py:make", "--mode", "eval", "--backend", "eager", "--no-lint",
+                          cwd=tmp_path)
+    assert forced_eval.returncode == 0, forced_eval.stdout + forced_eval.stderr
+    assert _verdicts(forced_eval.stdout)["noisy.py:make"].startswith(
+        "noisy.py:make [cpu, eager, eval mode]: fullgraph=True OK")
+    # The config's mode applies to its targets: the eval factory's model is trained.
+    from_config = run_cli("verify", "--backend", "eager", "--no-lint", "--output-format", "json", cwd=tmp_path)
+    assert from_config.returncode == 1, from_config.stderr
+    (brk,) = [f for f in assert_findings_json(from_config.stdout) if f["code"] == "JIT900"]
+    assert (brk["path"], brk["line"]) == ("noisy.py", 12)
+    settings = run_cli("--show-settings", cwd=tmp_path).stdout
+    assert 'verify = { targets = ["noisy.py:make_eval"], mode = "train" }' in settings
+
+
+@pytest.mark.slow
+def test_fix_verify_judges_a_fix_in_a_training_only_branch_in_the_factorys_mode(tmp_path, private_tmp):
+    # FIX_PROJECT's wrong torch.where fix (the arms differ in shape), in a branch only
+    # training runs: run in eval, as the verifier used to, the fix changed nothing it
+    # looked at and was kept; the factory's model trains, and there the outputs differ.
+    write_project(tmp_path, {
+        "pyproject.toml": """
+            [tool.compile-lint]
+            tensor-branch-fix = "where"
+
+            [tool.compile-lint.verify]
+            targets = ["pool.py:make"]
+        """,
+        "pool.py": """
+            import torch
+            from torch import nn
+
+
+            class TrainingPool(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.pool = nn.Linear(8, 1)
+
+                def forward(self, x):
+                    if self.training:
+                        return self.pool(x) if x.sum() > 0 else x
+                    return x
+
+
+            def make():
+                return TrainingPool(), [(torch.ones(4, 8),)]
+        """,
+    })
+    before = (tmp_path / "pool.py").read_bytes()
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
+    assert "pool.py: fix rolled back, file left unchanged" in done.stderr, done.stderr
+    assert "check failed: eager outputs equal" in done.stderr
+    assert (tmp_path / "pool.py").read_bytes() == before
+    assert leftovers(private_tmp) == []

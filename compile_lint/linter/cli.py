@@ -208,7 +208,7 @@ def _fix_one(job: FixJob) -> FileOutcome:
     if job.verify:
         from compile_lint.verifier.fixcheck import accept_hook
 
-        accept = accept_hook(job.config.verify_targets, job.config.root)
+        accept = accept_hook(job.config.verify_targets, job.config.root, job.config.verify_mode)
     result = fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, accept=accept)
     outcome = result.outcome
     if outcome is None:

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from compile_lint.linter.config import ConfigError, load_config
+from compile_lint.linter.config import VERIFY_MODES, ConfigError, load_config
 from compile_lint.linter.diagnostics import Diagnostic
 from compile_lint.linter.reporters import FORMATS, render
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated, stop_on_termination
@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", help="cuda, cpu, cuda:1... (default: cuda when a GPU is present, else cpu)")
     parser.add_argument("--backend", choices=("inductor", "eager"), default="inductor",
                         help="inductor (default) or eager for a quick Dynamo-only verdict")
+    parser.add_argument("--mode", choices=VERIFY_MODES, default=None,
+                        help="the mode modules run in: train or eval (the whole module), or factory: the mode "
+                             "the factory left it in (default: [tool.compile-lint.verify] mode, else factory)")
     parser.add_argument("--bench", action="store_true",
                         help="also time eager vs compiled (default, reduce-overhead) vs compiled+patch")
     parser.add_argument("--inductor-patch", choices=("off", "on", "compare"), default=None,
@@ -70,10 +73,11 @@ def _error(message: str) -> None:
     sys.stderr.write(f"compile-lint verify: error: {message}\n")
 
 
-def make_request(target: str, args: argparse.Namespace) -> dict:
+def make_request(target: str, args: argparse.Namespace, mode: str = "factory") -> dict:
     """The worker request for one target."""
     patch = args.inductor_patch or ("compare" if args.bench else "off")
-    request = {"target": target, "device": args.device, "backend": args.backend, "bench": args.bench,
+    request = {"target": target, "device": args.device, "backend": args.backend, "model_mode": mode,
+               "bench": args.bench,
                "patch": patch, "warmup": args.warmup, "iters": args.iters,
                "inner": args.inner, "control": args.control}
     if args.memory_limit and not (args.device or "").startswith("cuda"):
@@ -140,7 +144,8 @@ def _verify(args: argparse.Namespace) -> int:
     for target in targets:
         if args.output_format in ("text", "concise"):
             sys.stderr.write(f"verifying {target} ...\n")
-        results.append(run_isolated(make_request(target, args), timeout_s=args.timeout))
+        results.append(run_isolated(make_request(target, args, args.mode or config.verify_mode),
+                                    timeout_s=args.timeout))
 
     runtime = [d for result in results for d in runtime_diagnostics(result)]
     # The files the targets ran: their factories' modules and wherever the compiler found something.
