@@ -639,3 +639,24 @@ def test_fix_verify_judges_a_fix_in_a_training_only_branch_in_the_factorys_mode(
     assert "check failed: eager outputs equal" in done.stderr
     assert (tmp_path / "pool.py").read_bytes() == before
     assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_dropout_in_a_training_model_compares_equal_under_inductor(tmp_path):
+    # Factories' modules now train unless told otherwise, and Inductor draws its own random
+    # numbers: the compiled run must use eager's, or every dropout is an output "mismatch".
+    write_project(tmp_path, {"drop.py": """
+        import torch
+        from torch import nn
+
+
+        def make():
+            return nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5)), [(torch.randn(4, 8),)]
+    """})
+    report = tmp_path / "report.json"
+    done = run_cli("verify", "drop.py:make", "--no-lint", "--output-format", "json", "--report", str(report),
+                   cwd=tmp_path)
+    assert [f["code"] for f in assert_findings_json(done.stdout)] == [], done.stderr
+    (result,) = json.loads(report.read_text())["results"]
+    assert result["mode"] == "train" and result["analysis"]["backend"] == "inductor"
+    assert result["analysis"]["comparison"]["equal"]
