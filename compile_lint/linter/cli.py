@@ -9,6 +9,7 @@ import gc
 import json
 import multiprocessing
 import os
+import signal
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -99,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
     parser.add_argument("--verify", action="store_true",
                         help="with --fix, prove each fix on the [tool.compile-lint.verify] targets (needs torch): "
-                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back")
+                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back; "
+                             "SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--add-noqa", action="store_true",
                         help="add `# noqa: CODE` comments that silence every current finding "
@@ -208,7 +210,7 @@ def _fix_one(job: FixJob) -> FileOutcome:
     if job.verify:
         from compile_lint.verifier.fixcheck import accept_hook
 
-        accept = accept_hook(job.config.verify_targets, job.config.root)
+        accept = accept_hook(job.config.verify_targets, job.config.root, job.config.verify_mode)
     result = fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, accept=accept)
     outcome = result.outcome
     if outcome is None:
@@ -435,8 +437,14 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
 
 def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[FileOutcome]:
     fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
-    # Verification runs the user's code in a subprocess per target: one file at a time.
-    return _map(_fix_one, fix_jobs, 1 if args.verify else jobs, "Fixing")
+    if not args.verify:
+        return _map(_fix_one, fix_jobs, jobs, "Fixing")
+    from compile_lint.verifier.isolation import stop_on_termination
+
+    # Verification runs the user's code in a subprocess per target: one file at a time, and
+    # SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
+    with stop_on_termination():
+        return _map(_fix_one, fix_jobs, 1, "Fixing")
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
@@ -703,7 +711,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if argv and argv[0] == "check":
             argv = argv[1:]
         return check(argv)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
+        signum = getattr(error, "signum", None)  # the verifier's Terminated: SIGTERM or SIGHUP
+        if signum:
+            _error(f"terminated by {signal.Signals(signum).name}")
+            return 128 + signum  # as a shell reports a process that signal ended (143 for SIGTERM)
         _error("interrupted")
         return EXIT_ERROR
     except BrokenPipeError:
