@@ -11,6 +11,7 @@ import json
 import os
 import random
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,12 +48,45 @@ class Gate(nn.Module):
 """
 
 
-def run_cli(*args: str, cwd=None, input_text=None) -> subprocess.CompletedProcess:
-    """Run `python -m compile_lint ARGS` and capture its output."""
+def run_cli(*args: str, cwd=None, input_text=None, user=None) -> subprocess.CompletedProcess:
+    """Run `python -m compile_lint ARGS` and capture its output; as uid and gid `user` when given."""
+    identity = {} if user is None else {"user": user, "group": user, "extra_groups": []}
     return subprocess.run(
         [sys.executable, "-m", "compile_lint", *args],
-        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300,
+        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300, **identity,
     )
+
+
+NOBODY = 65534  # the unprivileged uid and gid of most Linux systems
+
+
+@pytest.fixture
+def unprivileged_cli(tmp_path):
+    """`run_cli` as a user that file permissions apply to.
+
+    Root reads a chmod-000 file or directory anyway, and CI runs as root: there the CLI runs
+    as uid/gid 65534 instead, with tmp_path listable and its parents traversable by that
+    user for the test's duration (their modes restored after). Files under tmp_path must be
+    readable by others (the default umask makes them so), and runs should pass --no-cache.
+    """
+    if os.geteuid() != 0:
+        yield run_cli
+        return
+    opened = []
+    access = [(tmp_path, stat.S_IROTH | stat.S_IXOTH)] + [(parent, stat.S_IXOTH) for parent in tmp_path.parents]
+    for directory, needed in access:
+        mode = stat.S_IMODE(directory.stat().st_mode)
+        if mode & needed != needed:
+            os.chmod(directory, mode | needed)
+            opened.append((directory, mode))
+    try:
+        probe = run_cli("--version", cwd=tmp_path, user=NOBODY)
+        if probe.returncode != 0:
+            pytest.skip(f"uid {NOBODY} cannot run compile-lint from this checkout and venv: {probe.stderr.strip()}")
+        yield lambda *args, **kwargs: run_cli(*args, user=NOBODY, **kwargs)
+    finally:
+        for directory, mode in reversed(opened):
+            os.chmod(directory, mode)
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",

@@ -137,17 +137,25 @@ def is_excluded(path: str, config: Config) -> bool:
 
 
 def discover(paths: list[str], config: Config, errors: Optional[list[str]] = None) -> list[str]:
-    """Python files under `paths`, sorted, de-duplicated; missing paths go to `errors`.
+    """Python files under `paths`, sorted, de-duplicated; paths that cannot be read go to `errors`.
 
     Files named explicitly are linted even when excluded, as in ruff, unless
     `force-exclude` is set: tools that pass every file by name (pre-commit, editors)
-    need it for `exclude` to apply at all.
+    need it for `exclude` to apply at all. A path named explicitly is followed if it is a
+    symlink; below it, links to directories are not (as in ruff: they lead to virtual
+    environments, or back up the tree, and --fix must not write outside the tree it was
+    given), while links to files are linted, and fixed through the link.
     """
+    problems: list[str] = [] if errors is None else errors
     found: dict[str, None] = {}
     for path in paths:
-        if not os.path.lexists(path):
-            if errors is not None:
-                errors.append(f"{path}: no such file or directory")
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            problems.append(f"{path}: no such file or directory")
+            continue
+        except OSError as error:
+            problems.append(f"{path}: cannot access: {error.strerror or error}")
             continue
         if config.force_exclude and is_excluded(path, config):
             continue
@@ -155,23 +163,20 @@ def discover(paths: list[str], config: Config, errors: Optional[list[str]] = Non
             found[os.path.normpath(path)] = None
             continue
         if not os.path.isdir(path):
-            if errors is not None:
-                errors.append(f"{path}: not a file or directory")
+            problems.append(f"{path}: not a file or directory")
             continue
         stack = _ancestor_gitignores(path) if config.respect_gitignore else []
-        for file in _walk(path, config, stack, set()):
+        for file in _walk(os.path.normpath(path), config, stack, problems):
             found[file] = None
     return sorted(found)
 
 
-def _walk(directory: str, config: Config, stack: list[GitIgnore], seen: set) -> Iterator[str]:
+def _walk(directory: str, config: Config, stack: list[GitIgnore], errors: list[str]) -> Iterator[str]:
+    """Python files below `directory`, not following links to directories; unreadable ones go to `errors`."""
     try:
-        real = os.path.realpath(directory)
-        if real in seen:
-            return  # a symlink loop
-        seen = seen | {real}
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
+    except OSError as error:
+        errors.append(f"{directory}: cannot read directory: {error.strerror or error}")
         return
     own = GitIgnore.load(directory) if config.respect_gitignore else None
     if own:
@@ -179,14 +184,17 @@ def _walk(directory: str, config: Config, stack: list[GitIgnore], seen: set) -> 
     for entry in entries:
         path = os.path.normpath(entry.path)
         try:
-            is_dir = entry.is_dir()
-        except OSError:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            # A link to a directory is skipped whatever its name (a `pkg.py` link to a package too).
+            is_linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
+        except OSError as error:
+            errors.append(f"{path}: cannot access: {error.strerror or error}")
             continue
-        if is_excluded(path, config):
+        if is_linked_dir or is_excluded(path, config):
             continue
         if stack and _ignored(os.path.abspath(path), is_dir, stack):
             continue
         if is_dir:
-            yield from _walk(path, config, stack, seen)
+            yield from _walk(path, config, stack, errors)
         elif entry.name.endswith(PYTHON_SUFFIXES):
             yield path

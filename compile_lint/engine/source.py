@@ -64,9 +64,14 @@ def read_source(path: str) -> SourceFile:
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    """Replace `path` with `data` via a temp file and rename, keeping its permissions."""
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
+    """Replace `path` with `data` via a temp file and rename, keeping its permissions.
+
+    A symlink is written through: the temp file goes next to the link's resolved target
+    and is renamed onto it, so the link stays a link and its target gets the new text.
+    """
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    mode = os.stat(target).st_mode & 0o7777
     if not mode & 0o222:
         # A read-only file is a statement of intent (generated or vendored code); root
         # could replace it, but a formatter-like tool should not.
@@ -78,7 +83,7 @@ def write_atomically(path: str, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_path, mode)
-        os.replace(tmp_path, path)
+        os.replace(tmp_path, target)
     except BaseException:
         try:
             os.unlink(tmp_path)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import gc
 import json
 import multiprocessing
 import os
+import signal
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -74,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",
-                        help="files or directories to lint (default: .); - reads the source from stdin")
+                        help="files or directories to lint (default: .; symlinks to directories inside them are "
+                             "not followed); - reads the source from stdin")
     parser.add_argument("--select", action="append", metavar="CODES",
                         help="comma-separated rule codes or prefixes to enable (replaces the config's)")
     parser.add_argument("--extend-select", action="append", metavar="CODES",
@@ -98,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
     parser.add_argument("--verify", action="store_true",
                         help="with --fix, prove each fix on the [tool.compile-lint.verify] targets (needs torch): "
-                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back")
+                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back; "
+                             "SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--add-noqa", action="store_true",
                         help="add `# noqa: CODE` comments that silence every current finding "
@@ -194,7 +198,7 @@ def _fix_one(job: FixJob) -> LintResult:
     if job.verify:
         from compile_lint.verifier.fixcheck import accept_hook
 
-        accept = accept_hook(job.config.verify_targets, job.config.root)
+        accept = accept_hook(job.config.verify_targets, job.config.root, job.config.verify_mode)
     result = fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, accept=accept)
     outcome = result.outcome
     if outcome is None:
@@ -421,8 +425,14 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
 
 def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
     fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
-    # Verification runs the user's code in a subprocess per target: one file at a time.
-    return _map(_fix_one, fix_jobs, 1 if args.verify else jobs, "Fixing")
+    if not args.verify:
+        return _map(_fix_one, fix_jobs, jobs, "Fixing")
+    from compile_lint.verifier.isolation import stop_on_termination
+
+    # Verification runs the user's code in a subprocess per target: one file at a time, and
+    # SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
+    with stop_on_termination():
+        return _map(_fix_one, fix_jobs, 1, "Fixing")
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
@@ -470,15 +480,41 @@ def _report(
     return "".join(report), EXIT_CLEAN
 
 
-def _emit(args: argparse.Namespace, text: str) -> None:
-    """Write the report to stdout, or to --output-file (its directory made if needed)."""
+def _emit(args: argparse.Namespace, text: str, code: int) -> int:
+    """Write the report to stdout, or to --output-file (its directory made if needed); the exit code.
+
+    A report that cannot be written is an error (exit 2) in one line that says it was lost.
+    """
     if args.output_file is None:
         sys.stdout.write(text)
-        return
-    directory = os.path.dirname(os.path.abspath(args.output_file))
-    os.makedirs(directory, exist_ok=True)
-    with open(args.output_file, "w", encoding="utf-8") as handle:
-        handle.write(text)
+        return code
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
+        with open(args.output_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        _error(f"cannot write the report to {args.output_file}: {error.strerror or error}; "
+               "the report was not written")
+        return EXIT_ERROR
+    return code
+
+
+def _output_file_problem(path: str) -> Optional[str]:
+    """Why the report could not be written to `path`, or None: asked before anything is linted or fixed.
+
+    Nothing is created here: the directories are made when the report is written.
+    """
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        return os.strerror(errno.EISDIR)
+    if os.path.exists(target):
+        return None if os.access(target, os.W_OK) else os.strerror(errno.EACCES)
+    parent = os.path.dirname(target)
+    while not os.path.lexists(parent):  # directories that writing the report will make
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return os.strerror(errno.ENOTDIR)
+    return None if os.access(parent, os.W_OK | os.X_OK) else os.strerror(errno.EACCES)
 
 
 def _check_stdin(args: argparse.Namespace, config: Config) -> int:
@@ -503,8 +539,7 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
     if not (args.fix or args.diff):
         outcome = lint_source(source.text, name, config)
         report, code = _report([outcome], [], [name], args)
-        _emit(args, report)
-        return code
+        return _emit(args, report, code)
     fixed = fix_text(source.text, name, config, unsafe=args.unsafe_fixes)
     outcome = LintResult(name, fixed.remaining, fixed.error, text=fixed.text, applied=fixed.applied,
                           original=source.text)
@@ -513,17 +548,15 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
         _error(error)
     if args.diff:
         report, code = _report_diff([outcome], errors, args)
-        _emit(args, report)
-        return code
+        return _emit(args, report, code)
     sys.stdout.buffer.write(source.encode(fixed.text))
     sys.stdout.flush()
     # The fixed source owns stdout; what is left to report goes to stderr (or --output-file).
     report, code = _report([outcome], errors, [name], args)
     if args.output_file is None:
         sys.stderr.write(report)
-    else:
-        _emit(args, report)
-    return code
+        return code
+    return _emit(args, report, code)
 
 
 def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: argparse.Namespace, jobs: int) -> int:
@@ -567,8 +600,7 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         report, code = _report_diff(outcomes, errors, args)
     else:
         report, code = _report(outcomes, errors, files, args)
-    _emit(args, report)
-    return code
+    return _emit(args, report, code)
 
 
 def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
@@ -600,6 +632,12 @@ def check(argv: Sequence[str]) -> int:
     problem = _usage_problem(args)
     if problem:
         _error(problem)
+        return EXIT_ERROR
+    unwritable = args.output_file is not None and _output_file_problem(args.output_file)
+    if unwritable:
+        # Refused up front: --fix must not rewrite files whose report would then be lost.
+        _error(f"cannot write the report to {args.output_file}: {unwritable}; nothing was linted or fixed, "
+               "the report was not written")
         return EXIT_ERROR
     paths = args.paths or ["."]
     try:
@@ -661,7 +699,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if argv and argv[0] == "check":
             argv = argv[1:]
         return check(argv)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
+        signum = getattr(error, "signum", None)  # the verifier's Terminated: SIGTERM or SIGHUP
+        if signum:
+            _error(f"terminated by {signal.Signals(signum).name}")
+            return 128 + signum  # as a shell reports a process that signal ended (143 for SIGTERM)
         _error("interrupted")
         return EXIT_ERROR
     except BrokenPipeError:

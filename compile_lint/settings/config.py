@@ -26,6 +26,8 @@ DEFAULT_EXCLUDE = (
 # How the user compiles: Dynamo specialises on `self.training`, so training-only code never
 # runs in a compiled eval() model, and inference-only code never in a compiled training step.
 MODES = ("both", "inference", "training")
+# The mode `compile-lint verify` runs a module in: the one its factory left it in, or forced.
+VERIFY_MODES = ("factory", "train", "eval")
 
 
 class ConfigError(Exception):
@@ -52,6 +54,7 @@ class Config:
     module_bases: tuple[str, ...] = ()
     mode: str = "both"  # "inference" / "training": keep only findings that can happen in that mode
     verify_targets: tuple[str, ...] = ()
+    verify_mode: str = "factory"  # "train" / "eval": the mode `verify` and `--fix --verify` run modules in
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
@@ -114,13 +117,14 @@ def _one_of(choices: tuple[str, ...]):
     return parse
 
 
-def _verify_table(value: Any, key: str, source: str) -> tuple[str, ...]:
+def _verify_table(value: Any, key: str, source: str) -> tuple[tuple[str, ...], str]:
     if not isinstance(value, dict):
         raise ConfigError(f"{source}: [tool.compile-lint.{key}] must be a table")
-    unknown = set(value) - {"targets"}
+    unknown = set(value) - {"targets", "mode"}
     if unknown:
         raise ConfigError(f"{source}: unknown key '{sorted(unknown)[0]}' in [tool.compile-lint.{key}]")
-    return _string_list(value.get("targets", []), f"{key}.targets", source)
+    return (_string_list(value.get("targets", []), f"{key}.targets", source),
+            _one_of(VERIFY_MODES)(value.get("mode", "factory"), f"{key}.mode", source))
 
 
 @dataclass(frozen=True)
@@ -128,8 +132,9 @@ class Setting:
     """One `[tool.compile-lint]` key: the Config field it sets and how its TOML value is read."""
 
     key: str
-    field: str
-    read: Callable[[Any, str, str], Any]  # (value, key, source) -> the field's value; raises ConfigError
+    field: str | tuple[str, ...]  # a table's fields, when its keys set several (`verify`)
+    read: Callable[[Any, str, str], Any]  # (value, key, source) -> the field's value (a tuple of them
+    #                                       for several fields); raises ConfigError
 
 
 # Every key of [tool.compile-lint], in the order `--show-settings` prints them. A new key
@@ -147,7 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("module-bases", "module_bases", _string_list),
     Setting("mode", "mode", _one_of(MODES)),
     Setting("tensor-branch-fix", "tensor_branch_fix", _one_of(BRANCH_FIX_CHOICES)),
-    Setting("verify", "verify_targets", _verify_table),
+    Setting("verify", ("verify_targets", "verify_mode"), _verify_table),
 )
 SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}
 
@@ -159,7 +164,11 @@ def read_settings(table: dict, source: str) -> dict[str, Any]:
         setting = SETTINGS_BY_KEY.get(key)
         if setting is None:
             raise ConfigError(f"{source}: unknown key '{key}' in [tool.compile-lint]")
-        values[setting.field] = setting.read(value, key, source)
+        read = setting.read(value, key, source)
+        if isinstance(setting.field, tuple):
+            values.update(zip(setting.field, read))
+        else:
+            values[setting.field] = read
     return values
 
 
@@ -304,13 +313,14 @@ def describe_settings(config: Config) -> str:
     lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.root)}",
              "[tool.compile-lint]"]
     for setting in SETTINGS:
-        value = getattr(config, setting.field)
-        origin = config.origin(setting.field)
+        fields = setting.field if isinstance(setting.field, tuple) else (setting.field,)
+        value = getattr(config, fields[0])
+        origin = config.origin(fields[0])
         if setting.key == "per-file-ignores":
             pairs = ", ".join(f"{_toml_value(pattern)} = {_toml_value(codes)}" for pattern, codes in value)
             text = f"{{ {pairs} }}" if pairs else "{}"
         elif setting.key == "verify":
-            text = f"{{ targets = {_toml_value(value)} }}"
+            text = f"{{ targets = {_toml_value(value)}, mode = {_toml_value(config.verify_mode)} }}"
         elif value is None:  # target-torch-version
             installed = installed_torch_version()
             lines.append(f"# {setting.key} is not set: rules are judged for "
