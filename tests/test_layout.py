@@ -61,12 +61,21 @@ def _module_files() -> dict[str, str]:
 MODULES = _module_files()
 
 
+def _type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+
+
+def _run_as_program(test: ast.expr) -> bool:
+    """`if __name__ == "__main__":`: what runs only when the module is the program is a frontend's."""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
 def _runtime_imports(path: str) -> set[str]:
-    """compile_lint modules a file imports when run (not under `if TYPE_CHECKING:`)."""
+    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or `if __name__ == "__main__":`)."""
     tree = ast.parse(open(path, encoding="utf-8").read())
-    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
-               and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
-               for node in ast.walk(stmt)}
+    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If) and (_type_checking(stmt.test)
+               or _run_as_program(stmt.test)) for node in ast.walk(stmt)}
     found = set()
     for node in ast.walk(tree):
         if id(node) in skipped:

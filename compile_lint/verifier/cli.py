@@ -7,7 +7,7 @@ import importlib.util
 import json
 import os
 import sys
-from typing import Optional, Sequence
+from typing import Sequence
 
 from compile_lint.settings.config import VERIFY_MODES, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic
@@ -172,12 +172,8 @@ def _verify(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m compile_lint.verifier.cli` (same as `compile-lint verify`)."""
-    from compile_lint.frontends.cli import main as compile_lint_main
-
-    return compile_lint_main(["verify", *(sys.argv[1:] if argv is None else argv)])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m compile_lint.verifier.cli` is `compile-lint verify` (whose entry point reports a SIGTERM).
+    from compile_lint.frontends.cli import main
+
+    sys.exit(main(["verify", *sys.argv[1:]]))
