@@ -16,8 +16,8 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.index import summarise_source
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
 from conftest import assert_findings_json, run_cli
 from test_cross_file import write_tree
 

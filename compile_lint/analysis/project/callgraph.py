@@ -18,8 +18,8 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.index import MODULE_SCOPE, CallSite, ClassInfo, FileSummary, FunctionInfo
-from compile_lint.analysis.regions import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
-from compile_lint.analysis.symbols import SymbolIndex
+from compile_lint.analysis.file.regions import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
+from compile_lint.analysis.project.symbols import SymbolIndex
 
 Key = tuple[str, str]  # (absolute path, function qualname)
 # (kind, path, qualname): kind is "function", "class", "instance", "elements" or "module" (qualname "").

@@ -29,10 +29,10 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
-from compile_lint.analysis.regions import (
+from compile_lint.analysis.file.regions import (
     COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
 )
-from compile_lint.analysis.symbols import dotted_parts, file_stamp, relative_name
+from compile_lint.analysis.project.symbols import dotted_parts, file_stamp, relative_name
 
 INDEX_FORMAT = 1
 MODULE_SCOPE = "<module>"

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Optional
 from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import PARAM, PY, FileSummary, IndexStore, project_files
-from compile_lint.analysis.symbols import SymbolIndex, file_stamp, package_root
+from compile_lint.analysis.project.symbols import SymbolIndex, file_stamp, package_root
 
 TENSOR_HINT, PY_HINT = "tensor", "py"
 
