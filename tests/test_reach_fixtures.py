@@ -25,6 +25,7 @@ declared findings. It fails until cross-file reach is built.
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
@@ -32,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -174,6 +176,57 @@ def test_look_alike_entries_compile_with_fullgraph():
 def test_the_training_scripts_run_eagerly(project):
     """The eager-only look-alike helpers are really called: by a training step that runs."""
     assert compiled(project)["scripts"] == {"train.py": None}
+
+
+# ------------------------------------------- the rules already know each break; only reach is missing
+
+
+def inlined_into_forward(path: Path, line: int) -> tuple[str, int]:
+    """The function holding `line` made the forward of a module alone in a file (with its file's
+    imports), and where `line` lands there. A method keeps its class (its `__init__` says what
+    `self.lin` is), renamed and rebased on nn.Module; a function becomes the forward of a new one."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    head = ["import torch", "from torch import nn"]
+    head += [ast.get_source_segment(text, node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    head += ["", ""]
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= node.end_lineno:
+            body = lines[node.body[0].lineno - 1:node.end_lineno]
+            holder = next(item for item in node.body if isinstance(item, ast.FunctionDef)
+                          and item.lineno <= line <= item.end_lineno)
+            offset = node.body[0].lineno
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name in (holder.name, "forward"):
+                    new = "forward" if item is holder else "original_forward"
+                    row = item.lineno - offset
+                    body[row] = body[row].replace(f"def {item.name}(", f"def {new}(", 1)
+            head.append("class Inlined(nn.Module):")
+            return "\n".join(head + body) + "\n", len(head) + line - offset + 1
+        if isinstance(node, ast.FunctionDef) and node.lineno <= line <= node.end_lineno:
+            parameters = ["self"] + [arg.arg for arg in node.args.args]
+            offset = node.body[0].lineno
+            body = textwrap.dedent("\n".join(lines[offset - 1:node.end_lineno]))
+            head += ["class Inlined(nn.Module):", f"    def forward({', '.join(parameters)}):"]
+            return "\n".join(head) + "\n" + textwrap.indent(body, " " * 8) + "\n", len(head) + line - offset + 1
+    raise AssertionError(f"{path}:{line} is in no function")
+
+
+REACHED = [(project, site) for project in PROJECTS for site in expected(project).values() if site.reached_from]
+
+
+@pytest.mark.parametrize("case", REACHED, ids=[f"{p}:{s.path}:{s.line}" for p, s in REACHED])
+def test_the_rules_flag_each_reached_break_once_it_sits_in_forward(case):
+    """Pasted into the forward of a single file, the helper's breaking line gets its declared codes
+    from today's rules (default config): what the fixtures need from reach is reach alone."""
+    from compile_lint.linter.config import Config
+    from compile_lint.linter.engine import lint_text
+
+    project, site = case
+    code, line = inlined_into_forward(FIXTURES / project / site.path, site.line)
+    flagged = {d.code for d in lint_text(code, "inlined.py", Config()) if d.line == line}
+    assert set(site.codes) <= flagged, f"line {line} of\n{code}\nflagged {sorted(flagged)}"
 
 
 # ---------------------------------------------------------------- part B: compile-lint agrees
