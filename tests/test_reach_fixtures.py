@@ -20,7 +20,7 @@ compile with fullgraph=True.
 
 Part B (compile-lint agrees, on every frontend): the CLI on the project, the CLI on each
 file alone, flake8 on each file and the language server must all report exactly the
-declared findings. It fails until cross-file reach is built.
+declared findings.
 """
 
 from __future__ import annotations
@@ -56,9 +56,6 @@ PROJECTS = sorted(path.name for path in FIXTURES.iterdir() if (path / "entry.py"
 
 _MARKER = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)"
                      r"(?:\s+\(reached from (?P<path>[^\s:]+):(?P<line>\d+) in (?P<function>[\w.]+)\))?\s*$")
-
-REACH_NOT_BUILT = pytest.mark.xfail(strict=True, reason="cross-file reach (issue 23) not built yet")
-
 
 @dataclass(frozen=True)
 class Expected:
@@ -220,8 +217,8 @@ REACHED = [(project, site) for project in PROJECTS for site in expected(project)
 def test_the_rules_flag_each_reached_break_once_it_sits_in_forward(case):
     """Pasted into the forward of a single file, the helper's breaking line gets its declared codes
     from today's rules (default config): what the fixtures need from reach is reach alone."""
-    from compile_lint.linter.config import Config
-    from compile_lint.linter.engine import lint_text
+    from compile_lint.engine.lint import lint_text
+    from compile_lint.settings.config import Config
 
     project, site = case
     code, line = inlined_into_forward(FIXTURES / project / site.path, site.line)
@@ -277,7 +274,6 @@ def _findings_set(findings) -> set[tuple[str, int, str]]:
     return {(finding["path"], finding["line"], finding["code"]) for finding in findings}
 
 
-@REACH_NOT_BUILT
 @pytest.mark.parametrize("project", PROJECTS)
 def test_cli_on_the_project(project, copy_of):
     root = copy_of(project)
@@ -286,7 +282,6 @@ def test_cli_on_the_project(project, copy_of):
     _check_chains(project, root, findings)
 
 
-@REACH_NOT_BUILT
 @pytest.mark.parametrize("project", PROJECTS)
 def test_cli_on_each_file_alone(project, copy_of):
     root = copy_of(project)
@@ -300,7 +295,6 @@ def test_cli_on_each_file_alone(project, copy_of):
 _FLAKE8_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<column>\d+): (?P<code>[A-Z]+\d+) ")
 
 
-@REACH_NOT_BUILT
 @pytest.mark.parametrize("project", PROJECTS)
 def test_flake8_on_each_file(project, copy_of):
     root = copy_of(project)
@@ -321,7 +315,6 @@ def test_flake8_on_each_file(project, copy_of):
     assert found == expected_findings(project)
 
 
-@REACH_NOT_BUILT
 @pytest.mark.parametrize("project", PROJECTS)
 def test_language_server_on_each_file(project, copy_of):
     pytest.importorskip("pygls")

@@ -13,6 +13,7 @@ Branches that only run under compile (`if is_compiling():`, the `else` of
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Optional
@@ -88,6 +89,8 @@ class Regions:
     # each root among them (its chain and what its callers pass), and the chain of every one.
     external: dict[cst.FunctionDef, object] = field(default_factory=dict)
     reached_from: dict[cst.FunctionDef, tuple] = field(default_factory=dict)
+    # Every function's qualified name in the file (`f`, `Cls.method`, `outer.inner`), as the project index spells it.
+    qualnames: dict[cst.FunctionDef, str] = field(default_factory=dict)
 
 
 def _decorator_target(decorator: cst.Decorator) -> cst.BaseExpression:
@@ -532,11 +535,13 @@ class _RegionFinder:
     ) -> None:
         self.imports = imports
         self.reach = reach
+        self._abspath = os.path.abspath(path) if path else ""
         self.symbols = symbols if path is not None else None
         self.path = path or ""
         self.index = _Index(imports)
         visit(module, self.index, statements_only=True)
-        self.regions = Regions(owner_class=dict(self.index.owner))
+        self.regions = Regions(owner_class=dict(self.index.owner),
+                               qualnames={function: name for name, function in self.index.qualnames.items()})
         calls = branches = None
         if source is None or may_call_compile(source):
             calls = _CompileCalls(imports, self.index.compiled_names)
@@ -589,7 +594,13 @@ class _RegionFinder:
         reached = sorted(self.reach.functions.values(), key=lambda r: (len(r.chain), r.qualname))  # type: ignore[attr-defined]
         for record in reached:
             function = self.index.qualnames.get(record.qualname)
-            if function is None or function in self.regions.functions:
+            if function is None:
+                continue
+            if function in self.regions.functions:
+                if function in self.regions.roots and record.chain and record.chain[0].path != self._abspath:
+                    # A root of its own (a submodule's forward) that another file's traced code calls:
+                    # its findings say how that code reaches it.
+                    self._chain_closure(function, record.chain)
                 continue
             if self._disabled(function) or self._opaque(function):
                 continue
@@ -598,6 +609,17 @@ class _RegionFinder:
             else:
                 self.regions.external[function] = record
             self._close([function], record.chain)
+
+    def _chain_closure(self, root: cst.FunctionDef, chain: tuple) -> None:
+        pending, seen = [root], set()
+        while pending:
+            function = pending.pop()
+            if function in seen or function in self.regions.reached_from:
+                continue
+            seen.add(function)
+            self.regions.reached_from[function] = chain
+            pending.extend(self.index.nested.get(function, {}).values())
+            pending.extend(self._callees(function))
 
     def _roots(self, all_functions: list[cst.FunctionDef]) -> list[cst.FunctionDef]:
         """`forward` of module classes, `@torch.compile` functions, functions passed to torch.compile."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
-from compile_lint.analysis.project.index import MODULE_SCOPE, CallSite, ClassInfo, FileSummary, FunctionInfo
+from compile_lint.analysis.project.index import MODULE_SCOPE, TENSOR, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo
 from compile_lint.analysis.file.regions import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
 from compile_lint.analysis.project.symbols import SymbolIndex
 
@@ -249,30 +249,48 @@ class CallGraph:
             return self.method(path, qualname, name)
         if kind == "class" and not self.is_module_class(path, qualname):
             return self.method(path, qualname, "__init__")
+        if kind == "elements":  # an nn.Sequential called: each of its modules' forward
+            return self.method(path, qualname, "forward")
         return None
 
-    def call_targets(self, path: str, scope: FunctionInfo, call: CallSite) -> list[Key]:
-        """The project functions `call` (made in `scope` of file `path`) runs, function-valued arguments included."""
-        found: list[Key] = []
+    def call_targets(self, key: Key, scope: FunctionInfo, call: CallSite) -> list[tuple[Key, Key, CallSite]]:
+        """The project functions `call` (made in function `key`) runs, each with the call that passes its arguments.
+
+        A function passed as an argument runs with the arguments of the call that calls it:
+        `checkpoint(fn, a, b)` calls `fn(a, b)`, `torch.cond(p, f, g, (x,))` calls `f(x)`
+        (operands are tensors), and a project callee that calls its parameter (`apply(fn, x)`
+        making `fn(x)`) calls it with what that inner call passes.
+        """
+        path = key[0]
+        found: list[tuple[Key, Key, CallSite]] = []
         for target in self.resolve(path, scope, call.callee):
-            key = self.called(target)
-            if key is not None and key not in found:
-                found.append(key)
+            called = self.called(target)
+            if called is not None and all(called != item[0] for item in found):
+                found.append((called, key, call))
         summary = self.summaries[path]
-        positions = HIGHER_ORDER_OPS.get(summary.qualify(call.callee))
+        qualified = summary.qualify(call.callee)
+        positions = HIGHER_ORDER_OPS.get(qualified)
         if positions is not None:
             positional = [arg for arg in call.args if arg.keyword is None]
             for index in positions:
                 if index < len(positional) and positional[index].spelling:
-                    found.extend(self._functions(path, scope, positional[index].spelling))
+                    if qualified in ALWAYS_TRACED_OPS:
+                        inner = CallSite(positional[index].spelling, call.line, (Arg(None, TENSOR),) * 8, call.eager)
+                    elif index == 0 and qualified.endswith("checkpoint"):
+                        inner = CallSite(positional[index].spelling, call.line, tuple(positional[1:]), call.eager)
+                    else:
+                        inner = CallSite(positional[index].spelling, call.line, (), call.eager, starred=True)
+                    found.extend((k, key, inner) for k in self._functions(path, scope, positional[index].spelling))
             return found
-        for key in list(found):
-            callee = self.function(key)
+        for called, _, _ in list(found):
+            callee = self.function(called)
             if callee is None or not callee.called_params:
                 continue
             for arg, param in passed(callee, call):
                 if param in callee.called_params and arg.spelling:
-                    found.extend(k for k in self._functions(path, scope, arg.spelling) if k not in found)
+                    inner_calls = [c for c in callee.calls if c.callee == param] or [call]
+                    for k in self._functions(path, scope, arg.spelling):
+                        found.extend((k, called, inner) for inner in inner_calls)
         return found
 
     def _functions(self, path: str, scope: Optional[FunctionInfo], spelling: str) -> list[Key]:

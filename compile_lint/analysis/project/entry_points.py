@@ -46,9 +46,10 @@ def configured(graph: CallGraph, targets: Iterable[str], root: str) -> list[Key]
     return found
 
 
-def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[Key, Optional[tuple[str, int]]]:
-    """Every entry point -> where it is made one ((path, line) of a compile call or cond), None for a forward."""
-    entries: dict[Key, Optional[tuple[str, int]]] = {}
+def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[Key, Optional[tuple]]:
+    """Every entry point -> where it is made one: (path, line) of a compile call, (path, line, "cond") of a
+    torch.cond call, None for a forward or a configured one."""
+    entries: dict[Key, Optional[tuple]] = {}
     for key in configured_keys:
         entries.setdefault(key, None)
     for path, summary in graph.summaries.items():
@@ -83,7 +84,7 @@ def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[
                         for target in graph.resolve(path, function, positional[index].spelling):
                             key = graph.called(target) if target[0] != "class" else None
                             if key is not None:
-                                entries.setdefault(key, (path, call.line))
+                                entries.setdefault(key, (path, call.line, "cond"))
     return {key: where for key, where in entries.items() if not is_disabled(graph, key)}
 
 

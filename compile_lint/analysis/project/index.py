@@ -34,10 +34,16 @@ from compile_lint.analysis.file.regions import (
 )
 from compile_lint.analysis.project.symbols import dotted_parts, file_stamp, relative_name
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 MODULE_SCOPE = "<module>"
 # Spelled argument tags: a literal or a size (a Python value), the caller's own parameter, anything else.
 PY, PARAM, OTHER = "py", "param", "other"
+# More tags: a tensor by its syntax (`self.proj(x)`, `torch.cat(...)`, `x.abs()` of a tensor),
+# and a local of the caller (its bindings' tags, `FunctionInfo.local_tags`, decide).
+TENSOR, LOCAL = "tensor", "local"
+# Tensor methods whose result is no tensor.
+_PYTHON_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "ndimension", "__len__", "is_contiguous",
+                             "is_floating_point", "data_ptr", "element_size", "get_device", "nelement"})
 _SIZE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "__len__"})
 _SIZE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "range", "isinstance", "getattr", "hasattr"})
 _PARTIAL = frozenset({"functools.partial", "partial"})
@@ -84,6 +90,9 @@ class FunctionInfo:
     called_params: frozenset[str] = frozenset()
     nested: tuple[str, ...] = ()
     parent: Optional[str] = None  # the enclosing function of a nested one
+    # Local name -> the tag of each value a plain `name = value` binds it to: "tensor", "py",
+    # "param:NAME", "local:NAME" or "other" (what a call passing the local passes).
+    local_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -206,6 +215,8 @@ def _arg(value: ast.AST, params: frozenset[str], keyword: Optional[str] = None) 
         return Arg(None, PY, keyword)
     if isinstance(value, ast.Name) and value.id in params:
         return Arg(value.id, PARAM, keyword)
+    if isinstance(value, ast.Name):
+        return Arg(value.id, LOCAL, keyword)
     if isinstance(value, ast.Attribute) and value.attr in ("shape", "ndim", "training", "dtype", "device"):
         return Arg(spelling, PY, keyword)
     if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape":
@@ -216,6 +227,40 @@ def _arg(value: ast.AST, params: frozenset[str], keyword: Optional[str] = None) 
         if callee in _SIZE_BUILTINS or (isinstance(value.func, ast.Attribute) and last in _SIZE_METHODS):
             return Arg(None, PY, keyword)
     return Arg(spelling, OTHER, keyword)
+
+
+def value_tag(value: ast.AST, params: frozenset[str], qualify: Callable[[str], str], depth: int = 0) -> str:
+    """What an expression passes, by its syntax: "tensor", "py", "param:NAME", "local:NAME" or "other"."""
+    if depth > 6:
+        return OTHER
+    if isinstance(value, ast.Name):
+        return f"param:{value.id}" if value.id in params else f"local:{value.id}"
+    spelled = _arg(value, frozenset())
+    if spelled.tag == PY:
+        return PY
+    if isinstance(value, ast.Call):
+        func = value.func
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return TENSOR  # a submodule's call
+        callee = _dotted(func)
+        if callee is not None and qualify(callee).startswith("torch.") and not callee.startswith("torch.is_"):
+            return TENSOR
+        if isinstance(func, ast.Attribute) and func.attr not in _PYTHON_METHODS:
+            receiver = value_tag(func.value, params, qualify, depth + 1)
+            return receiver if receiver != PY else OTHER
+        return OTHER
+    if isinstance(value, ast.BinOp):
+        tags = [value_tag(value.left, params, qualify, depth + 1), value_tag(value.right, params, qualify, depth + 1)]
+        if TENSOR in tags:
+            return TENSOR
+        open_tags = [tag for tag in tags if tag != PY]
+        return open_tags[0] if len(open_tags) == 1 else (PY if not open_tags else OTHER)
+    if isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not):
+        return value_tag(value.operand, params, qualify, depth + 1)
+    if isinstance(value, ast.Subscript):
+        inner = value_tag(value.value, params, qualify, depth + 1)
+        return inner if inner == TENSOR else OTHER
+    return OTHER
 
 
 class _Summariser:
@@ -334,6 +379,13 @@ class _Summariser:
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._loop_alias(stmt, scope)
+            self._untagged(stmt.target, scope)
+        elif isinstance(stmt, ast.AugAssign):
+            self._untagged(stmt.target, scope)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self._untagged(item.optional_vars, scope)
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -350,6 +402,12 @@ class _Summariser:
             elif isinstance(value, ast.AST):
                 self._expression(value, scope, eager, params)
 
+    def _untagged(self, target: ast.AST, scope: FunctionInfo) -> None:
+        """A local bound some other way than `name = value`: what it holds is not known from here."""
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                scope.local_tags[node.id] = scope.local_tags.get(node.id, ()) + (OTHER,)
+
     def _loop_alias(self, stmt: ast.For, scope: FunctionInfo) -> None:
         """`for blk in self.blocks` / `for i, blk in enumerate(self.blocks)`: `blk` is an element."""
         iterable, target = stmt.iter, stmt.target
@@ -363,6 +421,14 @@ class _Summariser:
     def _assignment(self, targets: list[ast.AST], value: ast.AST, scope: FunctionInfo, owner: Optional[str]) -> None:
         spellings = _value_spellings(value)
         for target in targets:
+            if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
+                params = frozenset(name for name, _, _ in scope.params)
+                tag = value_tag(value, params, self.summary.qualify)
+                scope.local_tags[target.id] = scope.local_tags.get(target.id, ()) + (tag,)
+            elif isinstance(target, (ast.Tuple, ast.List)) and scope.qualname != MODULE_SCOPE:
+                for element in target.elts:  # unpacked: what each item is, nobody here knows
+                    if isinstance(element, ast.Name):
+                        scope.local_tags[element.id] = scope.local_tags.get(element.id, ()) + (OTHER,)
             if isinstance(target, ast.Name) and scope.qualname != MODULE_SCOPE:
                 if spellings:
                     scope.aliases[target.id] = scope.aliases.get(target.id, ()) + spellings
@@ -419,10 +485,20 @@ class _Summariser:
                 entry = (scope.qualname, call.lineno, f"{receiver}()")
                 if entry not in self.summary.compiled:
                     self.summary.compiled.append(entry)
-        args = [_arg(a.value if isinstance(a, ast.Starred) else a, params) for a in call.args]
-        args += [_arg(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
+        args = [self._passed(a.value if isinstance(a, ast.Starred) else a, params) for a in call.args]
+        args += [self._passed(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
         scope.calls.append(CallSite(callee, call.lineno, tuple(args), eager, starred))
+
+    def _passed(self, value: ast.AST, params: frozenset[str], keyword: Optional[str] = None) -> Arg:
+        """An argument: its spelling (a function, maybe) and the tag of what it passes."""
+        tag = value_tag(value, params, self.summary.qualify)
+        kind, _, name = tag.partition(":")
+        if kind == "param":
+            return Arg(name, PARAM, keyword)
+        if kind == "local":
+            return Arg(name, LOCAL, keyword)
+        return Arg(_dotted(value), tag if tag in (PY, TENSOR) else OTHER, keyword)
 
     def _function(self, node: ast.FunctionDef, parent: FunctionInfo, owner: Optional[str], prefix: str) -> None:
         qualname = f"{prefix}{node.name}"

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
-from compile_lint.analysis.project.index import PARAM, PY, FileSummary, IndexStore, project_files
+from compile_lint.analysis.project.index import LOCAL, PARAM, PY, TENSOR, FileSummary, IndexStore, project_files
 from compile_lint.analysis.project.symbols import SymbolIndex, file_stamp, package_root
 
 TENSOR_HINT, PY_HINT = "tensor", "py"
@@ -58,6 +58,9 @@ class FileReach:
     functions: dict[str, Reached] = field(default_factory=dict)
     digest: str = ""
     project: Optional["ProjectReach"] = field(default=None, compare=False, repr=False)
+    # (calling function, callee as spelled) of the file's traced calls of another file's
+    # `@torch.compiler.disable` function: an intended break at the call (JIT611).
+    disabled_calls: frozenset[tuple[str, str]] = frozenset()
 
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
@@ -73,13 +76,22 @@ class ProjectReach:
         self.parents: dict[Key, tuple[Key, int]] = {}
         self.sites: dict[Key, list[tuple[Key, object]]] = {}
         self.reached: set[Key] = set()
+        # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
+        self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
         self._hints: dict[tuple[Key, str], Optional[str]] = {}
         self._files: dict[str, FileReach] = {}
         self._walk()
 
     def _walk(self) -> None:
+        # torch.cond branches are entry points of their own only when no traced code reaches
+        # them (a cond called eagerly): walked last, so that a traced caller gives them a chain.
+        first = sorted(key for key, where in self.entries.items() if not (where and len(where) > 2))
+        self._from(first)
+        self._from(sorted(key for key in self.entries if key not in self.reached))
+
+    def _from(self, entries: list[Key]) -> None:
         graph = self.graph
-        pending = deque(sorted(self.entries))
+        pending = deque(entries)
         self.reached.update(pending)
         while pending:
             key = pending.popleft()
@@ -89,10 +101,16 @@ class ProjectReach:
             for call in function.calls:
                 if call.eager:
                     continue
-                for target in graph.call_targets(key[0], function, call):
-                    if target == key or is_disabled(graph, target):
+                for target, caller, site in graph.call_targets(key, function, call):
+                    if is_disabled(graph, target):
+                        if graph.function(target) is not None and target[0] != key[0]:
+                            self.disabled_calls.setdefault(key[0], set()).add((key[1], call.callee))
                         continue
-                    self.sites.setdefault(target, []).append((key, call))
+                    if target == key:
+                        continue
+                    self.sites.setdefault(target, []).append((caller, site))
+                    if target in self.entries and target not in self.parents and target[0] != key[0]:
+                        self.parents[target] = (key, call.line)  # an entry point that other code reaches too
                     if target not in self.reached:
                         self.reached.add(target)
                         self.parents[target] = (key, call.line)
@@ -132,15 +150,28 @@ class ProjectReach:
                         if getattr(call, "starred", False):
                             kinds.add(None)
                         continue
-                    if arg.tag == PY:
-                        kinds.add(PY_HINT)
-                    elif arg.tag == PARAM:
-                        kinds.add(self.hint(caller, arg.spelling, depth + 1))
-                    else:
-                        kinds.add(None)
+                    kinds.add(self._tag_hint(caller, arg.tag if arg.tag != LOCAL else f"local:{arg.spelling}",
+                                             depth, set()) if arg.tag != PARAM else
+                              self.hint(caller, arg.spelling, depth + 1))
                 result = kinds.pop() if len(kinds) == 1 else None
         self._hints[memo] = result
         return result
+
+    def _tag_hint(self, caller: Key, tag: str, depth: int, seen: set) -> Optional[str]:
+        """The hint a value of `caller` passes, from its tag: a tensor by syntax, a Python value, a parameter, a local."""
+        if tag == PY:
+            return PY_HINT
+        if tag == TENSOR:
+            return TENSOR_HINT
+        kind, _, name = tag.partition(":")
+        if kind == "param":
+            return self.hint(caller, name, depth + 1)
+        if kind == "local" and name not in seen:
+            function = self.graph.function(caller)
+            tags = function.local_tags.get(name, ()) if function is not None else ()
+            hints = {self._tag_hint(caller, inner, depth, seen | {name}) for inner in tags}
+            return hints.pop() if len(hints) == 1 else None
+        return None
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
@@ -156,8 +187,10 @@ class ProjectReach:
             hints = tuple((name, hint) for name, _, _ in function.params
                           if (hint := self.hint(key, name)) is not None)
             functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
-        digest = hashlib.blake2b(repr(sorted(functions.items())).encode(), digest_size=16).hexdigest()
-        result = self._files[path] = FileReach(path, functions, digest, self)
+        disabled = frozenset(self.disabled_calls.get(path, ()))
+        digest = hashlib.blake2b(repr((sorted(functions.items()), sorted(disabled))).encode(),
+                                 digest_size=16).hexdigest()
+        result = self._files[path] = FileReach(path, functions, digest, self, disabled)
         return result
 
 

@@ -6,6 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.imports import dotted_name
+
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -126,6 +128,16 @@ class CompilerDisabledCall(Rule):
             target = regions.disabled.get(func.attr.value)
             if target is not None and target not in regions.owner_class:
                 target = None
-        if target is not None:
+        if target is not None or self._disabled_elsewhere(func):
             self.report(node)
+
+    def _disabled_elsewhere(self, func: cst.BaseExpression) -> bool:
+        """True when the project index resolved this traced call to a disabled function of another file."""
+        reach = self.context.reach
+        function = self.context.function
+        if reach is None or function is None or not reach.disabled_calls:
+            return False
+        spelled = dotted_name(func)
+        qualname = self.context.regions.qualnames.get(function)
+        return spelled is not None and (qualname, spelled) in reach.disabled_calls
 
