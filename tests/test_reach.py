@@ -352,3 +352,17 @@ def test_flake8_and_the_language_server_agree_with_the_cli(project):
         assert client.close() == 0
     finally:
         client.kill()
+
+
+def test_a_fix_for_a_reached_helper_edits_the_helpers_file_once(project):
+    model_before = (project / "pkg/model.py").read_text()
+    fixed = run_cli("--fix", "--unsafe-fixes", "pkg", cwd=project)
+    assert fixed.returncode in (0, 1), fixed.stderr
+    commons = (project / "pkg/commons.py").read_text()
+    assert commons.count("torch.where(x.sum() > 0, x, torch.tanh(x))") == 1
+    assert (project / "pkg/model.py").read_text() == model_before
+    again = json.loads(run_cli("--output-format", "json", "--no-cache", "pkg", cwd=project).stdout)
+    assert ("pkg/commons.py", 5) not in [(f["path"], f["line"]) for f in again]
+    # The fixed helper compiles where the finding was.
+    commons_module = _imported(project, "pkg.commons")
+    _compiles(commons_module.gelu_tanh, torch.randn(4))
