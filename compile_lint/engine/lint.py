@@ -87,9 +87,11 @@ def file_reach(config: Config, path: str, map_function=None, strict: bool = Fals
     package `path` belongs to, else its directory. An unknown `entry-points` target raises
     `EntryPointError` with `strict`; otherwise the file is linted without the project's reach.
     """
-    root, recursive = project_root(config.root, config.source, path)
-    in_config_project = bool(config.source) and root == os.path.abspath(config.root)
+    # A file named explicitly but excluded from its project (a package inside the virtualenv)
+    # has its own package for a project.
+    root, recursive = _project_of(config, path)
     below = dataclasses.replace(config, root=root)
+    in_config_project = bool(config.source) and root == os.path.abspath(config.root)
     try:
         reach = project_reach(
             root, recursive, symbol_index(config), module_bases=config.module_bases,
@@ -113,13 +115,21 @@ def prepare_project(paths: Sequence[str], config: Config, cache_dir: Optional[st
     are final for this process and its workers (`frozen`).
     """
     _INDEX_CACHE["dir"] = cache_dir
+    _INDEX_CACHE["frozen"] = False  # a run again in this process (--watch) re-checks the files
     seen = set()
     for path in paths:
-        root = project_root(config.root, config.source, path)
+        root = _project_of(config, path)
         if root not in seen:
             seen.add(root)
             file_reach(config, path, map_function, strict=True)
     _INDEX_CACHE["frozen"] = True
+
+
+def _project_of(config: Config, path: str) -> tuple[str, bool]:
+    root, recursive = project_root(config.root, config.source, path)
+    if is_excluded_path(path, dataclasses.replace(config, root=root)):
+        return project_root(config.root, None, path)
+    return root, recursive
 
 
 def reach_digest(config: Config, path: str) -> str:
