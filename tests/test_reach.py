@@ -143,6 +143,7 @@ EXPECTED = [
     ("pkg/commons.py", 33, "JIT601"),  # branch_true's print, a torch.cond branch
     ("pkg/heads.py", 10, "JIT203"),    # Head.loss, a submodule's other method
     ("pkg/heads.py", 18, "JIT101"),    # Search.run, from the compiled Net.infer
+    ("pkg/model.py", 33, "JIT611"),    # the call of the disabled helper: an intended break (off by default)
 ]
 
 
@@ -322,7 +323,8 @@ def test_flake8_and_the_language_server_agree_with_the_cli(project):
     for line in flake8.stdout.splitlines():
         path, number, _, rest = line.split(":", 3)
         reported.append((path.replace(os.sep, "/").removeprefix("./"), int(number), rest.split()[0]))
-    assert sorted(reported) == [item for item in expected if item[2] in {"JIT101", "JIT203", "JIT601"}] == expected
+    # flake8 owns the selection: JIT611 (off by default) is not in its `--select JIT`.
+    assert sorted(reported) == [item for item in expected if item[2] != "JIT611"]
 
     pytest.importorskip("pygls")
     client = LspClient(str(project))

@@ -266,7 +266,7 @@ def _map(function, items: list, jobs: int, description: str = "Linting", shared=
 
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
     """The outcome for each file, in the order given, from the cache where it can."""
-    from compile_lint.engine.api import reach_digest
+    from compile_lint.engine.project import reach_digest
     from compile_lint.engine.cache import LintCache, cache_root, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
 
@@ -615,7 +615,7 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
 def _prepare_project(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> Optional[str]:
     """Build the project index of the files' projects once (in parallel for many files); an entry-points error."""
     from compile_lint.analysis.project.entry_points import EntryPointError
-    from compile_lint.engine.api import prepare_project
+    from compile_lint.engine.project import prepare_project
     from compile_lint.engine.cache import cache_root
 
     cache_dir = None if args.no_cache else cache_root(config)

@@ -18,7 +18,7 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.index import MODULE_SCOPE, TENSOR, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo
-from compile_lint.analysis.file.regions import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
+from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
 from compile_lint.analysis.project.symbols import SymbolIndex
 
 Key = tuple[str, str]  # (absolute path, function qualname)

@@ -15,7 +15,7 @@ from typing import Iterable, Optional
 
 from compile_lint.analysis.project.callgraph import ALWAYS_TRACED_OPS, HIGHER_ORDER_OPS, CallGraph, Key
 from compile_lint.analysis.project.index import MODULE_SCOPE
-from compile_lint.analysis.file.regions import DISABLE_DECORATORS, OPAQUE_OP_DECORATORS
+from compile_lint.analysis.syntax.predicates import DISABLE_DECORATORS, OPAQUE_OP_DECORATORS
 
 
 class EntryPointError(ValueError):

@@ -29,7 +29,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
-from compile_lint.analysis.file.regions import (
+from compile_lint.analysis.syntax.predicates import (
     COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
 )
 from compile_lint.analysis.project.symbols import dotted_parts, file_stamp, relative_name
