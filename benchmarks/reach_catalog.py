@@ -32,6 +32,9 @@ sys.path.insert(0, HERE)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# ultralytics writes a settings file at import: into the git-ignored cache, not the home folder.
+os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(HERE, ".cache", "ultralytics"))
+os.environ.setdefault("YOLO_OFFLINE", "1")
 
 # Distribution -> import package; the versions are the `reach` extra's pins in pyproject.toml.
 PACKAGES = {
@@ -44,6 +47,7 @@ PACKAGES = {
     "k-diffusion": "k_diffusion",
     "segmentation-models-pytorch": "segmentation_models_pytorch",
     "kokoro": "kokoro",
+    "ultralytics": "ultralytics",
 }
 
 
@@ -484,10 +488,43 @@ def _kokoro_units():
     ]
 
 
+# ----------------------------------------------------------------------------- ultralytics
+
+def _ultralytics_units():
+    def model(kind, yaml):
+        def build():
+            import ultralytics.nn.tasks as tasks
+            from ultralytics.cfg import get_cfg
+
+            built = getattr(tasks, kind)(yaml, nc=4, verbose=False)
+            built.args = get_cfg()  # what the trainer sets: the loss reads its gains from here
+            return built
+        return build
+
+    def batch(model):
+        import torch
+
+        return ({"img": _t(2, 3, 64, 64), "batch_idx": torch.tensor([0.0, 1.0]), "cls": torch.tensor([[1.0], [2.0]]),
+                 "bboxes": torch.tensor([[0.5, 0.5, 0.2, 0.2], [0.3, 0.4, 0.1, 0.2]])},), {}
+
+    image = lambda m: _image(1, 3, 64)  # noqa: E731
+    loss = Entry("loss", lambda m: m.loss, batch, ("train",), "ultralytics/nn/tasks.py:BaseModel.loss")
+    return [
+        Unit("ultralytics", "DetectionModel-yolov8n", model("DetectionModel", "yolov8n.yaml"), (_forward(image), loss)),
+        Unit("ultralytics", "DetectionModel-yolov10n", model("DetectionModel", "yolov10n.yaml"), (_forward(image),)),
+        Unit("ultralytics", "DetectionModel-yolo26n", model("DetectionModel", "yolo26n.yaml"), (_forward(image),)),
+        Unit("ultralytics", "SegmentationModel-yolov8n-seg", model("SegmentationModel", "yolov8n-seg.yaml"),
+             (_forward(image),)),
+        Unit("ultralytics", "RTDETRDetectionModel-rtdetr-l", model("RTDETRDetectionModel", "rtdetr-l.yaml"),
+             (_forward(image, ("eval",)),)),
+    ]
+
+
 CATALOG_BUILDERS = {
     "kornia": _kornia_units, "whisper": _whisper_units, "x_transformers": _x_transformers_units,
     "vector_quantize_pytorch": _vq_units, "segment_anything": _sam_units, "open_clip": _open_clip_units,
     "k_diffusion": _k_diffusion_units, "segmentation_models_pytorch": _smp_units, "kokoro": _kokoro_units,
+    "ultralytics": _ultralytics_units,
 }
 
 

@@ -339,7 +339,9 @@ def reach_truth(records: list[dict], sources: dict) -> dict:
             site[name] = sorted(site[name])
         site["user_stacks"] = site["user_stacks"][:4]
     truth["sites"].sort(key=lambda s: (s["file"], s["line"]))
-    truth["meta"]["counts"] = dict(truth["meta"]["counts"], **per_library_counts(truth))
+    truth["meta"]["counts"] = dict(truth["meta"]["counts"], **per_library_counts(truth),
+                                   sites=len(truth["sites"]),
+                                   fullgraph_only_sites=sum(1 for s in truth["sites"] if s.get("fullgraph_only")))
     truth["meta"]["libraries"] = {dist: version for dist, (version, _) in reach_catalog.LIBRARIES.items()}
     truth["meta"]["entry_points"] = {package: reach_catalog.entry_points(package)
                                      for _, package in reach_catalog.LIBRARIES.values()}
