@@ -237,6 +237,14 @@ def run(keys: list[str], out_dir: str, unit_timeout: float, budget: float) -> st
     os.makedirs(out_dir, exist_ok=True)
     raw = os.path.join(out_dir, "reach_raw.jsonl.gz")
     started = time.time()
+    info = {"environment": environment(), "argv": sys.argv[1:], "units": keys, "units_done": []}
+
+    def write_info() -> None:  # after every unit: a run cut short still says what measured it
+        info["seconds"] = round(time.time() - started)
+        with open(os.path.join(out_dir, "reach_run.json"), "w", encoding="utf-8") as handle:
+            json.dump(info, handle, indent=1)
+
+    write_info()
     with gzip.open(raw, "wt", encoding="utf-8") as sink:
         for key in keys:
             mark = time.perf_counter()
@@ -260,10 +268,8 @@ def run(keys: list[str], out_dir: str, unit_timeout: float, budget: float) -> st
                 f" {len(r.get('breaks', []))} breaks, fullgraph {'ok' if r['fullgraph']['ok'] else 'fails'}"
                 if r["status"] == "ok" else f" ({r.get('error')})") for r in records)
             print(f"{key} [{time.perf_counter() - mark:.0f} s, {status}]: {summary}", flush=True)
-    info = {"environment": environment(), "argv": sys.argv[1:], "units": keys,
-            "seconds": round(time.time() - started)}
-    with open(os.path.join(out_dir, "reach_run.json"), "w", encoding="utf-8") as handle:
-        json.dump(info, handle, indent=1)
+            info["units_done"].append(key)
+            write_info()
     return raw
 
 
@@ -271,6 +277,8 @@ def run(keys: list[str], out_dir: str, unit_timeout: float, budget: float) -> st
 
 def read(raw_paths: list[str]) -> tuple[list[dict], dict]:
     """Records of raw files (tagged with source and torch, as sweep_truth expects) and their run infos."""
+    import sweep_truth
+
     records, sources = [], {}
     for path in raw_paths:
         info_path = os.path.join(os.path.dirname(path), "reach_run.json")
@@ -278,13 +286,9 @@ def read(raw_paths: list[str]) -> tuple[list[dict], dict]:
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path)
         sources[name] = info
         torch_version = info.get("environment", {}).get("torch", "?")
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                record["source"], record["torch"] = name, torch_version
-                if record.get("status") != "ok" and "variant" not in record:
-                    record.setdefault("variant", None)
-                records.append(record)
+        for record in sweep_truth._lines(path):  # a file cut off mid-write gives what it holds
+            record["source"], record["torch"] = name, torch_version
+            records.append(record)
     return records, sources
 
 

@@ -193,6 +193,7 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
                                               for s in meta.get('sources', {}).values()})) + ". "
         "Verdicts: benchmarks/reach_score.py's docstring.",
         "",
+        *measured_section(truth),
         "## Summary",
         "",
         f"Recall (a break-kind finding on the site's line ±{SLACK}): **{total.get('caught', 0)}/{total.get('sites', 0)} = "
@@ -249,6 +250,28 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
     for package, run in lint_runs.items():
         out.append(f"- {package}: `{run['command']}`")
     return "\n".join(out) + "\n"
+
+
+def measured_section(truth) -> list[str]:
+    """How the ground truth was made: each raw file's machine, torch, arguments and time."""
+    out = ["## How the ground truth was measured", "",
+           "1. `python benchmarks/reach_run.py --out DIR ...` (benchmarks/reach_catalog.py's units, probed by "
+           "benchmarks/sweep_probe.py's code), one raw file per row:", "",
+           "| raw file | machine | torch | Python | runs | seconds | arguments |",
+           "| --- | --- | --- | --- | ---: | ---: | --- |"]
+    runs = Counter()
+    for run in truth.data.get("runs", []):
+        runs[run["run"].split("/", 1)[0]] += run.get("status") == "ok"
+    for name, info in sorted(truth.data["meta"].get("sources", {}).items()):
+        env = info.get("environment", {})
+        library = name.split("/", 1)[0]
+        out.append(f"| {name} | {env.get('machine', '?')}, {env.get('cpus', '?')} cores | {env.get('torch', '?')} | "
+                   f"{env.get('python', '?')} | {runs.get(library, '?')} | {info.get('seconds', '?')} | "
+                   f"`{' '.join(info.get('argv', []))}` |")
+    out += ["", "2. `python benchmarks/reach_run.py --truth " + " ".join(
+        "benchmarks/results/reach_raw/" + name for name in sorted(truth.data["meta"].get("sources", {})))
+        + "` -> `benchmarks/results/reach_ground_truth.json`.", ""]
+    return out
 
 
 def _packages(libraries: dict) -> dict:
