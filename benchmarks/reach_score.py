@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -342,7 +343,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"  {package:30} sites {row.get('sites', 0):3}  caught {row.get('caught', 0):3}  "
               f"stack {row.get('caught_with_stack', 0):3}  violations {row.get('violations', 0):3}")
     if args.out:
-        command = "python benchmarks/reach_score.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        command = "python benchmarks/reach_score.py " + shlex.join(argv if argv is not None else sys.argv[1:])
         with open(args.out + ".md", "w", encoding="utf-8") as handle:
             handle.write(markdown(truth, result, summary, lint_runs, environment, label, command.strip(), root_of))
         with open(args.out + ".json", "w", encoding="utf-8") as handle:
