@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test clean realworld fix-realworld sweep-score
+.PHONY: run test clean realworld fix-realworld sweep-score reach-score reach-run-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +51,20 @@ fix-realworld: $(VENV)/.realworld-installed
 # the committed ground truth without running a model. ARGS="--codes JIT101" or ARGS="--out PREFIX".
 sweep-score: $(VENV)/.realworld-installed
 	$(BIN)/python benchmarks/sweep_score.py $(ARGS)
+
+# Reach corpus (benchmarks/README.md, "Reach corpus"): score compile-lint's cross-file reach against
+# the committed ground truth of real libraries laid out across files, without running a model.
+# Linting needs only the libraries' sources: the pinned `reach` extra goes in with --no-deps.
+# ARGS="--out benchmarks/results/reach_score" or ARGS="--libraries whisper,kokoro".
+REACH_PINS = $$($(BIN)/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["reach"]))')
+
+$(VENV)/.reach-installed: $(VENV)/.dev-installed pyproject.toml
+	$(BIN)/python -m pip install --quiet --no-deps $(REACH_PINS)
+	touch $@
+
+reach-score: $(VENV)/.reach-installed
+	$(BIN)/python benchmarks/reach_score.py $(ARGS)
+
+# What re-measuring it needs (benchmarks/reach_run.py builds and compiles the models).
+reach-run-deps: $(VENV)/.reach-installed
+	$(BIN)/python -m pip install --quiet -e ".[dev,verify,reach-run]" "$(TORCH_PIN)"
