@@ -52,6 +52,7 @@ class CallGraph:
         self._module_class: dict[tuple[str, str], bool] = {}
         self._mro: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
+        self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
 
     # ----- lookups -----
     def function(self, key: Key) -> Optional[FunctionInfo]:
@@ -117,6 +118,26 @@ class CallGraph:
             if info is not None and name in info.methods:
                 return cls_path, info.methods[name]
         return None
+
+    def subclasses(self, path: str, qualname: str) -> list[tuple[str, str]]:
+        """The project's classes that derive from the class, directly or not."""
+        if self._subclasses is None:
+            table: dict[tuple[str, str], list[tuple[str, str]]] = {}
+            for file, summary in self.summaries.items():
+                for name in summary.classes:
+                    for base in self.mro(file, name)[1:]:
+                        table.setdefault(base, []).append((file, name))
+            self._subclasses = table
+        return self._subclasses.get((path, qualname), [])
+
+    def overrides(self, path: str, qualname: str, name: str) -> list[Key]:
+        """`name` as the project's subclasses of the class define it: what `self.name()` may run."""
+        found = []
+        for sub_path, sub_name in self.subclasses(path, qualname):
+            info = self.cls(sub_path, sub_name)
+            if info is not None and name in info.methods:
+                found.append((sub_path, info.methods[name]))
+        return found
 
     def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:
         """What the class (or the nearest base that assigns it) makes `self.attribute` from."""
@@ -267,6 +288,12 @@ class CallGraph:
             called = self.called(target)
             if called is not None and all(called != item[0] for item in found):
                 found.append((called, key, call))
+        head, _, method = call.callee.partition(".")
+        if head == "self" and method and "." not in method and scope.owner:
+            # `self.m()` in a base class runs the subclass's override when the object is one.
+            for override in self.overrides(path, scope.owner, method):
+                if all(override != item[0] for item in found):
+                    found.append((override, key, call))
         summary = self.summaries[path]
         qualified = summary.qualify(call.callee)
         positions = HIGHER_ORDER_OPS.get(qualified)
