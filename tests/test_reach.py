@@ -208,8 +208,9 @@ def test_the_cli_reports_helpers_once_in_their_own_files_with_the_chain(project)
     assert alias["message"].endswith("(reached from model.py:16 in Net.forward)")
     infer = by_line[("pkg/heads.py", 18)]
     assert infer["reached_from"] == [{"path": "pkg/model.py", "line": 20, "function": "Net.infer"}]
-    # The torch.cond branch is an entry point of its own: Dynamo compiles it, no chain to show.
-    assert "reached_from" not in by_line[("pkg/commons.py", 33)]
+    # The torch.cond branch is traced from the forward that calls torch.cond.
+    assert by_line[("pkg/commons.py", 33)]["reached_from"] == [
+        {"path": "pkg/model.py", "line": 38, "function": "Branchy.forward"}]
 
 
 def test_single_files_and_the_library_api_give_the_same_answer(project):
