@@ -345,7 +345,7 @@ class FileContext:
         if key not in self._inherited_makers:
             # Rules ask once per `self.attr` read (JIT409 asks for every one); the answer
             # depends only on the class and the attribute, so resolve the bases once.
-            symbol = self.symbols.local(self.path, cls.name.value)
+            symbol = self.symbols.resolve_in_file(self.path, cls.name.value)
             found = None
             if symbol is not None and symbol.kind == "class":
                 found = self.symbols.inherited_makers(symbol, expr.attr.value)
