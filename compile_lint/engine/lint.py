@@ -302,8 +302,7 @@ def lint_module(
     `symbols` lets the analysis follow base classes and helpers into other files.
     `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
     """
-    context = FileContext(path, module, module_bases, source if prune else None, symbols)
-    context.branch_fix = branch_fix
+    context = FileContext(path, module, module_bases, source if prune else None, symbols, branch_fix)
     rules = [rule_class(context) for rule_class in rule_classes]
     dispatcher = _Dispatcher(context, rules, prune, cancelled)
     for rule in rules:

@@ -14,7 +14,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from compile_lint.core.diagnostics import CODE_PREFIX
-from compile_lint.fixes.branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
+from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",

@@ -60,7 +60,7 @@ class FileContext:
 
     def __init__(
         self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
-        symbols: Optional[SymbolIndex] = None,
+        symbols: Optional[SymbolIndex] = None, branch_fix: Optional[str] = None,
     ) -> None:
         self.path = path
         self.module = module
@@ -73,7 +73,7 @@ class FileContext:
         self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
         self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
         # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
-        self.branch_fix: Optional[str] = None
+        self.branch_fix = branch_fix
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property

@@ -8,9 +8,9 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
+from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
-from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -302,7 +302,7 @@ class TensorItem(ElifTracker, Rule):
         if self.context.kind(receiver) in NOT_ARRAYS:
             return
         if not self.context.kind(receiver).tensorish:
-            reason = Linearised(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
+            reason = BranchFix(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
             self.report(node, message=with_reason(self.message, reason))
             return
         outcome = linearise_data_read(self, node, self.is_elif)
@@ -311,7 +311,7 @@ class TensorItem(ElifTracker, Rule):
             return
         assert isinstance(node.func, cst.Attribute)
         fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
-        self.report(node, message=with_reason(self.message, Linearised(fix, UNUSED_NUMBER)), fix=fix)
+        self.report(node, message=with_reason(self.message, BranchFix(fix, UNUSED_NUMBER)), fix=fix)
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:

@@ -16,7 +16,7 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind, annotation_kind
 from compile_lint.analysis.file.regions import predicate_sense
-from compile_lint.fixes.hazards import is_bool_expression
+from compile_lint.fixes.branches.hazards import is_bool_expression
 from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS
 
 if TYPE_CHECKING:
