@@ -2,7 +2,9 @@
 
 import pytest
 
-from compile_lint.settings.config import Config, ConfigError, load_config, parse_config, rule_enabled
+from compile_lint.settings.config import Config, ConfigError, load_config, parse_config
+
+from compile_lint.settings.selection import rule_enabled
 
 
 def test_defaults_enable_default_rules_only():

@@ -18,7 +18,8 @@ from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode
 from compile_lint.analysis.file.regions import is_imported_module_class
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
-from compile_lint.settings.config import Config, rule_enabled
+from compile_lint.settings.config import Config
+from compile_lint.settings.selection import rule_enabled
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
