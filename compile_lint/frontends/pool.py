@@ -49,7 +49,7 @@ def parallel_map(function, items: list, jobs: int, description: str = "Linting",
         return list(track((call(item) for item in items), len(items), description))
     # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
     import compile_lint.fixes.apply  # noqa: F401
-    from compile_lint.engine.lint import warm_up
+    from compile_lint.engine.dispatch import warm_up
 
     warm_up()
 
