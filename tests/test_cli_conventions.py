@@ -228,3 +228,47 @@ def test_help_lists_the_new_flags():
                  "--force-exclude", "--extend-ignore", "--per-file-ignores", "-q, --quiet", "--show-settings",
                  "--config PATH | 'KEY = VALUE'", "--watch"):
         assert flag in text, flag
+
+
+@pytest.mark.parametrize("flag", ["--select", "--extend-select", "--ignore", "--extend-ignore"])
+def test_an_empty_code_list_is_a_usage_error(project, flag):
+    # Issue 25.10: `--select ""` selected nothing and passed. ruff refuses an empty selector too.
+    result = run_cli(flag, "", "src", cwd=project)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"compile-lint: error: {flag} '': no rule code or prefix given "
+                             "(e.g. JIT1, JIT101, or ALL)\n")
+    assert run_cli(flag, " , ", "src", cwd=project).returncode == 2
+
+
+def test_explain_explains_every_code_given():
+    both = run_cli("--explain", "JIT101", "JIT201")
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.startswith(explain("JIT101")) and both.stdout.endswith(explain("JIT201"))
+    assert both.stdout == explain("JIT101") + "\n" + explain("JIT201")
+    assert run_cli("--explain", "JIT101,JIT904").stdout == explain("JIT101") + "\n" + explain("JIT904")
+    unknown = run_cli("--explain", "JIT101", "JIT999")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr == "compile-lint: error: unknown rule code 'JIT999'\n"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--explain", "JIT101", "src"],
+     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+    (["src", "--explain", "JIT101"],
+     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+    (["--explain", "JIT101", "--fix"], "--explain explains rule codes and lints nothing: drop --fix"),
+    (["--statistics", "--diff", "src"], "--statistics counts findings and --diff prints a diff: use one of them"),
+])
+def test_meaningless_combinations_are_refused(project, flags, message):
+    result = run_cli(*flags, cwd=project)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"compile-lint: error: {message}\n"
+
+
+@pytest.mark.parametrize("flags", [["--show-fixes"], ["--show-fixes", "--diff"]])
+def test_show_fixes_without_fix_is_warned(project, flags):
+    result = run_cli(*flags, "--no-cache", "src", cwd=project)
+    assert result.returncode == (0 if "--diff" in flags else 1)  # JIT101's fix is unsafe: no diff
+    assert result.stderr.startswith(
+        "compile-lint: warning: --show-fixes lists the fixes --fix applies: without --fix it shows nothing\n")
+    assert run_cli("--show-fixes", "--fix", "--no-cache", "tests", cwd=project).stderr == ""

@@ -9,6 +9,7 @@ import gc
 import json
 import multiprocessing
 import os
+import re
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -115,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "against; --fix then prints the fixed source to stdout")
     parser.add_argument("--watch", action="store_true",
                         help="lint again whenever a Python file or the config changes (needs compile-lint[watch])")
-    parser.add_argument("--explain", metavar="CODE", help="explain a rule: what breaks, why, examples")
+    parser.add_argument("--explain", nargs="+", metavar="CODE",
+                        help="explain rules (one or more codes): what breaks, why, examples; lints nothing")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", action="append", metavar="PATH | 'KEY = VALUE'",
                         help="a pyproject.toml or compile-lint.toml to use, or a TOML `key = value` that overrides "
@@ -356,6 +358,10 @@ def _error(message: str) -> None:
     sys.stderr.write(f"compile-lint: error: {message}\n")
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"compile-lint: warning: {message}\n")
+
+
 def _reads_stdin(args: argparse.Namespace) -> bool:
     return args.paths == [STDIN] or (not args.paths and args.stdin_filename is not None)
 
@@ -378,7 +384,51 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
         return f"{flag} works on files, not on stdin"
     if args.add_noqa and (args.fix or args.diff or args.statistics):
         return "--add-noqa rewrites files on its own: drop --fix, --diff and --statistics"
+    if args.statistics and args.diff:
+        return "--statistics counts findings and --diff prints a diff: use one of them"
     return None
+
+
+def _usage_warnings(args: argparse.Namespace) -> list[str]:
+    """Flags that do nothing in this combination: the run goes on, and says so."""
+    warnings = []
+    if args.show_fixes and not args.fix:
+        warnings.append("--show-fixes lists the fixes --fix applies: without --fix it shows nothing")
+    return warnings
+
+
+# Flags that do something other than explain: refused beside --explain.
+EXPLAIN_EXCLUSIVE = ("fix", "diff", "add_noqa", "watch", "statistics", "show_settings")
+CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
+
+
+def _explain_codes(args: argparse.Namespace) -> tuple[list[str], Optional[str]]:
+    """The codes `--explain` was given (commas split), or why the command line is not only codes."""
+    values = [code.strip() for value in args.explain for code in value.split(",") if code.strip()]
+    not_codes = [value for value in values if not CODE_SHAPE.match(value)] + list(args.paths or ())
+    if not_codes:
+        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (drop the paths)"
+    flags = [f"--{name.replace('_', '-')}" for name in EXPLAIN_EXCLUSIVE if getattr(args, name)]
+    if flags:
+        return [], f"--explain explains rule codes and lints nothing: drop {', '.join(flags)}"
+    return values, None
+
+
+def _explain_command(args: argparse.Namespace) -> int:
+    """`--explain CODE...`: each code's documentation, separated by a blank line."""
+    codes, problem = _explain_codes(args)
+    if problem:
+        _error(problem)
+        return EXIT_ERROR
+    texts = []
+    for code in codes:
+        text = explain(code)
+        if text is None:
+            _error(f"unknown rule code '{code}'")
+            return EXIT_ERROR
+        texts.append(text)
+    sys.stdout.write("\n".join(texts))
+    return EXIT_CLEAN
 
 
 def _config_start(args: argparse.Namespace, paths: list[str]) -> str:
@@ -396,8 +446,18 @@ def _split_config_arguments(values: Optional[list[str]]) -> tuple[Optional[str],
     return (files[0] if files else None), [value for value in values or () if value not in files]
 
 
+def _refuse_empty_code_lists(args: argparse.Namespace) -> None:
+    """An empty `--select ""` would select nothing and pass: a usage error, as in ruff."""
+    for flag in ("select", "extend_select", "ignore", "extend_ignore"):
+        for value in getattr(args, flag) or ():
+            if not _codes([value]):
+                raise ConfigError(f"--{flag.replace('_', '-')} '{value}': no rule code or prefix given "
+                                  "(e.g. JIT1, JIT101, or ALL)")
+
+
 def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
     """Defaults, then the config file, then `--config` overrides, then flags; raises ConfigError."""
+    _refuse_empty_code_lists(args)
     config_file, overrides = _split_config_arguments(args.config)
     config = apply_overrides(load_config(config_file, start=_config_start(args, paths)), overrides)
     select, extend = _codes(args.select), _codes(args.extend_select)
@@ -627,16 +687,13 @@ def check(argv: Sequence[str]) -> int:
     """`compile-lint [check] [PATHS...]`: lint, and with --fix/--diff, fix."""
     args = build_parser().parse_args(list(argv))
     if args.explain:
-        text = explain(args.explain)
-        if text is None:
-            _error(f"unknown rule code '{args.explain}'")
-            return EXIT_ERROR
-        sys.stdout.write(text)
-        return EXIT_CLEAN
+        return _explain_command(args)
     problem = _usage_problem(args)
     if problem:
         _error(problem)
         return EXIT_ERROR
+    for warning in _usage_warnings(args):
+        _warn(warning)
     unwritable = args.output_file is not None and _output_file_problem(args.output_file)
     if unwritable:
         # Refused up front: --fix must not rewrite files whose report would then be lost.
