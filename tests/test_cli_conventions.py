@@ -88,8 +88,10 @@ def test_every_finding_url_is_a_section_of_docs_rules_md():
 def test_statistics_as_json(project, capsys):
     code, out, _ = lint(capsys, "--statistics", "--output-format", "json", "--select", "ALL", str(project / "src"))
     assert code == 1
-    assert json.loads(out) == [{"code": "JIT101", "name": "tensor-valued-if", "count": 1, "fixable": True,
-                                "fixable_count": 1}]
+    assert json.loads(out) == [{"code": "JIT101", "name": "tensor-valued-if", "count": 1, "fixable": False,
+                                "fixable_count": 0}]  # its fix is unsafe
+    code, out, _ = lint(capsys, "--statistics", "--output-format", "json", "--unsafe-fixes", str(project / "src"))
+    assert json.loads(out)[0]["fixable"] is True and json.loads(out)[0]["fixable_count"] == 1
     code, out, _ = lint(capsys, "--statistics", "--output-format", "json", str(project / "tests"))
     assert code == 0 and json.loads(out) == []
 
@@ -272,3 +274,50 @@ def test_show_fixes_without_fix_is_warned(project, flags):
     assert result.stderr.startswith(
         "compile-lint: warning: --show-fixes lists the fixes --fix applies: without --fix it shows nothing\n")
     assert run_cli("--show-fixes", "--fix", "--no-cache", "tests", cwd=project).stderr == ""
+
+
+def test_the_summary_counts_unsafe_fixes_as_fixable_not_as_more_findings(project):
+    # Issue 25.11: "1 more with --unsafe-fixes" read as one more finding.
+    result = run_cli("--no-cache", "src", cwd=project)
+    assert result.stdout.endswith("Found 1 finding in 1 file. 1 fixable with --unsafe-fixes.\n")
+
+
+def test_statistics_mark_fixable_only_what_fix_would_apply(project):
+    # JIT101's fix is unsafe: fixable only with --unsafe-fixes, as ruff counts it.
+    plain = run_cli("--no-cache", "--statistics", "--output-format", "json", "src", cwd=project)
+    assert json.loads(plain.stdout) == [{"code": "JIT101", "name": "tensor-valued-if", "count": 1,
+                                         "fixable": False, "fixable_count": 0}]
+    assert run_cli("--no-cache", "--statistics", "src", cwd=project).stdout == "    1  JIT101      tensor-valued-if\n"
+    unsafe = run_cli("--no-cache", "--statistics", "--unsafe-fixes", "src", cwd=project)
+    assert unsafe.stdout == "    1  JIT101  [*] tensor-valued-if\n"
+
+
+def test_a_fix_that_cannot_be_written_says_so(project, unprivileged_cli):
+    os.chmod(project / "src", 0o555)
+    try:
+        result = unprivileged_cli("--no-cache", "--fix", "--unsafe-fixes", "src", cwd=project)
+    finally:
+        os.chmod(project / "src", 0o755)
+    assert result.returncode == 2
+    assert "cannot write fixed file, left unchanged: Permission denied" in result.stderr
+    assert result.stdout.endswith("1 file could not be written (see the errors above).\n"), result.stdout
+    assert "could not be checked" not in result.stdout
+
+
+@pytest.mark.parametrize("call, words", [
+    ("time.sleep(0.1)", "sleeping breaks the graph"),
+    ("time.perf_counter()", "reading the clock breaks the graph"),
+])
+def test_jit403_says_what_the_call_does(tmp_path, call, words):
+    (tmp_path / "m.py").write_text(f"import time\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+                                   f"    def forward(self, x):\n        {call}\n        return x\n")
+    result = run_cli("--no-cache", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert f": JIT403 {words}" in result.stdout
+
+
+def test_jit201_on_a_returned_item_gives_the_real_reason(tmp_path):
+    (tmp_path / "m.py").write_text("from torch import nn\n\n\nclass M(nn.Module):\n"
+                                   "    def forward(self, x):\n        return x.sum().item()\n")
+    result = run_cli("--no-cache", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert ("no automatic fix: the number is returned (a tensor would change what the caller gets)"
+            in result.stdout), result.stdout

@@ -138,7 +138,7 @@ def test_fix_hook_leaves_unsafe_fixes_alone(tmp_path, pre_commit_home):
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "model.py:7:25: JIT103 [unsafe fix]" in output
-    assert "1 more with --unsafe-fixes." in output
+    assert "1 fixable with --unsafe-fixes." in output
     assert "files were modified by this hook" not in output
     assert (tmp_path / "model.py").read_text() == source
 

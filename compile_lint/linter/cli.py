@@ -161,6 +161,7 @@ class FileOutcome:
     dependencies: tuple[str, ...] = ()  # other files the findings were computed from
     applied: list[Diagnostic] = field(default_factory=list)  # fixes applied
     original: str = ""  # the text before fixing, for --diff
+    unwritten: bool = False  # fixed, but the fixed text could not be written back
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def _fix_one(job: FixJob) -> FileOutcome:
     if outcome is None:
         return FileOutcome(job.path, error=result.error)
     return FileOutcome(job.path, outcome.remaining, result.error, text=outcome.text,
-                       applied=outcome.applied, original=result.original)
+                       applied=outcome.applied, original=result.original, unwritten=result.write_failed)
 
 
 def _by_size_descending(paths: Sequence[str]) -> list[str]:
@@ -311,11 +312,13 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0) -> str:
+def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,
+             unwritten: int = 0) -> str:
     """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
 
-    `failed` counts paths that could not be checked (missing, unreadable, undecodable):
-    then the run never says "All checks passed".
+    `failed` counts paths that could not be checked (missing, unreadable, undecodable) and
+    `unwritten` the files among them that were fixed but could not be written back: then
+    the run never says "All checks passed".
     """
     safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
     hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
@@ -331,21 +334,27 @@ def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: 
         if fixable:
             parts.append(f"{fixable} fixable with --fix.")
         if hidden and not unsafe:
-            parts.append(f"{hidden} more with --unsafe-fixes.")
-    if failed:
+            parts.append(f"{hidden} fixable with --unsafe-fixes.")
+    if unwritten:
+        parts.append(f"{_plural(unwritten, 'file')} could not be written (see the errors above).")
+    if failed > unwritten:
         checked = files - min(failed, files)
         clean_rest = f"; no findings in the other {_plural(checked, 'file')}" if checked and not diagnostics else ""
-        parts.append(f"{_plural(failed, 'path')} could not be checked (see the errors above){clean_rest}.")
-    elif not diagnostics and not fixed:
+        parts.append(f"{_plural(failed - unwritten, 'path')} could not be checked (see the errors above){clean_rest}.")
+    elif not diagnostics and not fixed and not unwritten:
         parts.append(f"All checks passed ({_plural(files, 'file')}).")
     return " ".join(parts) + "\n"
 
 
-def _statistics(diagnostics: Sequence[Diagnostic], output_format: str) -> str:
-    """A count per code, most frequent first: a table, or with json an array as ruff prints it."""
+def _statistics(diagnostics: Sequence[Diagnostic], output_format: str, unsafe: bool = False) -> str:
+    """A count per code, most frequent first: a table, or with json an array as ruff prints it.
+
+    Fixable is what `--fix` would apply with these flags: an unsafe fix only with --unsafe-fixes.
+    """
     counts = Counter(d.code for d in diagnostics)
     names = {d.code: d.name for d in diagnostics}
-    fixable = Counter(d.code for d in diagnostics if d.fix is not None)
+    fixable = Counter(d.code for d in diagnostics
+                      if d.fix is not None and (unsafe or d.fix.applicability == "safe"))
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if output_format == "json":
         return json.dumps([{"code": code, "name": names[code], "count": count, "fixable": code in fixable,
@@ -531,12 +540,14 @@ def _report(
         else:
             report.append(listing)
     if args.statistics:
-        report.append(_statistics(diagnostics, args.output_format))
+        report.append(_statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         report.append(render(args.output_format, diagnostics, sources))
     text_format = args.output_format in ("text", "concise") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
-        report.append(_summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors)))
+        unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
+        report.append(_summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
+                               unwritten=unwritten))
     if errors:
         return "".join(report), EXIT_ERROR
     if diagnostics and not args.exit_zero:

@@ -109,3 +109,11 @@ def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpre
     replacement = replacement.with_changes(lpar=conversion.lpar, rpar=conversion.rpar)
     return FixPlan([(conversion, replacement)], KEEP_TENSOR_MESSAGE, "unsafe")
 
+
+RETURNED_NUMBER = "the number is returned (a tensor would change what the caller gets)"
+
+
+def unkept_reason(rule: Rule, conversion: cst.Call, otherwise: str) -> str:
+    """Why `keep_tensor_fix` kept no tensor for `conversion`: returned as it is, else `otherwise`."""
+    parent = rule.context.parent(conversion)
+    return RETURNED_NUMBER if isinstance(parent, cst.Return) else otherwise

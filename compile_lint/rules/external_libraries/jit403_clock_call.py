@@ -117,8 +117,13 @@ class ClockCall(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func) or ""
-        if name.startswith("time.") or name in _CLOCK_CALLS:
+        if name == "time.sleep":
+            self.report(node, message=SLEEP_MESSAGE)
+        elif name.startswith("time.") or name in _CLOCK_CALLS:
             self.report(node)
+
+
+SLEEP_MESSAGE = "sleeping breaks the graph (Dynamo skips the `time` module); sleep outside the compiled call"
 
 
 _CLOCK_CALLS = frozenset(

@@ -9,7 +9,7 @@ import libcst as cst
 
 from compile_lint.analysis.walk import visit
 from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
 from compile_lint.rules._linearise import ElifTracker, linearise_data_read
 from compile_lint.rules._tensor_data import (
     NOT_ARRAYS,
@@ -311,7 +311,8 @@ class TensorItem(ElifTracker, Rule):
             return
         assert isinstance(node.func, cst.Attribute)
         fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
-        self.report(node, message=with_reason(self.message, Linearised(fix, UNUSED_NUMBER)), fix=fix)
+        reason = unkept_reason(self, node, UNUSED_NUMBER)
+        self.report(node, message=with_reason(self.message, Linearised(fix, reason)), fix=fix)
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:

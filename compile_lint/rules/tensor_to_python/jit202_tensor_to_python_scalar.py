@@ -6,7 +6,7 @@ import libcst as cst
 
 from compile_lint.analysis.facts import Kind
 from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
 from compile_lint.rules._linearise import ElifTracker, linearise_data_read
 from compile_lint.rules._tensor_data import (
     builtin_conversion,
@@ -301,7 +301,8 @@ class TensorToPythonScalar(ElifTracker, Rule):
         fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:
             fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"))
-        reason = UNUSED_NUMBER if name == "float" else f"only `float()` of a tensor is kept a tensor, not `{name}()`"
+        reason = (unkept_reason(self, node, UNUSED_NUMBER) if name == "float"
+                  else f"only `float()` of a tensor is kept a tensor, not `{name}()`")
         self.report(node, message=with_reason(message, Linearised(fix, reason)), fix=fix)
 
 
