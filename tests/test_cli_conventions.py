@@ -321,3 +321,18 @@ def test_jit201_on_a_returned_item_gives_the_real_reason(tmp_path):
     result = run_cli("--no-cache", "--output-format", "concise", "m.py", cwd=tmp_path)
     assert ("no automatic fix: the number is returned (a tensor would change what the caller gets)"
             in result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("layout", [{}, {"notes.txt": "no python\n"}, {"legacy/old.py": "x = 1\n"}])
+def test_no_python_files_is_a_warning(tmp_path, layout):
+    # Issue 25.13: as ruff, which says "No Python files found under the given path(s)".
+    for name, text in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    result = run_cli("--no-cache", "--extend-exclude", "legacy", ".", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == "compile-lint: warning: No Python files found under the given path(s)\n"
+    assert result.stdout == "All checks passed (0 files).\n"
+    assert run_cli("--no-cache", "-q", ".", cwd=tmp_path).stderr == ""
+    (tmp_path / "model.py").write_text("x = 1\n")
+    assert run_cli("--no-cache", ".", cwd=tmp_path).stderr == ""

@@ -661,6 +661,8 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         return _check_stdin(args, config)
     errors: list[str] = []
     files = discover(paths, config, errors)
+    if not files and not errors and not args.quiet:
+        _warn("No Python files found under the given path(s)")  # ruff's words
     jobs = args.jobs or os.cpu_count() or 1
     if args.add_noqa:
         return _add_noqa(files, config, errors, args, jobs)
