@@ -336,3 +336,26 @@ def test_no_python_files_is_a_warning(tmp_path, layout):
     assert run_cli("--no-cache", "-q", ".", cwd=tmp_path).stderr == ""
     (tmp_path / "model.py").write_text("x = 1\n")
     assert run_cli("--no-cache", ".", cwd=tmp_path).stderr == ""
+
+
+def test_command_line_patterns_are_relative_to_the_working_directory_without_a_config(tmp_path):
+    # Issue 25.8: with no config file, patterns were relative to the first path argument, so a
+    # path copied from the report ("proj/tests/test_bad.py") did not match. Relative to the cwd, as ruff.
+    (tmp_path / "proj" / "tests").mkdir(parents=True)
+    (tmp_path / "proj" / "tests" / "test_bad.py").write_text(BREAKING_GATE)
+    (tmp_path / "proj" / "model.py").write_text(BREAKING_GATE)
+    reported = run_cli("--no-cache", "--output-format", "concise", "proj", cwd=tmp_path)
+    assert "proj/tests/test_bad.py:7:12: JIT101" in reported.stdout
+    ignored = run_cli("--no-cache", "--output-format", "concise", "--per-file-ignores", "proj/tests/*:JIT101",
+                      "proj", cwd=tmp_path)
+    assert "test_bad.py" not in ignored.stdout and "proj/model.py:7:12: JIT101" in ignored.stdout
+    excluded = run_cli("--no-cache", "--output-format", "concise", "--extend-exclude", "proj/tests", "proj",
+                       cwd=tmp_path)
+    assert "test_bad.py" not in excluded.stdout and "proj/model.py:7:12: JIT101" in excluded.stdout
+    # A pattern relative to the first path no longer matches from here; a basename still does.
+    assert "test_bad.py" in run_cli("--no-cache", "--extend-exclude", "tests/test_bad.py", "proj",
+                                    cwd=tmp_path).stdout
+    assert "test_bad.py" not in run_cli("--no-cache", "--extend-exclude", "test_bad.py", "proj",
+                                        cwd=tmp_path).stdout
+    settings = run_cli("--show-settings", "proj", cwd=tmp_path).stdout
+    assert f"# config file: none; paths are relative to {tmp_path}\n" in settings

@@ -13,7 +13,7 @@ import re
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
 from compile_lint import __version__
@@ -469,6 +469,10 @@ def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
     _refuse_empty_code_lists(args)
     config_file, overrides = _split_config_arguments(args.config)
     config = apply_overrides(load_config(config_file, start=_config_start(args, paths)), overrides)
+    if config.source is None:
+        # No config file: patterns from the command line (and --config overrides) are relative
+        # to the working directory, as in ruff, so that a path copied from the report matches.
+        config = replace(config, patterns_root=os.path.abspath("."))
     select, extend = _codes(args.select), _codes(args.extend_select)
     ignore = _codes((args.ignore or []) + (args.extend_ignore or [])) if args.ignore or args.extend_ignore else None
     validate_codes((select or ()) + (extend or ()) + (ignore or ()), "command line")
