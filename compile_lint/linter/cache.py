@@ -206,9 +206,23 @@ class LintCache:
             pass
 
 
+# The verifier's Inductor kernels, kept in the user's cache directory between runs
+# (verifier/isolation.py): not the lint cache, so `clean` leaves them.
+INDUCTOR_CACHE_NAME = "torchinductor"
+
+
 def clean(root: str) -> bool:
-    """Remove the cache directory `root`; True when there was one."""
+    """Remove the lint cache in `root` (all of it but the verifier's kernels); True when there was one."""
     if not os.path.isdir(root):
         return False
-    shutil.rmtree(root, ignore_errors=True)
-    return True
+    entries = [name for name in os.listdir(root) if name != INDUCTOR_CACHE_NAME]
+    if len(entries) == len(os.listdir(root)):
+        shutil.rmtree(root, ignore_errors=True)
+        return True
+    for name in entries:
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+    return bool(entries)

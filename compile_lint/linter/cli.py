@@ -744,10 +744,11 @@ def check(argv: Sequence[str]) -> int:
 
 def clean_command(argv: Sequence[str]) -> int:
     """`compile-lint clean`: remove the project's lint cache."""
-    from compile_lint.linter.cache import cache_root, clean
+    from compile_lint.linter.cache import INDUCTOR_CACHE_NAME, cache_root, clean
 
     parser = argparse.ArgumentParser(prog="compile-lint clean", description=(
-        "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory."))
+        "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory "
+        f"(there the verifier's Inductor kernels, in {INDUCTOR_CACHE_NAME}/, are kept)."))
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
     args = parser.parse_args(list(argv))
     try:
@@ -756,7 +757,13 @@ def clean_command(argv: Sequence[str]) -> int:
         _error(str(error))
         return EXIT_ERROR
     root = cache_root(config)
-    sys.stdout.write(f"Removed {root}\n" if clean(root) else f"No cache at {root}\n")
+    kernels = os.path.join(root, INDUCTOR_CACHE_NAME)
+    if not clean(root):
+        sys.stdout.write(f"No cache at {root}\n")
+    elif os.path.isdir(kernels):
+        sys.stdout.write(f"Removed the lint cache in {root} (kept the verifier's Inductor kernels in {kernels})\n")
+    else:
+        sys.stdout.write(f"Removed {root}\n")
     return EXIT_CLEAN
 
 
