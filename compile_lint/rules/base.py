@@ -62,6 +62,9 @@ class FixPlan:
     message: str
     applicability: str = "safe"
     imports: Sequence[str] = field(default_factory=tuple)
+    # `(source, evidence)` of each operand a rewrite into a torch op rests on
+    # (rules/_conditions.tensor_evidence); benchmarks/fix_operands.py audits them.
+    rests_on: Sequence[tuple[str, str]] = field(default_factory=tuple)
 
 
 @dataclass
