@@ -89,7 +89,7 @@ class MinMaxKeyOverTensors(Rule):
             from torch import nn
 
             class SignFlip(nn.Module):
-                def forward(self, x: torch.Tensor):
+                def forward(self, x):
                     flips = [x * (1 - 2 * k) for k in range(2)]
                     chosen = min(flips, key=lambda h: h.abs().sum())
                     return chosen.tanh()
@@ -99,7 +99,7 @@ class MinMaxKeyOverTensors(Rule):
             import torch
 
             class SignFlip(nn.Module):
-                def forward(self, x: torch.Tensor):
+                def forward(self, x):
                     flips = [x * (1 - 2 * k) for k in range(2)]
                     chosen = torch.stack(flips)[torch.stack([h.abs().sum() for h in flips]).argmin(0, keepdim=True)][0]
                     return chosen.tanh()
