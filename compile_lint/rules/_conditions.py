@@ -283,6 +283,12 @@ def _data_conversion(rule: Rule, expr: cst.BaseExpression) -> Optional[tuple[str
     return None
 
 
+def converted_tensors(rule: Rule, test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The tensors a test reads into Python (`t` of `t.item()`, `float(t)`): what keeping it a tensor rests on."""
+    return [found[1] for found in (_data_conversion(rule, part) for part in iter_nodes(test)
+                                   if isinstance(part, cst.Call)) if found is not None]
+
+
 def certain_tensor(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """True when `expr` is a tensor for reasons a fix can rest on, not only by facts' default.
 
