@@ -31,6 +31,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -90,7 +91,8 @@ def audit_one(job: tuple[str, str, tuple]) -> Optional[dict]:
             "rests_on": [list(operand) for operand in fix.rests_on],
             # the new code runs only under torch.compile (eager runs keep the original), where
             # Dynamo's kinds are the truth: `if torch.compiler.is_compiling(): torch._assert_async(...)`
-            "compiled_only": any("is_compiling()" in edit.content for edit in fix.edits),
+            # (the file's own helper spells it too: transformers' `is_torchdynamo_compiling()`).
+            "compiled_only": any(re.search(r"\b\w*compiling\(\)", edit.content) for edit in fix.edits),
         })
     return record
 
