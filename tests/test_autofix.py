@@ -7,12 +7,12 @@ import stat
 import libcst as cst
 import pytest
 
-from compile_lint.autofix import apply as apply_module
-from compile_lint.autofix.apply import fix_file, fix_text
-from compile_lint.autofix.edits import apply_fixes
-from compile_lint.linter.fix_rendering import add_imports, diff_edits
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.fixes import apply as apply_module
+from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.fixes.edits import apply_fixes
+from compile_lint.fixes.rendering import add_imports, diff_edits
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Edit, Fix
 from conftest import run_cli
 
 SOURCE = """# leading comment

@@ -6,9 +6,10 @@ import subprocess
 import sys
 import time
 
-from compile_lint.autofix.apply import fix_file, fix_text
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_file, lint_text
+from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.settings.config import Config
+from compile_lint.engine.api import lint_file
+from compile_lint.engine.lint import lint_text
 
 from conftest import run_cli
 

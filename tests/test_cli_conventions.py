@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from compile_lint.linter.cli import explain, main
-from compile_lint.linter.codes import OTHER_CODES
-from compile_lint.linter.diagnostics import RULES_PAGE
+from compile_lint.frontends.cli import explain, main
+from compile_lint.core.codes import OTHER_CODES
+from compile_lint.core.diagnostics import RULES_PAGE
 from compile_lint.rules import ALL_RULES
 from conftest import BREAKING_GATE, assert_findings_json, run_cli
 
@@ -77,7 +77,7 @@ def test_every_finding_url_is_a_section_of_docs_rules_md():
         headings = re.findall(r"^## (JIT\d{3}) (\S+)$", handle.read(), re.MULTILINE)
     # GitHub's anchor for a heading: lower case, spaces to dashes.
     anchors = {f"{code} {name}".lower().replace(" ", "-") for code, name in headings}
-    from compile_lint.linter.diagnostics import rule_url
+    from compile_lint.core.diagnostics import rule_url
 
     codes = [(rule.code, rule.name) for rule in ALL_RULES] + [(e.code, e.name) for e in OTHER_CODES]
     for code, name in codes:

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.files import discover
+from compile_lint.settings.config import Config
+from compile_lint.engine.files import discover
 from conftest import BREAKING_GATE, run_cli
 
 

@@ -7,11 +7,12 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import visit
-from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
-from compile_lint.rules._linearise import ElifTracker, linearise_data_read
-from compile_lint.rules._tensor_data import (
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
+from compile_lint.fixes.conditions import unsafe_operand
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
+from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
@@ -158,7 +159,7 @@ class TensorItem(ElifTracker, Rule):
             from torch import nn
 
             class Gate(nn.Module):
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     if x.mean().item() > 0:
                         x = x * 2
                     return x
@@ -169,7 +170,7 @@ class TensorItem(ElifTracker, Rule):
             from torch import nn
 
             class Gate(nn.Module):
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     x = torch.where(x.mean() > 0, x * 2, x)
                     return x
             """,
@@ -310,8 +311,9 @@ class TensorItem(ElifTracker, Rule):
             self.report(node, message=with_reason(self.message, outcome), fix=outcome.fix)
             return
         assert isinstance(node.func, cst.Attribute)
-        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
-        reason = unkept_reason(self, node, UNUSED_NUMBER)
+        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
+                              receiver)
+        reason = unsafe_operand(self, receiver) or unkept_reason(self, node, UNUSED_NUMBER)
         self.report(node, message=with_reason(self.message, Linearised(fix, reason)), fix=fix)
 
 

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

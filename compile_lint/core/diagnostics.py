@@ -1,0 +1,112 @@
+"""The values that flow from rules to reporters and the fixer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+# Every rule code starts with it (JIT101); JIT000 is a file compile-lint cannot parse.
+CODE_PREFIX = "JIT"
+Kind = Literal["break", "recompile", "perf", "error"]
+Applicability = Literal["safe", "unsafe"]
+# The one mode a finding needs (Dynamo specialises on `self.training`); None: either mode.
+Mode = Optional[Literal["training", "inference"]]
+
+# Where docs/rules.md is published: every code's section there is its documentation page.
+RULES_PAGE = "https://github.com/compile-lint/compile-lint/blob/main/docs/rules.md"
+
+
+def rule_anchor(code: str, name: str) -> str:
+    """The anchor of a code's section in docs/rules.md (`## JIT101 tensor-valued-if`)."""
+    return f"{code.lower()}-{name}"
+
+
+def rule_url(code: str, name: str) -> str:
+    """The documentation page of a finding's code: its docs/rules.md section."""
+    return f"{RULES_PAGE}#{rule_anchor(code, name)}"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (line, column) positions with `content`."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_json(self) -> dict:
+        """The edit as the JSON contract spells it."""
+        return {
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix for one finding: text edits plus how safe it is to apply."""
+
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+    # `(source, evidence)` of each operand a rewrite into a torch op rests on; not in the
+    # JSON contract (benchmarks/fix_operands.py reads it through the API).
+    rests_on: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def to_json(self) -> dict:
+        """The fix as the JSON contract spells it."""
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [edit.to_json() for edit in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding at a source range (1-based lines and columns, end exclusive)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    kind: Kind
+    message: str
+    gb_type: Optional[str] = None
+    gb_id: Optional[str] = None
+    fix: Optional[Fix] = None
+    confirmed: Optional[bool] = field(default=None, compare=False)
+    mode: Mode = None
+
+    def sort_key(self) -> tuple:
+        """Stable output order: path, position, code."""
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict:
+        """The finding as docs/findings.schema.json specifies it."""
+        data = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "url": rule_url(self.code, self.name),
+            "kind": self.kind,
+            "message": self.message,
+            "gb_type": self.gb_type,
+            "fix": self.fix.to_json() if self.fix else None,
+            "mode": self.mode,
+        }
+        if self.confirmed is not None:
+            data["confirmed"] = self.confirmed
+        return data

@@ -1,0 +1,1 @@
+"""Shared rule helpers: questions several rules ask of the code (bindings, compile sites, state on self, tensor data, ...)."""
