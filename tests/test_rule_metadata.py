@@ -32,6 +32,7 @@ def test_codes_and_names_are_unique_and_well_formed():
         assert rule.fix_applicability in (None, "safe", "unsafe"), rule.code
         assert rule.message and rule.documentation(), rule.code
         assert rule.scope in ("region", "module"), rule.code
+        assert rule.fails_at in ("compile", "import"), rule.code
         if any(ex.fixed is not None for ex in rule.invalid):
             assert rule.fix_applicability is not None, rule.code
 
