@@ -1,0 +1,1 @@
+"""Helpers several rules share."""
