@@ -52,3 +52,25 @@ def test_table_entries_the_hand_list_lacked_are_flagged(call):
         return {call}
     """
     assert _flags(code, "JIT207") == [6]
+
+
+@pytest.mark.parametrize("call", ["torch.equal(x, t)", "x.allclose(t)"])
+def test_data_dependent_output_ops_from_the_table_are_flagged(call):
+    """Calibrated as JIT210's invalid examples: "Data dependent operator", fullgraph fails."""
+    code = f"""
+    import torch
+
+    @torch.compile
+    def f(x, t):
+        return {call}
+    """
+    assert _flags(code, "JIT210") == [5]
+
+
+def test_facts_know_the_data_dependent_outputs_the_table_holds():
+    """analysis/ sits below rules/ and cannot read the table: its copy is checked here."""
+    from compile_lint.analysis import facts
+
+    assert {name for name, kind in facts._TORCH_NON_TENSOR.items() if kind is facts.Kind.DATA} == set(
+        torch_tables.DATA_DEPENDENT_OUTPUT_FUNCTIONS)
+    assert set(torch_tables.DATA_DEPENDENT_OUTPUT_METHODS) <= facts.TENSOR_DATA_METHODS
