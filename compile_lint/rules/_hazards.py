@@ -21,6 +21,9 @@ from compile_lint.analysis.walk import iter_nodes
 from compile_lint.rules._fixes import is_side_effect_free
 from compile_lint.rules.base import Rule
 
+# The lists below stay hand-written on purpose: they say how a Python spelling shapes,
+# broadcasts or fails on some inputs (so both arms of a rewrite are safe to compute), which
+# no torch tag records (`pointwise` is per ATen overload and says nothing of domains).
 # ----- shapes -----------------------------------------------------------------------------
 
 # Tensor methods whose result has the receiver's shape (the receiver broadcast with any
