@@ -44,7 +44,6 @@ from typing import Any, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
 
 from realworld_models import ALL_MODELS, PINNED  # noqa: E402
 
@@ -88,16 +87,16 @@ def changed_lines(original: str, fixed: str) -> set[int]:
 
 def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     """Lint and fix one copied file in place; None when it has no finding."""
-    from compile_lint.autofix.apply import fix_text
-    from compile_lint.linter.config import Config
-    from compile_lint.linter.engine import lint_text
-    from compile_lint.linter.source import read_source
+    from compile_lint.engine.api import lint_source
+    from compile_lint.engine.source import read_source
+    from compile_lint.fixes.apply import fix_text
+    from compile_lint.settings.config import Config
 
     path, relpath, select = job
     config = Config(select=select) if select else Config()
     try:
         text = read_source(path).text
-        findings = lint_text(text, path, config)
+        findings = lint_source(text, path, config).diagnostics
     except Exception as error:  # noqa: BLE001 - an unreadable file is counted, not fatal
         return {"path": relpath, "error": f"{type(error).__name__}: {error}"[:300], "findings": [], "applied": []}
     if not findings:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import realworld_models  # noqa: E402
-from realworld_probe import _breaks_in, _Collector, _counting_backend  # noqa: E402
+from realworld_probe import breaks_in, Collector, counting_backend  # noqa: E402
 
 BATCH, LENGTH = 2, 16
 TRAIN_SEED = 1234
@@ -148,7 +148,7 @@ def plain(value: Any) -> Any:
     return repr(type(value))
 
 
-def dynamo_run(name: str, train: bool, fullgraph: bool, collector: _Collector) -> dict:
+def dynamo_run(name: str, train: bool, fullgraph: bool, collector: Collector) -> dict:
     """Compile (backend eager) and call once; graph breaks from the log, graphs, error, output."""
     import torch
     import torch._dynamo
@@ -157,7 +157,7 @@ def dynamo_run(name: str, train: bool, fullgraph: bool, collector: _Collector) -
     collector.messages.clear()
     model, inputs = build(name, train)
     frames: list = []
-    backend = "eager" if fullgraph else _counting_backend(frames)
+    backend = "eager" if fullgraph else counting_backend(frames)
     entry: dict[str, Any] = {"error": None}
     try:
         with torch.set_grad_enabled(train):
@@ -166,7 +166,7 @@ def dynamo_run(name: str, train: bool, fullgraph: bool, collector: _Collector) -
     except Exception as error:  # noqa: BLE001 - the verdict itself
         entry["error"] = _error(error)
     if not fullgraph:
-        entry["breaks"] = _breaks_in(collector.messages, call=1)
+        entry["breaks"] = breaks_in(collector.messages, call=1)
         entry["graphs"] = len(frames)
     torch._dynamo.reset()
     return entry
@@ -198,7 +198,7 @@ def compare(prefix: str, name: str) -> None:
             outputs[f"layerdrop_{repeat}"] = plain(model(**inputs))
     except Exception as error:  # noqa: BLE001
         summary["errors"]["layerdrop_eager"] = _error(error)
-    collector = _Collector()
+    collector = Collector()
     torch._logging.set_logs(graph_breaks=True)
     logging.getLogger("torch._dynamo").addHandler(collector)
     for mode in ("eval", "train"):

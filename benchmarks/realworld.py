@@ -38,7 +38,6 @@ from typing import Iterable, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
 
 from realworld_models import ALL_MODELS, PINNED  # noqa: E402
 
@@ -123,9 +122,9 @@ def lint_files(paths: Iterable[str]) -> tuple[dict[str, list[dict]], dict[str, l
     One lint under ALL; the default selection is its findings whose rule is on by default
     (the same rules `Config()` runs), so each file is parsed and analysed once.
     """
-    from compile_lint.linter.config import Config, rule_enabled
-    from compile_lint.linter.engine import lint_file
+    from compile_lint.engine.api import lint_file
     from compile_lint.rules import ALL_RULES
+    from compile_lint.settings.config import Config, rule_enabled
 
     default_on = {rule.code for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, Config())}
     every: dict[str, list[dict]] = {}

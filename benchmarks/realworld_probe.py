@@ -35,7 +35,7 @@ _FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$', re.M)
 _GB_ID = re.compile(r"/gb/(gb\d+)\.html")
 
 
-class _Collector(logging.Handler):
+class Collector(logging.Handler):
     """Keeps the formatted message of every log record it sees."""
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ def parse_graph_break(message: str) -> dict | None:
     }
 
 
-def _breaks_in(messages: list[tuple[str, str]], call: int) -> list[dict]:
+def breaks_in(messages: list[tuple[str, str]], call: int) -> list[dict]:
     """The graph breaks among collected log messages, tagged with the call that hit them.
 
     Calls 2 and 3 run with automatic-dynamic shapes, which can break where static shapes did not.
@@ -112,7 +112,7 @@ def _executed_lines(model, inputs: dict, root: str) -> dict[str, list[int]]:
     return {path: sorted(lines) for path, lines in seen.items()}
 
 
-def _counting_backend(frames: list):
+def counting_backend(frames: list):
     def backend(graph_module, example_inputs):
         frames.append(len(graph_module.graph.nodes))
         return graph_module.forward
@@ -141,7 +141,7 @@ def probe(name: str) -> dict:
          and os.path.abspath(sys.modules[type(m).__module__].__file__).startswith(root)}
     )
 
-    collector = _Collector()
+    collector = Collector()
     torch._logging.set_logs(graph_breaks=True, recompiles=True)
     dynamo_logger = logging.getLogger("torch._dynamo")
     dynamo_logger.addHandler(collector)
@@ -151,14 +151,14 @@ def probe(name: str) -> dict:
     torch._dynamo.utils.counters.clear()
     collector.messages.clear()
     frames: list = []
-    compiled = torch.compile(model, backend=_counting_backend(frames), fullgraph=False)
+    compiled = torch.compile(model, backend=counting_backend(frames), fullgraph=False)
     error = None
     try:
         with torch.no_grad():
             compiled(**first)
     except Exception as exc:
         error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-    breaks = _breaks_in(collector.messages, call=1)
+    breaks = breaks_in(collector.messages, call=1)
     result["breaks"] = breaks
     result["graph_break_counter"] = sum(torch._dynamo.utils.counters["graph_break"].values())
     result["graphs_first_call"] = len(frames)
@@ -169,11 +169,11 @@ def probe(name: str) -> dict:
             with torch.no_grad():
                 collector.messages.clear()
                 compiled(**second)
-                breaks.extend(_breaks_in(collector.messages, call=2))
+                breaks.extend(breaks_in(collector.messages, call=2))
                 collector.messages.clear()
                 before = len(frames)
                 compiled(**third)
-            breaks.extend(_breaks_in(collector.messages, call=3))
+            breaks.extend(breaks_in(collector.messages, call=3))
             recompiles = [m for logger, m in collector.messages if "Recompiling function" in m]
             result["graphs_third_call"] = len(frames) - before
         except Exception as exc:

@@ -26,10 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import libcst as cst  # noqa: E402
 
 from compile_lint import __version__  # noqa: E402
-from compile_lint.autofix.apply import fix_text  # noqa: E402
-from compile_lint.linter.config import Config  # noqa: E402
-from compile_lint.linter.engine import lint_text  # noqa: E402
-from compile_lint.linter.source import SourceError, read_source  # noqa: E402
+from compile_lint.engine.api import lint_source  # noqa: E402
+from compile_lint.engine.source import SourceError, read_source  # noqa: E402
+from compile_lint.fixes.apply import fix_text  # noqa: E402
+from compile_lint.settings.config import Config  # noqa: E402
 from speed import PINNED, ensure_corpus  # noqa: E402
 
 CONFIG = Config(select=("ALL",))
@@ -45,7 +45,7 @@ def sweep_file(path: str) -> dict:
         return result
     result["lines"] = source.text.count("\n")
     try:
-        findings = lint_text(source.text, path, CONFIG)
+        findings = lint_source(source.text, path, CONFIG).diagnostics
         result["codes"] = Counter(d.code for d in findings)
     except Exception:  # noqa: BLE001 - a crash is what we count
         result["problems"].append(("lint crash", traceback.format_exc(limit=3)))

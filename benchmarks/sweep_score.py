@@ -55,7 +55,6 @@ from typing import Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
 
 from sweep_probe import from_ranges  # noqa: E402
 
@@ -138,7 +137,7 @@ def lint(files: list[str], sources: str, jobs: int, use_cache: bool) -> tuple[li
 
 def rule_table() -> dict[str, dict]:
     """code -> name, kind, gb types and default state, from this checkout's rules."""
-    from compile_lint.linter.config import Config, rule_enabled
+    from compile_lint.settings.config import Config, rule_enabled
     from compile_lint.rules import ALL_RULES
 
     table = {}

@@ -1,3 +1,3 @@
-from compile_lint.linter.cli import main
+from compile_lint.frontends.cli import main
 
 raise SystemExit(main())

@@ -1,4 +1,8 @@
-"""Shared helpers: run the real CLI in a subprocess, parse snippets into a FileContext."""
+"""Shared helpers: run the real CLI in a subprocess, real files to lint, JSON reports checked against the schema.
+
+The helpers a rule author needs (example cases, flagged lines, a FileContext over a
+snippet, fix proofs) are public: `compile_lint.testing`.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 
-import libcst as cst
 import pytest
 
-from compile_lint.analysis.context import FileContext
 
 # The suite's temp files (pytest's tmp_path dirs, Inductor's kernels and precompiled headers,
 # which torch puts under the temp dir whatever TORCHINDUCTOR_CACHE_DIR says) all go into one
@@ -46,12 +47,37 @@ class Gate(nn.Module):
 """
 
 
-def run_cli(*args: str, cwd=None, input_text=None) -> subprocess.CompletedProcess:
-    """Run `python -m compile_lint ARGS` and capture its output."""
+def run_cli(*args: str, cwd=None, input_text=None, prefix=()) -> subprocess.CompletedProcess:
+    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv)."""
     return subprocess.run(
-        [sys.executable, "-m", "compile_lint", *args],
+        [*prefix, sys.executable, "-m", "compile_lint", *args],
         cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300,
     )
+
+
+# Root without the two capabilities that let it read, write and list whatever the file
+# modes say: file permissions then apply to it as to any user.
+WITHOUT_PERMISSION_BYPASS = ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+@pytest.fixture
+def unprivileged_cli(tmp_path):
+    """`run_cli` as a process that file permissions apply to.
+
+    Root reads a chmod-000 file or directory anyway, and CI runs as root: there the CLI runs
+    under `setpriv` with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped, still as root, so
+    the checkout, its venv and the interpreter (which may live under /root) stay reachable.
+    Runs should pass --no-cache.
+    """
+    if os.geteuid() != 0:
+        yield run_cli
+        return
+    if shutil.which(WITHOUT_PERMISSION_BYPASS[0]) is None:
+        pytest.skip("running as root without setpriv (util-linux): file permissions cannot apply")
+    probe = run_cli("--version", cwd=tmp_path, prefix=WITHOUT_PERMISSION_BYPASS)
+    if probe.returncode != 0:
+        pytest.skip(f"setpriv cannot drop root's permission bypass here: {probe.stderr.strip()}")
+    yield lambda *args, **kwargs: run_cli(*args, prefix=WITHOUT_PERMISSION_BYPASS, **kwargs)
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
@@ -82,39 +108,6 @@ def real_files(count: int) -> list[str]:
     found += sorted(glob.glob(os.path.join(corpus, "**", "*.py"), recursive=True))
     random.Random(9).shuffle(found)
     return found[:count]
-
-
-def make_context(code: str, path: str = "m.py") -> FileContext:
-    """A FileContext over dedented `code`."""
-    return FileContext(path, cst.parse_module(textwrap.dedent(code)))
-
-
-def example_cases(kind: str, predicate=lambda rule, example: True) -> list:
-    """(rule, index, example) for every rule's `kind` ("invalid"/"valid") examples that pass `predicate`."""
-    from compile_lint.rules import ALL_RULES
-
-    return [(rule, index, example) for rule in ALL_RULES for index, example in enumerate(getattr(rule, kind))
-            if predicate(rule, example)]
-
-
-def case_id(case) -> str:
-    """`JIT101-0`: the rule's code and the example's index, for test ids."""
-    rule, index, _ = case
-    return f"{rule.code}-{index}"
-
-
-def only(rule):
-    """A configuration that runs `rule` alone."""
-    from compile_lint.linter.config import Config
-
-    return Config(select=(rule.code,))
-
-
-def flagged_lines(rule, code: str) -> list[int]:
-    """The lines `rule` alone flags in `code`."""
-    from compile_lint.linter.engine import lint_text
-
-    return sorted({d.line for d in lint_text(code, "example.py", only(rule)) if d.code == rule.code})
 
 
 def reported_gb_types(result) -> set[str]:

@@ -13,10 +13,10 @@ from typing import Callable
 import libcst as cst
 from hypothesis import strategies as st
 
-from compile_lint.autofix.apply import fix_text
-from compile_lint.autofix.edits import apply_fixes
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
+from compile_lint.fixes.apply import fix_text
+from compile_lint.fixes.edits import apply_fixes
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
 from compile_lint.rules import ALL_RULES
 
 RULES_BY_CODE = {rule.code: rule for rule in ALL_RULES}

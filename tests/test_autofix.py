@@ -7,12 +7,13 @@ import stat
 import libcst as cst
 import pytest
 
-from compile_lint.autofix import apply as apply_module
-from compile_lint.autofix.apply import fix_file, fix_text
-from compile_lint.autofix.edits import apply_fixes
-from compile_lint.linter.fix_rendering import add_imports, diff_edits
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Edit, Fix
+from compile_lint.fixes import apply as apply_module
+from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.fixes.edits import apply_fixes
+from compile_lint.fixes.rendering import add_imports, diff_edits
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Edit, Fix
+from conftest import run_cli
 
 SOURCE = """# leading comment
 import torch
@@ -46,6 +47,23 @@ def test_newlines_bom_and_permissions_are_kept(tmp_path, newline, bom):
     expected = SOURCE.replace("        y = h if h.mean() > 0 else -h", FIXED_LINE).replace("\n", newline).encode()
     assert path.read_bytes() == (codecs.BOM_UTF8 if bom else b"") + expected
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+
+def test_fix_writes_through_a_symlink_to_its_target(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "real" / "m.py"
+    target.write_bytes(codecs.BOM_UTF8 + SOURCE.replace("\n", "\r\n").encode())
+    os.chmod(target, 0o640)
+    link = tmp_path / "links" / "m.py"
+    os.symlink("../real/m.py", link)
+    result = run_cli("--fix", "--unsafe-fixes", str(link))
+    assert result.returncode == 0, result.stderr
+    assert os.readlink(link) == "../real/m.py"
+    fixed = SOURCE.replace("        y = h if h.mean() > 0 else -h", FIXED_LINE)
+    assert target.read_bytes() == codecs.BOM_UTF8 + fixed.replace("\n", "\r\n").encode()
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path / "real")) == ["m.py"] and os.listdir(tmp_path / "links") == ["m.py"]
 
 
 def test_latin1_file_keeps_its_encoding(tmp_path):

@@ -6,9 +6,10 @@ import subprocess
 import sys
 import time
 
-from compile_lint.autofix.apply import fix_file, fix_text
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_file, lint_text
+from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.settings.config import Config
+from compile_lint.engine.api import lint_file
+from compile_lint.engine.lint import lint_text
 
 from conftest import run_cli
 
@@ -87,6 +88,28 @@ def test_read_only_file_under_fix_is_reported_and_unchanged(tmp_path):
     assert f"{path}: cannot write fixed file, left unchanged: file is read-only" in result.stderr
     assert path.read_text() == BREAKING
     assert other.read_text() == FIXED
+
+
+def test_an_unreadable_directory_is_named_and_the_rest_linted(tmp_path, unprivileged_cli):
+    (tmp_path / "unr" / "sub").mkdir(parents=True)
+    (tmp_path / "unr" / "sub" / "hidden.py").write_text(BREAKING)
+    (tmp_path / "ok.py").write_text(BREAKING)
+    os.chmod(tmp_path / "unr" / "sub", 0)
+    try:
+        alone = unprivileged_cli("--no-cache", "unr/sub", cwd=tmp_path)
+        around = unprivileged_cli("--no-cache", ".", cwd=tmp_path)
+        inside = unprivileged_cli("--no-cache", "unr/sub/hidden.py", "ok.py", cwd=tmp_path)
+    finally:
+        os.chmod(tmp_path / "unr" / "sub", 0o755)
+    assert alone.returncode == 2
+    assert alone.stderr == "compile-lint: error: unr/sub: cannot read directory: Permission denied\n"
+    assert alone.stdout == ""  # as for a missing path: the error line is the whole report
+    assert around.returncode == 2
+    assert around.stderr == "compile-lint: error: unr/sub: cannot read directory: Permission denied\n"
+    assert "ok.py:7:25: JIT103" in around.stdout and "All checks passed" not in around.stdout
+    assert inside.returncode == 2
+    assert inside.stderr == "compile-lint: error: unr/sub/hidden.py: cannot access: Permission denied\n"
+    assert "ok.py:7:25: JIT103" in inside.stdout and "All checks passed" not in inside.stdout
 
 
 def test_path_that_disappears_mid_run(tmp_path):

@@ -18,11 +18,11 @@ import sys
 import tempfile
 
 import pytest
-from conftest import case_id, example_cases
 
-from compile_lint.autofix.apply import fix_text
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
+from compile_lint.testing import case_id, example_cases
+from compile_lint.fixes.apply import fix_text
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
 
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import probe  # noqa: E402

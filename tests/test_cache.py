@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from compile_lint.linter import cache
-from compile_lint.linter.config import Config
+from compile_lint.engine import cache
+from compile_lint.settings.config import Config
 from conftest import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE

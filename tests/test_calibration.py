@@ -10,9 +10,10 @@ as every other rule's."""
 from __future__ import annotations
 
 import pytest
-from conftest import case_id, example_cases, flagged_lines, only, reported_gb_types
+from conftest import reported_gb_types
 
-from compile_lint.linter.engine import lint_text
+from compile_lint.testing import case_id, example_cases, flagged_lines, only
+from compile_lint.engine.lint import lint_text
 from compile_lint.rules import ALL_RULES
 
 torch = pytest.importorskip("torch")

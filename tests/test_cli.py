@@ -134,14 +134,16 @@ def test_bad_input_is_reported_and_other_files_still_linted(project):
     assert f"{project / 'missing.py'}: no such file or directory" in result.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
-def test_unreadable_file(project):
+def test_unreadable_file(project, unprivileged_cli):
     os.chmod(project / "bad.py", 0)
     try:
-        result = run_cli(str(project))
-        assert result.returncode == 2 and "cannot read" in result.stderr
+        result = unprivileged_cli("--no-cache", str(project))
     finally:
         os.chmod(project / "bad.py", stat.S_IRUSR | stat.S_IWUSR)
+    assert result.returncode == 2
+    assert result.stderr == f"compile-lint: error: {project / 'bad.py'}: cannot read: Permission denied\n"
+    assert result.stdout.endswith("1 path could not be checked (see the errors above); "
+                                  "no findings in the other 1 file.\n")
 
 
 def test_empty_tree_and_coding_cookie(tmp_path):

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from compile_lint.linter.cli import explain, main
-from compile_lint.linter.codes import OTHER_CODES
-from compile_lint.linter.diagnostics import RULES_PAGE
+from compile_lint.frontends.cli import explain, main
+from compile_lint.core.codes import OTHER_CODES
+from compile_lint.core.diagnostics import RULES_PAGE
 from compile_lint.rules import ALL_RULES
 from conftest import BREAKING_GATE, assert_findings_json, run_cli
 
@@ -77,7 +77,7 @@ def test_every_finding_url_is_a_section_of_docs_rules_md():
         headings = re.findall(r"^## (JIT\d{3}) (\S+)$", handle.read(), re.MULTILINE)
     # GitHub's anchor for a heading: lower case, spaces to dashes.
     anchors = {f"{code} {name}".lower().replace(" ", "-") for code, name in headings}
-    from compile_lint.linter.diagnostics import rule_url
+    from compile_lint.core.diagnostics import rule_url
 
     codes = [(rule.code, rule.name) for rule in ALL_RULES] + [(e.code, e.name) for e in OTHER_CODES]
     for code, name in codes:
@@ -142,6 +142,35 @@ def test_output_file_gets_the_report(project, capsys):
     assert code == 1 and out == ""
     [finding] = assert_findings_json(target.read_text())
     assert finding["code"] == "JIT101"
+
+
+def _fails_in_one_line(result, path: str, reason: str) -> None:
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"compile-lint: error: cannot write the report to {path}: {reason}")
+    assert result.stderr.count("\n") == 1 and "report was not written" in result.stderr
+
+
+@pytest.mark.parametrize("where, reason", [
+    ("reports", "Is a directory"),  # an existing directory
+    ("src/bad.py/findings.json", "Not a directory"),  # a directory that cannot be created
+])
+def test_an_output_file_that_cannot_be_written_stops_the_run_before_it_fixes(project, where, reason):
+    (project / "reports").mkdir()
+    result = run_cli("--fix", "--unsafe-fixes", "--output-file", where, "src", cwd=project)
+    _fails_in_one_line(result, where, reason)
+    assert (project / "src" / "bad.py").read_text() == BREAKING_GATE  # nothing was fixed without its report
+
+
+def test_an_output_file_in_an_unwritable_directory_is_one_line(project, unprivileged_cli):
+    (project / "locked").mkdir(mode=0o555)
+    result = unprivileged_cli("--no-cache", "--output-file", "locked/findings.json", "src", cwd=project)
+    _fails_in_one_line(result, "locked/findings.json", "Permission denied")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_report_that_fails_to_write_is_one_line_and_exit_2(project):
+    result = run_cli("--no-cache", "--output-file", "/dev/full", "src", cwd=project)
+    _fails_in_one_line(result, "/dev/full", "No space left on device")
 
 
 def test_exclude_and_ignore_flags(project, capsys):

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from compile_lint.analysis.symbols import SymbolIndex
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
+from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
 from conftest import assert_findings_json, run_cli
 
 BASE = """

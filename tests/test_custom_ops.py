@@ -7,10 +7,10 @@ import warnings
 
 import pytest
 
-from compile_lint.autofix.apply import fix_text
-from compile_lint.linter.config import Config
-from compile_lint.analysis.context import FileContext
-from compile_lint.linter.engine import lint_text
+from compile_lint.fixes.apply import fix_text
+from compile_lint.settings.config import Config
+from compile_lint.analysis.file.context import FileContext
+from compile_lint.engine.lint import lint_text
 from compile_lint.rules.custom_ops.jit702_deprecated_impl_abstract import DeprecatedImplAbstract
 
 import libcst as cst

@@ -14,14 +14,15 @@ from types import SimpleNamespace
 
 import libcst as cst
 import pytest
-from conftest import assert_findings_json, make_context, real_files
+from conftest import assert_findings_json, real_files
 
-from compile_lint.analysis.regions import COMPILED_CALLABLE_SPELLING
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
-from compile_lint.linter.prefilter import needs_lint
-from compile_lint.linter.reporters import render
-from compile_lint.analysis.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
+from compile_lint.testing import make_context
+from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
+from compile_lint.engine.prefilter import needs_lint
+from compile_lint.reporters.formats import render
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.rules import ALL_RULES, RULES_BY_CODE
 
 ALL = Config(select=("ALL",))

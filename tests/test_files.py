@@ -1,9 +1,12 @@
-"""File discovery: excludes, .gitignore, explicit files, missing paths, symlink loops."""
+"""File discovery: excludes, .gitignore, explicit files, missing paths, symlinks."""
 
 import os
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.files import discover
+import pytest
+
+from compile_lint.settings.config import Config
+from compile_lint.engine.files import discover
+from conftest import BREAKING_GATE, run_cli
 
 
 def _tree(root, files):
@@ -63,3 +66,56 @@ def test_symlink_loops_terminate(tmp_path):
     os.symlink(tmp_path / "a", tmp_path / "a" / "loop")
     found = discover([str(tmp_path)], Config(root=str(tmp_path)))
     assert _rel(tmp_path, found) == ["a/x.py"]
+
+
+def test_directory_links_found_while_walking_are_not_followed(tmp_path):
+    _tree(tmp_path, {"a/x.py": "", "elsewhere/y.py": ""})
+    os.symlink(tmp_path / "elsewhere", tmp_path / "a" / "linked")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "a" / "package.py")  # a directory, whatever its name
+    assert _rel(tmp_path, discover([str(tmp_path / "a")], Config(root=str(tmp_path)))) == ["a/x.py"]
+    # A link named on the command line is followed, as in ruff.
+    assert _rel(tmp_path, discover([str(tmp_path / "a" / "linked")], Config(root=str(tmp_path)))) == ["a/linked/y.py"]
+
+
+@pytest.fixture
+def tree_with_a_link_to_its_parent(tmp_path):
+    """proj/inside.py, and proj/up -> .. which leads to outside.py beside proj/."""
+    (tmp_path / "outside.py").write_text(BREAKING_GATE)
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "inside.py").write_text(BREAKING_GATE)
+    os.symlink("..", tmp_path / "proj" / "up")
+    return tmp_path
+
+
+def test_no_mode_reaches_outside_the_tree_through_a_directory_link(tree_with_a_link_to_its_parent):
+    root = tree_with_a_link_to_its_parent
+    lint = run_cli("--no-cache", "--output-format", "concise", "proj", cwd=root)
+    assert lint.returncode == 1
+    assert [line.split(":")[0] for line in lint.stdout.splitlines() if "JIT" in line] == ["proj/inside.py"]
+    diff = run_cli("--diff", "--unsafe-fixes", "proj", cwd=root)
+    assert "+++ proj/inside.py" in diff.stdout and "outside" not in diff.stdout
+    for flags in (["--add-noqa"], ["--fix", "--unsafe-fixes"]):
+        (root / "proj" / "inside.py").write_text(BREAKING_GATE)
+        result = run_cli(*flags, "proj", cwd=root)
+        assert result.returncode == 0, result.stderr
+        assert (root / "proj" / "inside.py").read_text() != BREAKING_GATE
+        assert (root / "outside.py").read_text() == BREAKING_GATE, flags
+
+
+def test_a_directory_link_named_on_the_command_line_is_followed(tree_with_a_link_to_its_parent):
+    root = tree_with_a_link_to_its_parent
+    lint = run_cli("--no-cache", "--output-format", "concise", "proj/up", cwd=root)
+    assert [line.split(":")[0] for line in lint.stdout.splitlines() if "JIT" in line] == [
+        "proj/up/outside.py", "proj/up/proj/inside.py"]  # and not proj/up/proj/up/...
+
+
+def test_a_file_link_found_while_walking_is_linted_and_fixed_through_the_link(tmp_path):
+    (tmp_path / "shared.py").write_text(BREAKING_GATE)
+    (tmp_path / "proj").mkdir()
+    os.symlink("../shared.py", tmp_path / "proj" / "model.py")
+    lint = run_cli("--no-cache", "--output-format", "concise", "proj", cwd=tmp_path)
+    assert lint.stdout.startswith("proj/model.py:7:")
+    fix = run_cli("--fix", "--unsafe-fixes", "proj", cwd=tmp_path)
+    assert fix.returncode == 0, fix.stderr
+    assert os.readlink(tmp_path / "proj" / "model.py") == "../shared.py"
+    assert "torch.where(" in (tmp_path / "shared.py").read_text()

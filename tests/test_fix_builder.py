@@ -14,11 +14,12 @@ import libcst as cst
 import pytest
 from conftest import real_files
 
-from compile_lint.linter import engine
-from compile_lint.linter.fix_rendering import FixBuilder
-from compile_lint.linter.positions import NodePositions
+from compile_lint.engine import lint as engine
+from compile_lint.fixes.rendering import FixBuilder
+from compile_lint.engine.positions import NodePositions
 from compile_lint.rules import ALL_RULES
-from compile_lint.rules.base import FixPlan, Rule
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Rule
 
 
 class _Probe(Rule):

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from compile_lint.linter.config import rule_enabled
-from compile_lint.linter.flake8_plugin import selection_from_flake8
+from compile_lint.settings.config import rule_enabled
+from compile_lint.frontends.flake8_plugin import selection_from_flake8
 from compile_lint.rules import ALL_RULES
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "ecosystem")

@@ -2,9 +2,9 @@
 
 import libcst as cst
 
-from compile_lint.analysis.imports import ImportMap
+from compile_lint.testing import make_context
+from compile_lint.analysis.syntax.imports import ImportMap
 
-from conftest import make_context
 
 
 def _qualname(code: str, expr: str) -> str:

@@ -17,7 +17,7 @@ import libcst as cst
 import pytest
 from conftest import real_files
 
-from compile_lint.linter.incremental import IncrementalParser
+from compile_lint.engine.incremental import IncrementalParser
 from compile_lint.rules import ALL_RULES
 
 SNIPPETS = ["x", " ", "    ", "\n", "\n    ", "(", ")", "'''", '"', "#", "# c\n", "\n\n", "    # c\n", "  # c\n",
@@ -159,9 +159,9 @@ def _indented_comment_edit(text: str, rng: random.Random) -> str:
 
 
 def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
-    from compile_lint.linter.config import Config
-    from compile_lint.linter.engine import lint_text
-    from compile_lint.linter.positions import RenderCache
+    from compile_lint.settings.config import Config
+    from compile_lint.engine.lint import lint_text
+    from compile_lint.engine.positions import RenderCache
 
     config = Config(select=("ALL",))
     rng = random.Random(17)

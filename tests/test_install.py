@@ -11,7 +11,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from compile_lint.linter.versions import installed_torch_version
+from compile_lint.settings.versions import installed_torch_version
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from lsp_client import TIMEOUT, LspClient
 
-from compile_lint.autofix.apply import fix_text
-from compile_lint.autofix.edits import apply_fixes
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Edit, Fix
-from compile_lint.linter.engine import LintCancelled, lint_text
-from compile_lint.linter.server import LintScheduler, Snapshot
-from compile_lint.linter.suppressions import add_noqa
+from compile_lint.fixes.apply import fix_text
+from compile_lint.fixes.edits import apply_fixes
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Edit, Fix
+from compile_lint.engine.lint import LintCancelled, lint_text
+from compile_lint.frontends.server import LintScheduler, Snapshot
+from compile_lint.engine.suppressions import add_noqa
 from compile_lint.rules import RULES_BY_CODE
 
 pytest.importorskip("pygls")

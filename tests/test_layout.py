@@ -1,7 +1,8 @@
 """The package reads one way: one rule per file, named after its code; layers import downwards only.
 
-analysis <- rules <- engine <- reporters and the fix loop <- verifier <- cli, server, flake8
-plugin; no module imports a module that (transitively) imports it back.
+core <- analysis <- fixes <- rules <- settings <- engine <- the fix loop <- reporters <- verifier
+<- frontends, one folder each (docs/architecture.md says why); no module imports a module that
+(transitively) imports it back.
 """
 
 from __future__ import annotations
@@ -23,18 +24,25 @@ FAMILIES = {
     "1": "control_flow", "2": "tensor_to_python", "3": "containers", "4": "external_libraries",
     "5": "recompile", "6": "side_effects", "7": "custom_ops", "8": "perf_hints",
 }
-# A module may import only from its own layer or a layer listed after it.
+# A module may import only from its own layer or a layer listed after it. `compile_lint`
+# itself (the version) is below every layer.
 LAYERS = [
-    ("frontends", ("compile_lint.linter.cli.", "compile_lint.linter.server.", "compile_lint.linter.flake8_plugin.",
-                   "compile_lint.__main__.")),
+    # What rule authors test with: examples, flagged lines, fix proofs (the verifier's probe, lazily).
+    ("testing helpers", "compile_lint.testing."),
+    ("frontends", ("compile_lint.frontends.", "compile_lint.__main__.")),
     ("verifier", "compile_lint.verifier."),
-    ("reporters and the fix loop", ("compile_lint.linter.reporters.", "compile_lint.autofix.")),
-    ("engine", "compile_lint.linter."),
+    ("reporters", "compile_lint.reporters."),
+    # The fix-point loop re-lints what it fixed: it sits on the engine, unlike the rest of fixes/.
+    ("the fix loop", "compile_lint.fixes.apply."),
+    ("engine", "compile_lint.engine."),
+    # Settings name rules (codes are checked against the rule files), so they sit above them.
+    ("settings", "compile_lint.settings."),
     ("rules", "compile_lint.rules."),
+    # Rules build their fixes from fixes/: plans, branch rewrites, rendering.
+    ("fixes", "compile_lint.fixes."),
     ("analysis", "compile_lint.analysis."),
+    ("core", "compile_lint.core."),
 ]
-# Plain values every layer passes around; they import nothing of the package.
-VALUES = ("compile_lint.linter.diagnostics.", "compile_lint.linter.text_offsets.")
 
 
 def _module_files() -> dict[str, str]:
@@ -53,12 +61,21 @@ def _module_files() -> dict[str, str]:
 MODULES = _module_files()
 
 
+def _type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+
+
+def _run_as_program(test: ast.expr) -> bool:
+    """`if __name__ == "__main__":`: what runs only when the module is the program is a frontend's."""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
 def _runtime_imports(path: str) -> set[str]:
-    """compile_lint modules a file imports when run (not under `if TYPE_CHECKING:`)."""
+    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or `if __name__ == "__main__":`)."""
     tree = ast.parse(open(path, encoding="utf-8").read())
-    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
-               and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
-               for node in ast.walk(stmt)}
+    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If) and (_type_checking(stmt.test)
+               or _run_as_program(stmt.test)) for node in ast.walk(stmt)}
     found = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -74,8 +91,6 @@ def _runtime_imports(path: str) -> set[str]:
 
 
 def _layer(module: str) -> int:
-    if (module + ".").startswith(VALUES):
-        return len(LAYERS)
     for index, (_, prefixes) in enumerate(LAYERS):
         if (module + ".").startswith(prefixes):
             return index
@@ -84,7 +99,7 @@ def _layer(module: str) -> int:
 
 def _layer_name(module: str) -> str:
     index = _layer(module)
-    return LAYERS[index][0] if index < len(LAYERS) else "values and the package root"
+    return LAYERS[index][0] if index < len(LAYERS) else "the package root"
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=[rule.code for rule in ALL_RULES])
@@ -138,13 +153,15 @@ def test_no_import_cycles_between_modules():
     assert not cycle, " -> ".join(cycle)
 
 
-def test_rules_read_only_the_public_analysis_api():
-    private_use = re.compile(r"\b(?:context|facts|regions|imports|module_index)\.(_[a-z]\w*)")
+def test_rules_and_fixes_read_only_the_public_analysis_api():
+    """No `context._x`, `context.facts._x`, `symbols._x`, ... and no `from ... import _x` of the package."""
+    private_use = re.compile(r"\b(?:context|facts|regions|imports|module_index|symbols|paths)\.(_[a-z]\w*)")
+    private_import = re.compile(r"^\s*from compile_lint[\w.]* import .*\b_[a-z]\w*")
     offenders = []
     for module, path in MODULES.items():
-        if module.startswith("compile_lint.rules."):
+        if module.startswith(("compile_lint.rules.", "compile_lint.fixes.")):
             for number, line in enumerate(open(path, encoding="utf-8"), 1):
-                if private_use.search(line):
+                if private_use.search(line) or private_import.search(line):
                     offenders.append(f"{path}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
 

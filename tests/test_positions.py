@@ -17,8 +17,8 @@ import pytest
 from conftest import real_files
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from compile_lint.linter import engine
-from compile_lint.linter.positions import NodePositions
+from compile_lint.engine import lint as engine
+from compile_lint.engine.positions import NodePositions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
 

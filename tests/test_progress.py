@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from compile_lint.linter import progress
-from compile_lint.linter.progress import MIN_FILES, track, wants_progress
+from compile_lint.frontends import progress
+from compile_lint.frontends.progress import MIN_FILES, track, wants_progress
 
 MODEL = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            y = x\n        else:\n            y = -x\n        return y\n"
 CLEAN = "import torch\n\n\ndef scale(x):\n    return x * 2\n"

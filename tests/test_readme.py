@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from compile_lint.linter.cli import main
+from compile_lint.frontends.cli import main
 from conftest import BREAKING_GATE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,9 +1,9 @@
 """Regions: exactly the functions torch.compile traces."""
 
 import pytest
-from conftest import make_context
 
-from compile_lint.analysis.regions import may_call_compile
+from compile_lint.testing import make_context
+from compile_lint.analysis.file.regions import may_call_compile
 
 
 def _traced(code: str) -> set[str]:

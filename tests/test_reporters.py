@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.diagnostics import Diagnostic
-from compile_lint.linter.engine import lint_text
-from compile_lint.linter.reporters import render
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.engine.lint import lint_text
+from compile_lint.reporters.formats import render
 from compile_lint.rules import RULES_BY_CODE
 
 jsonschema = pytest.importorskip("jsonschema")

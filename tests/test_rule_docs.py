@@ -6,11 +6,11 @@ import os
 import subprocess
 import sys
 
-from compile_lint.linter.docs import DOCS_PATH, generate
-from compile_lint.linter.docs import GRAPH_BREAK_PAGE
+from compile_lint.reporters.docs import DOCS_PATH, generate
+from compile_lint.reporters.docs import GRAPH_BREAK_PAGE
 from compile_lint.rules import ALL_RULES
 
-REGENERATE = "docs/rules.md is stale: run `python -m compile_lint.linter.docs --write` and commit it"
+REGENERATE = "docs/rules.md is stale: run `python -m compile_lint.reporters.docs --write` and commit it"
 
 
 def test_docs_rules_md_is_up_to_date():
@@ -32,7 +32,7 @@ def test_every_rule_is_documented_with_its_graph_break_page_and_examples():
 
 
 def _docs(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compile_lint.linter.docs", *args],
+    return subprocess.run([sys.executable, "-m", "compile_lint.reporters.docs", *args],
                           capture_output=True, text=True, timeout=120)
 
 

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
-from compile_lint.linter.suppressions import is_suppressed, parse_noqa
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
+from compile_lint.engine.suppressions import is_suppressed, parse_noqa
 
 CODE = """import torch
 from torch import nn

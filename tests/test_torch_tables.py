@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import lint_text
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import lint_text
 from compile_lint.rules.support import torch_tables
 
 torch = pytest.importorskip("torch")
@@ -69,7 +69,7 @@ def test_data_dependent_output_ops_from_the_table_are_flagged(call):
 
 def test_facts_know_the_data_dependent_outputs_the_table_holds():
     """analysis/ sits below rules/ and cannot read the table: its copy is checked here."""
-    from compile_lint.analysis import facts
+    from compile_lint.analysis.kinds import facts
 
     assert {name for name, kind in facts._TORCH_NON_TENSOR.items() if kind is facts.Kind.DATA} == set(
         torch_tables.DATA_DEPENDENT_OUTPUT_FUNCTIONS)

@@ -1,7 +1,9 @@
 """`compile-lint verify` and `--fix --verify` end to end, through the real CLI and compiler (CPU)."""
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +24,7 @@ def run_cli(*args, cwd=ROOT, timeout=600):
 
 
 def test_without_torch_the_command_says_how_to_install():
-    code = ("import sys; sys.modules['torch'] = None; from compile_lint.linter.cli import main; "
+    code = ("import sys; sys.modules['torch'] = None; from compile_lint.frontends.cli import main; "
             "sys.exit(main(['verify', 'model.py:make']))")
     env = dict(os.environ, PYTHONPATH=ROOT)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -78,7 +80,7 @@ def test_verify_reports_breaks_and_recompiles_at_their_lines_and_confirms_static
     assert clean["analysis"]["recompiles"] == [] and clean["analysis"]["fullgraph_error"] is None
     assert clean["analysis"]["comparison"]["equal"]
 
-    from compile_lint.linter.reporters import render
+    from compile_lint.reporters.formats import render
     from compile_lint.verifier.report import runtime_diagnostics
 
     runtime = [d for r in results for d in runtime_diagnostics(r)]
@@ -418,3 +420,243 @@ def test_a_rollback_for_more_breaks_gives_the_counts_before_and_after():
     kept = judge({"target": "m.py:make", "before": analysis(1, 0), "after": analysis(0, 0),
                   "outputs": {"equal": True, "max_abs_diff": 0.0, "detail": ""}})
     assert kept.accepted and kept.improved and "graph breaks 1 -> 0" in kept.reason
+
+
+# --- Termination (SIGTERM, SIGHUP) and the model's mode (new-user issue, items 4 and 5) ---
+
+# FIX_PROJECT's gated model (a fixable break), with a factory that hangs once it has said so.
+HANGING_FACTORY = "import os\nimport time\n" + textwrap.dedent(FIX_PROJECT["gated.py"]).split("\n\n\ndef make")[0] + """
+
+
+def make():
+    # Tell the test the worker runs user code (in the working directory: the fixed copy lives
+    # elsewhere), then hang, as a CI job's model that never ends.
+    open(f"started-{os.getpid()}", "w").close()
+    while True:
+        time.sleep(0.1)
+"""
+
+
+@contextlib.contextmanager
+def running_cli(*args, cwd):
+    """`compile-lint ARGS` started in the background; whatever it started is killed at the end, even
+    processes it orphaned (the CLI's children are recorded while they run)."""
+    import psutil
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    process = subprocess.Popen([sys.executable, "-m", "compile_lint", *args], cwd=cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list = []
+    try:
+        yield process, psutil.Process(process.pid), seen
+    finally:
+        for child in seen:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def _workers_running_user_code(cli, seen: list, directory, count: int, within_s: float = 180.0) -> list:
+    """The CLI's worker processes, once `count` of them have reached the factory."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        assert cli.is_running(), "the CLI ended before its workers started"
+        seen.extend(child for child in cli.children(recursive=True) if child not in seen)
+        started = {int(name.split("-")[1]) for name in os.listdir(directory) if name.startswith("started-")}
+        workers = [child for child in seen if child.pid in started]
+        if len(workers) >= count:
+            return workers
+        time.sleep(0.2)
+    raise AssertionError(f"{count} worker(s) did not reach the factory within {within_s:g} s")
+
+
+def _assert_stopped_and_clean(process, workers, signum, private_tmp):
+    import psutil
+
+    _, stderr = process.communicate(timeout=15)
+    # 128 + the signal, as a shell reports a process that signal ended: not 1 (findings) or 2 (usage).
+    # Ctrl-C keeps its status: 2, "interrupted".
+    status, message = ((2, "interrupted") if signum == signal.SIGINT else
+                       (128 + signum, f"terminated by {signal.Signals(signum).name}"))
+    assert process.returncode == status, (process.returncode, stderr)
+    assert stderr.splitlines()[-1] == f"compile-lint: error: {message}"
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    assert alive == [], f"workers still running after {signal.Signals(signum).name}: {alive}"
+    for worker in workers:  # nothing left in the worker's process group either (Inductor's compile pool)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(worker.pid, 0)
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_worker_and_removes_the_temp_dir(tmp_path, private_tmp):
+    write_project(tmp_path, {"hang.py": HANGING_FACTORY})
+    with running_cli("verify", "hang.py:make", "--backend", "eager", "--no-lint", cwd=tmp_path) as (process, cli, seen):
+        (worker,) = _workers_running_user_code(cli, seen, tmp_path, 1)
+        assert leftovers(private_tmp)  # the run's compile-lint-verify-* directory exists now
+        process.send_signal(signal.SIGTERM)
+        _assert_stopped_and_clean(process, [worker], signal.SIGTERM, private_tmp)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT], ids=["SIGHUP", "SIGINT"])
+def test_sighup_or_ctrl_c_stops_fix_verify_workers_and_leaves_the_file_unchanged(tmp_path, private_tmp, signum):
+    write_project(tmp_path, {
+        "pyproject.toml": """
+            [tool.compile-lint]
+            tensor-branch-fix = "where"
+
+            [tool.compile-lint.verify]
+            targets = ["hang.py:make"]
+        """,
+        "hang.py": HANGING_FACTORY,
+    })
+    before = (tmp_path / "hang.py").read_bytes()
+    with running_cli("--fix", "--unsafe-fixes", "--verify", "hang.py", cwd=tmp_path) as (process, cli, seen):
+        workers = _workers_running_user_code(cli, seen, tmp_path, 2)  # the original and the fixed code, at once
+        process.send_signal(signum)
+        _assert_stopped_and_clean(process, workers, signum, private_tmp)
+        assert (tmp_path / "hang.py").read_bytes() == before
+
+
+TRAINING_ONLY_BREAK = """
+    import torch
+    from torch import nn
+
+
+    class NoisyInTraining(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            if self.training:
+                print("training step")
+            return self.proj(x)
+
+
+    def make():
+        return NoisyInTraining(), [(torch.randn(4, 8),)]  # a new module trains
+
+
+    def make_eval():
+        return NoisyInTraining().eval(), [(torch.randn(4, 8),)]
+"""
+
+
+def _verdicts(stdout: str) -> dict:
+    """The last line per target of the text output: `target [device, backend, mode]: verdict`."""
+    return {line.split(" [")[0]: line for line in stdout.splitlines() if line.startswith("noisy.py:")}
+
+
+@pytest.mark.slow
+def test_verify_keeps_the_factorys_mode_and_reports_it(tmp_path):
+    write_project(tmp_path, {"noisy.py": TRAINING_ONLY_BREAK})
+    report = tmp_path / "report.json"
+    done = run_cli("verify", "noisy.py:make", "noisy.py:make_eval", "--backend", "eager", "--no-lint",
+                   "--report", str(report), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    verdicts = _verdicts(done.stdout)
+    # Trained as the factory made it: the training-only print breaks the graph.
+    assert verdicts["noisy.py:make"].startswith("noisy.py:make [cpu, eager, train mode]: fullgraph=True fails")
+    assert "noisy.py:12:" in done.stdout and "JIT900" in done.stdout
+    assert verdicts["noisy.py:make_eval"].startswith("noisy.py:make_eval [cpu, eager, eval mode]: fullgraph=True OK")
+    results = {r["target"]: r for r in json.loads(report.read_text())["results"]}
+    assert (results["noisy.py:make"]["mode"], results["noisy.py:make"]["mode_setting"]) == ("train", "factory")
+    assert results["noisy.py:make_eval"]["mode"] == "eval"
+
+
+def test_a_verify_mode_in_the_config_must_be_one_of_the_three(tmp_path):
+    from compile_lint.settings.config import ConfigError, load_config
+
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint.verify]\nmode = "training"\n')
+    with pytest.raises(ConfigError, match='verify.mode must be one of "factory", "train", "eval"'):
+        load_config(start=str(tmp_path))
+
+
+@pytest.mark.slow
+def test_mode_flag_and_config_force_train_or_eval(tmp_path):
+    write_project(tmp_path, {"noisy.py": TRAINING_ONLY_BREAK, "pyproject.toml": """
+        [tool.compile-lint.verify]
+        targets = ["noisy.py:make_eval"]
+        mode = "train"
+    """})
+    forced_eval = run_cli("verify", "noisy.py:make", "--mode", "eval", "--backend", "eager", "--no-lint",
+                          cwd=tmp_path)
+    assert forced_eval.returncode == 0, forced_eval.stdout + forced_eval.stderr
+    assert _verdicts(forced_eval.stdout)["noisy.py:make"].startswith(
+        "noisy.py:make [cpu, eager, eval mode]: fullgraph=True OK")
+    # The config's mode applies to its targets: the eval factory's model is trained.
+    from_config = run_cli("verify", "--backend", "eager", "--no-lint", "--output-format", "json", cwd=tmp_path)
+    assert from_config.returncode == 1, from_config.stderr
+    (brk,) = [f for f in assert_findings_json(from_config.stdout) if f["code"] == "JIT900"]
+    assert (brk["path"], brk["line"]) == ("noisy.py", 12)
+    settings = run_cli("--show-settings", cwd=tmp_path).stdout
+    assert 'verify = { targets = ["noisy.py:make_eval"], mode = "train" }' in settings
+
+
+@pytest.mark.slow
+def test_fix_verify_judges_a_fix_in_a_training_only_branch_in_the_factorys_mode(tmp_path, private_tmp):
+    # FIX_PROJECT's wrong torch.where fix (the arms differ in shape), in a branch only
+    # training runs: run in eval, as the verifier used to, the fix changed nothing it
+    # looked at and was kept; the factory's model trains, and there the outputs differ.
+    write_project(tmp_path, {
+        "pyproject.toml": """
+            [tool.compile-lint]
+            tensor-branch-fix = "where"
+
+            [tool.compile-lint.verify]
+            targets = ["pool.py:make"]
+        """,
+        "pool.py": """
+            import torch
+            from torch import nn
+
+
+            class TrainingPool(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.pool = nn.Linear(8, 1)
+
+                def forward(self, x):
+                    if self.training:
+                        return self.pool(x) if x.sum() > 0 else x
+                    return x
+
+
+            def make():
+                return TrainingPool(), [(torch.ones(4, 8),)]
+        """,
+    })
+    before = (tmp_path / "pool.py").read_bytes()
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", ".", cwd=tmp_path)
+    assert "pool.py: fix rolled back, file left unchanged" in done.stderr, done.stderr
+    assert "check failed: eager outputs equal" in done.stderr
+    assert (tmp_path / "pool.py").read_bytes() == before
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_dropout_in_a_training_model_compares_equal_under_inductor(tmp_path):
+    # Factories' modules now train unless told otherwise, and Inductor draws its own random
+    # numbers: the compiled run must use eager's, or every dropout is an output "mismatch".
+    write_project(tmp_path, {"drop.py": """
+        import torch
+        from torch import nn
+
+
+        def make():
+            return nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5)), [(torch.randn(4, 8),)]
+    """})
+    report = tmp_path / "report.json"
+    done = run_cli("verify", "drop.py:make", "--no-lint", "--output-format", "json", "--report", str(report),
+                   cwd=tmp_path)
+    assert [f["code"] for f in assert_findings_json(done.stdout)] == [], done.stderr
+    (result,) = json.loads(report.read_text())["results"]
+    assert result["mode"] == "train" and result["analysis"]["backend"] == "inductor"
+    assert result["analysis"]["comparison"]["equal"]

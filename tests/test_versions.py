@@ -2,9 +2,9 @@
 
 import pytest
 
-from compile_lint.linter.config import Config
-from compile_lint.linter.engine import rules_for
-from compile_lint.linter.versions import holds_for, installed_torch_version, parse_version, target_torch_version
+from compile_lint.settings.config import Config
+from compile_lint.engine.lint import rules_for
+from compile_lint.settings.versions import holds_for, installed_torch_version, parse_version, target_torch_version
 from compile_lint.rules import ALL_RULES
 
 

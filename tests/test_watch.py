@@ -62,7 +62,7 @@ def test_watch_lints_again_when_a_file_changes(tmp_path):
 
 
 def test_watch_without_watchfiles_says_how_to_install(tmp_path):
-    code = ("import sys; sys.modules['watchfiles'] = None; from compile_lint.linter.cli import main; "
+    code = ("import sys; sys.modules['watchfiles'] = None; from compile_lint.frontends.cli import main; "
             "sys.exit(main(['--watch', '.']))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 2

@@ -1,1 +1,1 @@
-"""Per-file analysis the rules share: imports, traced regions, value kinds, and one index of the module."""
+"""The analysis the rules share: syntax helpers, one file's facts, value kinds, and the project's other files."""

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
-from compile_lint.linter.diagnostics import CODE_PREFIX
+from compile_lint.core.diagnostics import CODE_PREFIX
+from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
-    from compile_lint.analysis.context import FileContext
+    from compile_lint.analysis.file.context import FileContext
 
-__all__ = ["CODE_PREFIX", "Example", "FixPlan", "Finding", "Invalid", "Rule", "Valid"]
+__all__ = ["CODE_PREFIX", "Example", "Finding", "Invalid", "Rule", "Valid"]
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,6 @@ def Invalid(code: str, **kwargs) -> Example:  # noqa: N802 - reads like Fixit's 
 def Valid(code: str, **kwargs) -> Example:  # noqa: N802
     """An example the rule must stay silent on; it must compile with fullgraph=True."""
     return Example(code, **kwargs)
-
-
-@dataclass
-class FixPlan:
-    """What a rule wants changed: node replacements and imports the new code needs."""
-
-    replacements: Sequence[tuple[cst.CSTNode, object]]
-    message: str
-    applicability: str = "safe"
-    imports: Sequence[str] = field(default_factory=tuple)
 
 
 @dataclass

@@ -318,6 +318,17 @@ def _combine(parts: list[Comparison]) -> Comparison:
     return Comparison(not failed, max(part.max_abs_diff for part in parts), failed[0].detail if failed else "")
 
 
+def random_as_eager(backend: str) -> Any:
+    """A context in which Inductor draws random numbers as eager does (its `fallback_random`):
+    under the same seed, a dropout in a training model (or any torch.rand) then gives the
+    compiled run eager's values, so outputs compare. Breaks and recompiles are unaffected."""
+    if backend == "eager":
+        return contextlib.nullcontext()
+    import torch._inductor.config
+
+    return torch._inductor.config.patch(fallback_random=True)
+
+
 def _counting_backend(backend: str) -> Any:
     from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
 
@@ -377,7 +388,7 @@ def analyze(fresh_model: Callable[[], Callable], calls: Sequence[Call], device: 
     torch._dynamo.reset()
     counter = _counting_backend(backend)
     compiled_outputs = None
-    with capture_dynamo_logs() as logs:
+    with capture_dynamo_logs() as logs, random_as_eager(backend):
         try:
             compiled_outputs = run(lambda model: torch.compile(model, backend=counter, **compile_kwargs), dims)
         except Exception as error:  # noqa: BLE001

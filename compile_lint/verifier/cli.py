@@ -7,12 +7,12 @@ import importlib.util
 import json
 import os
 import sys
-from typing import Optional, Sequence
+from typing import Sequence
 
-from compile_lint.linter.config import ConfigError, load_config
-from compile_lint.linter.diagnostics import Diagnostic
-from compile_lint.linter.reporters import FORMATS, render
-from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated
+from compile_lint.settings.config import VERIFY_MODES, ConfigError, load_config
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.reporters.formats import FORMATS, render
+from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated, stop_on_termination
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
 from compile_lint.verifier.targets import TargetError, missing_target, parse_target
 
@@ -28,11 +28,17 @@ def build_parser() -> argparse.ArgumentParser:
                      "(model, example_calls)) under torch.compile and report graph breaks, recompiles, "
                      "output mismatches and, with --bench, speed. Targets default to "
                      "[tool.compile-lint.verify] targets in pyproject.toml."),
+        epilog=("Exit status: 0 clean, 1 findings, 2 usage error or Ctrl-C, 128+signal after SIGTERM "
+                "(143) or SIGHUP (129); each stops the running target's process group and removes "
+                "the run's temp files first."),
     )
     parser.add_argument("targets", nargs="*", metavar="TARGET")
     parser.add_argument("--device", help="cuda, cpu, cuda:1... (default: cuda when a GPU is present, else cpu)")
     parser.add_argument("--backend", choices=("inductor", "eager"), default="inductor",
                         help="inductor (default) or eager for a quick Dynamo-only verdict")
+    parser.add_argument("--mode", choices=VERIFY_MODES, default=None,
+                        help="the mode modules run in: train or eval (the whole module), or factory: the mode "
+                             "the factory left it in (default: [tool.compile-lint.verify] mode, else factory)")
     parser.add_argument("--bench", action="store_true",
                         help="also time eager vs compiled (default, reduce-overhead) vs compiled+patch")
     parser.add_argument("--inductor-patch", choices=("off", "on", "compare"), default=None,
@@ -67,10 +73,11 @@ def _error(message: str) -> None:
     sys.stderr.write(f"compile-lint verify: error: {message}\n")
 
 
-def make_request(target: str, args: argparse.Namespace) -> dict:
+def make_request(target: str, args: argparse.Namespace, mode: str = "factory") -> dict:
     """The worker request for one target."""
     patch = args.inductor_patch or ("compare" if args.bench else "off")
-    request = {"target": target, "device": args.device, "backend": args.backend, "bench": args.bench,
+    request = {"target": target, "device": args.device, "backend": args.backend, "model_mode": mode,
+               "bench": args.bench,
                "patch": patch, "warmup": args.warmup, "iters": args.iters,
                "inner": args.inner, "control": args.control}
     if args.memory_limit and not (args.device or "").startswith("cuda"):
@@ -80,7 +87,7 @@ def make_request(target: str, args: argparse.Namespace) -> dict:
 
 def static_findings(files: set[str], config) -> tuple[list[Diagnostic], dict[str, str]]:
     """The linter's findings for the files the targets ran, keyed by display path."""
-    from compile_lint.linter.engine import lint_file
+    from compile_lint.engine.api import lint_file
 
     diagnostics, sources = [], {}
     for path in sorted(files):
@@ -88,14 +95,20 @@ def static_findings(files: set[str], config) -> tuple[list[Diagnostic], dict[str
             continue
         result = lint_file(path, config)
         diagnostics.extend(result.diagnostics)
-        if result.source is not None:
-            sources[path] = result.source.text
+        if result.error is None:
+            sources[path] = result.text
     return diagnostics, sources
 
 
 def verify_main(argv: Sequence[str]) -> int:
-    """Entry point of `compile-lint verify`."""
+    """Entry point of `compile-lint verify`: SIGTERM and SIGHUP stop it as Ctrl-C does (the
+    workers killed, temp dirs removed); the `compile-lint` entry point reports either."""
     args = build_parser().parse_args(list(argv))
+    with stop_on_termination():
+        return _verify(args)
+
+
+def _verify(args: argparse.Namespace) -> int:
     if not torch_available():
         _error(INSTALL_HINT)
         return EXIT_ERROR
@@ -131,7 +144,8 @@ def verify_main(argv: Sequence[str]) -> int:
     for target in targets:
         if args.output_format in ("text", "concise"):
             sys.stderr.write(f"verifying {target} ...\n")
-        results.append(run_isolated(make_request(target, args), timeout_s=args.timeout))
+        results.append(run_isolated(make_request(target, args, args.mode or config.verify_mode),
+                                    timeout_s=args.timeout))
 
     runtime = [d for result in results for d in runtime_diagnostics(result)]
     # The files the targets ran: their factories' modules and wherever the compiler found something.
@@ -158,10 +172,8 @@ def verify_main(argv: Sequence[str]) -> int:
     return EXIT_CLEAN
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m compile_lint.verifier.cli` (same as `compile-lint verify`)."""
-    return verify_main(sys.argv[1:] if argv is None else argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m compile_lint.verifier.cli` is `compile-lint verify` (whose entry point reports a SIGTERM).
+    from compile_lint.frontends.cli import main
+
+    sys.exit(main(["verify", *sys.argv[1:]]))

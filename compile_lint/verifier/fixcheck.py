@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from compile_lint.verifier.isolation import run_isolated
+from compile_lint.verifier.isolation import kill_workers, run_isolated
 from compile_lint.verifier.targets import TargetError, TargetSpec, module_file_of, parse_target
 
 FIX_TIMEOUT_S = 600.0
@@ -98,19 +98,31 @@ def judge(result: dict) -> FixVerdict:
 
 
 def check_target(spec: TargetSpec, path: str, fixed_path: str, scratch: str,
-                 timeout_s: Optional[float], backend: str, device: Optional[str]) -> Optional[dict]:
+                 timeout_s: Optional[float], backend: str, device: Optional[str],
+                 mode: str = "factory") -> Optional[dict]:
     """Run one target on the original and on the fixed code, in two processes at once.
 
     Separate processes, because importing both versions into one registers everything the
     file registers twice (a custom op's second definition breaks the first). None when
     the target does not import the file."""
     request = {"mode": "fixcheck", "target": spec.text, "original_path": path, "fixed_path": fixed_path,
-               "backend": backend, "device": device}
+               "backend": backend, "device": device, "model_mode": mode}
     sides = {side: dict(request, side=side, outputs_path=os.path.join(scratch, f"{side}.pt"))
              for side in ("before", "after")}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         runs = {side: pool.submit(run_isolated, side_request, timeout_s) for side, side_request in sides.items()}
-        before, after = runs["before"].result(), runs["after"].result()
+        try:
+            before, after = runs["before"].result(), runs["after"].result()
+        except BaseException:
+            # Ctrl-C or SIGTERM reaches this (the main) thread only: stop both workers (again,
+            # should one start after the first kill), so that the threads waiting on them end
+            # and the pool can shut down.
+            for run in runs.values():
+                run.cancel()
+            while not all(run.done() for run in runs.values()):
+                kill_workers()
+                concurrent.futures.wait(runs.values(), timeout=0.1)
+            raise
     for side in (before, after):
         if side.get("covered") is False:
             return None
@@ -138,8 +150,9 @@ def compare_saved(before_path: str, after_path: str) -> dict:
 
 def verify_fix(path: str, fixed_text: str, targets: Sequence[str], root: str,
                timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
-               device: Optional[str] = None) -> FixVerdict:
-    """Run every target that covers `path` on the original and the fixed text."""
+               device: Optional[str] = None, mode: str = "factory") -> FixVerdict:
+    """Run every target that covers `path` on the original and the fixed text, its module
+    in `mode` (the factory's, or "train"/"eval")."""
     try:
         specs = resolve_targets(targets, root)
     except TargetError as error:
@@ -155,7 +168,7 @@ def verify_fix(path: str, fixed_text: str, targets: Sequence[str], root: str,
                 continue
             target_scratch = os.path.join(scratch, str(index))
             os.mkdir(target_scratch)
-            result = check_target(spec, absolute, fixed_path, target_scratch, timeout_s, backend, device)
+            result = check_target(spec, absolute, fixed_path, target_scratch, timeout_s, backend, device, mode)
             if result is None:
                 continue
             verdict = judge(result)
@@ -191,10 +204,10 @@ def may_cover(spec: TargetSpec, path: str) -> bool:
         return True
 
 
-def accept_hook(targets: Sequence[str], root: str):
+def accept_hook(targets: Sequence[str], root: str, mode: str = "factory"):
     """A callback for autofix.apply.fix_file: None to write the fix, else why it was rolled back."""
     def accept(path: str, original: str, fixed: str) -> Optional[str]:
-        verdict = verify_fix(path, fixed, targets, root)
+        verdict = verify_fix(path, fixed, targets, root, mode=mode)
         return None if verdict.accepted else f"{path}: fix rolled back, file left unchanged: {verdict.reason}"
 
     return accept

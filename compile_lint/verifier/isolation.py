@@ -1,17 +1,26 @@
-"""Run each target in its own process, with a timeout, so user code cannot take the tool down."""
+"""Run each target in its own process, with a timeout, so user code cannot take the tool down.
+
+A worker runs in a session (and process group) of its own, so a terminal's Ctrl-C or
+hangup, or a CI runner's SIGTERM to the tool's group, never reaches the user's code
+directly: the tool stops it. Every live worker is registered here; when the tool is
+interrupted (KeyboardInterrupt) or terminated (SIGTERM, SIGHUP, see `stop_on_termination`),
+each worker's process group is killed and reaped before the temp directories are removed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-from typing import Optional
+import threading
+from typing import Iterator, Optional
 
 import compile_lint
-from compile_lint.linter.cache import user_cache_dir
+from compile_lint.engine.cache import user_cache_dir
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -20,11 +29,70 @@ def _package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(compile_lint.__file__)))
 
 
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
+class Terminated(KeyboardInterrupt):
+    """The tool received SIGTERM or SIGHUP: a request to stop, handled as Ctrl-C is (a
+    KeyboardInterrupt, so no `except Exception` on the way swallows it, and everything that
+    cleans up after Ctrl-C cleans up after it); the CLI exits with `exit_status`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        """SIGTERM, SIGHUP."""
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal: what a shell reports for a process that signal ended (143 for SIGTERM)."""
+        return 128 + self.signum
+
+
 def _kill_group(process: subprocess.Popen) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         process.kill()
+
+
+def kill_workers() -> None:
+    """Kill the process group of every live worker (from any thread, or a signal handler)."""
+    with _live_lock:
+        live = list(_live)
+    for process in live:
+        if process.poll() is None:
+            _kill_group(process)
+
+
+@contextlib.contextmanager
+def stop_on_termination() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP stop it as Ctrl-C does: the workers' process
+    groups are killed at once, and `Terminated` unwinds the block, removing temp directories
+    on the way. A second signal during that cleanup only kills again, so cleanup finishes.
+    Outside the main thread (where Python runs signal handlers) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        kill_workers()
+        if not received:
+            received.append(signum)
+            raise Terminated(signum)
+
+    previous = {signum: signal.signal(signum, handler) for signum in TERMINATING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, action in previous.items():
+            signal.signal(signum, action)
 
 
 def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) -> dict:
@@ -47,6 +115,8 @@ def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) 
             [sys.executable, "-m", "compile_lint.verifier.worker", request_path, result_path],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True,
         )
+        with _live_lock:
+            _live.add(process)
         try:
             _, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -55,8 +125,12 @@ def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) 
             return {"target": request.get("target"), "error": {
                 "kind": "timeout", "message": f"did not finish within {timeout_s:g} s (killed; raise --timeout)"}}
         finally:
+            # Interrupted or terminated: kill the worker's group and reap it before its temp dir goes.
             if process.poll() is None:
                 _kill_group(process)
+                process.wait()
+            with _live_lock:
+                _live.discard(process)
         tail = stderr.decode("utf-8", "replace")[-3000:]
         if os.path.exists(result_path):
             with open(result_path, encoding="utf-8") as handle:

@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import Iterable, Optional, Sequence
 
-from compile_lint.linter.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import Diagnostic
 
 RUNTIME_BREAK = ("JIT900", "runtime-graph-break", "break")
 RUNTIME_RECOMPILE = ("JIT901", "runtime-recompile", "recompile")
@@ -138,16 +138,17 @@ def summary_lines(result: dict) -> list[str]:
     if result.get("error"):
         return [f"{target}: {result['error']['kind']}: {result['error']['message']}"]
     found = result["analysis"]
-    device, backend = found["device"], found["backend"]
+    mode = result.get("mode")
+    where = ", ".join([found["device"], found["backend"]] + ([f"{mode} mode"] if mode else []))
     if found.get("eager_error"):
-        return [f"{target} [{device}, {backend}]: raises eagerly: {found['eager_error']}"]
+        return [f"{target} [{where}]: raises eagerly: {found['eager_error']}"]
     fullgraph = "fullgraph=True OK" if not found.get("fullgraph_error") else f"fullgraph=True fails: {found['fullgraph_error']}"
     comparison = found.get("comparison")
     equal = ("outputs equal to eager" if comparison and comparison["equal"] else
              f"outputs DIFFER: {comparison['detail']}" if comparison else "outputs not compared")
     if comparison and comparison["equal"]:
         equal += f" (max abs diff {comparison['max_abs_diff']:.2g})"
-    lines = [f"{target} [{device}, {backend}]: {fullgraph}; {len(found['graph_breaks'])} graph break(s); "
+    lines = [f"{target} [{where}]: {fullgraph}; {len(found['graph_breaks'])} graph break(s); "
              f"{len(found['recompiles'])} recompile(s); {equal}"]
     bench = result.get("bench")
     if bench:

@@ -158,8 +158,13 @@ def normalize_calls(raw: Any) -> list[Call]:
     return calls
 
 
-def _run_factory(spec: TargetSpec, factory: Callable, device: str) -> tuple[Callable, Any]:
-    """(model on `device` in eval mode, raw calls) from one factory call under seed 0."""
+def _run_factory(spec: TargetSpec, factory: Callable, device: str, mode: str = "factory") -> tuple[Callable, Any]:
+    """(model on `device`, raw calls) from one factory call under seed 0.
+
+    `mode`: "factory" keeps the train/eval mode the factory left the module in (Dynamo
+    guards on `self.training`, so a training-only branch is compiled only in training);
+    "train" or "eval" sets it on the whole module. A function target has no mode.
+    """
     import torch
 
     try:
@@ -177,29 +182,42 @@ def _run_factory(spec: TargetSpec, factory: Callable, device: str) -> tuple[Call
     if not callable(model):
         raise TargetError(f"{spec.text}: the factory's model is not callable")
     if isinstance(model, torch.nn.Module):
-        model = model.to(device).eval()
+        model = model.to(device)
+        if mode != "factory":
+            model.train(mode == "train")
     return model, raw_calls
 
 
-def build(spec: TargetSpec, module: Any, device: str) -> LoadedTarget:
-    """Run the factory of an imported module and place everything on `device`."""
+def model_mode(model: Callable) -> Optional[str]:
+    """"train" or "eval" (every submodule alike), "mixed" (e.g. a frozen norm in a trained
+    model), or None for a function."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    modes = {module.training for module in model.modules()}
+    return "mixed" if len(modes) > 1 else "train" if modes == {True} else "eval"
+
+
+def build(spec: TargetSpec, module: Any, device: str, mode: str = "factory") -> LoadedTarget:
+    """Run the factory of an imported module and place everything on `device`, in `mode`."""
     factory = getattr(module, spec.factory, None)
     if factory is None or not callable(factory):
         raise TargetError(f"{spec.text}: no callable '{spec.factory}' in {spec.location}")
-    model, raw_calls = _run_factory(spec, factory, device)
+    model, raw_calls = _run_factory(spec, factory, device, mode)
     calls = [Call(_to_device(c.args, device), _to_device(c.kwargs, device)) for c in normalize_calls(raw_calls)]
     module_file = getattr(module, "__file__", None)
 
     def fresh_model() -> Callable:
-        return _run_factory(spec, factory, device)[0]
+        return _run_factory(spec, factory, device, mode)[0]
 
     return LoadedTarget(spec, model, calls, os.path.abspath(module_file) if module_file else None, fresh_model)
 
 
-def load_target(text: str, device: str) -> LoadedTarget:
+def load_target(text: str, device: str, mode: str = "factory") -> LoadedTarget:
     """Parse, import and build a target."""
     spec = parse_target(text)
-    return build(spec, import_location(spec), device)
+    return build(spec, import_location(spec), device, mode)
 
 
 def copy_calls(calls: Sequence[Call]) -> list[Call]:

@@ -35,11 +35,13 @@ def pick_device(requested: str | None) -> str:
 def verify_request(request: dict) -> dict:
     """Analyse one target (and benchmark it when asked)."""
     from compile_lint.verifier import analysis, bench, inductor_patch
-    from compile_lint.verifier.targets import entry_location, load_target
+    from compile_lint.verifier.targets import entry_location, load_target, model_mode
 
     device = pick_device(request.get("device"))
-    result: dict[str, Any] = {"target": request["target"], "device": device}
-    loaded = load_target(request["target"], device)
+    setting = request.get("model_mode", "factory")
+    result: dict[str, Any] = {"target": request["target"], "device": device, "mode_setting": setting}
+    loaded = load_target(request["target"], device, setting)
+    result["mode"] = model_mode(loaded.model)
     result["module_file"] = loaded.module_file
     result["entry"] = entry_location(loaded.model)
     patch_mode = request.get("patch", "off")
@@ -125,7 +127,7 @@ def fixcheck_request(request: dict) -> dict:
         module = import_location(spec)
         if not finder.hits:
             return {**result, "covered": False}
-    loaded = build(spec, module, device)
+    loaded = build(spec, module, device, request.get("model_mode", "factory"))
     found, eager = analysis.analyze(loaded.fresh_model, loaded.calls, device, request.get("backend", "eager"))
     torch.save({"calls": [(call.args, call.kwargs) for call in loaded.calls], "eager": eager},
                request["outputs_path"])

@@ -6,10 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import visit
-from compile_lint.rules._syntax import is_builtin_call, keyword_argument, positional_arguments
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class SortTensors(Rule):

@@ -6,8 +6,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -7,12 +7,13 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.imports import ImportMap, dotted_name
-from compile_lint.analysis.module_facts import string_value
-from compile_lint.analysis.regions import OPAQUE_OP_DECORATORS
-from compile_lint.analysis.walk import visit
-from compile_lint.rules._fixes import spell
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
+from compile_lint.analysis.file.module_facts import string_value
+from compile_lint.analysis.file.regions import OPAQUE_OP_DECORATORS
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.fixes.guards import spell
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class CustomOpWithoutFake(Rule):

@@ -6,8 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.rules._fixes import spell
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.fixes.guards import spell
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class DeprecatedImplAbstract(Rule):

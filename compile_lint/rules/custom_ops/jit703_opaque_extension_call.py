@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.module_facts import NATIVE_LOADERS
+from compile_lint.analysis.file.module_facts import NATIVE_LOADERS
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._bindings import call_name, made_by
+from compile_lint.rules.support.bindings import call_name, made_by
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

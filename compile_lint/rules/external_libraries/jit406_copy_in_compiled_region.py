@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class CopyInCompiledRegion(Rule):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.rules._fixes import spell
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.guards import spell
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class NumpyProdOfShape(Rule):

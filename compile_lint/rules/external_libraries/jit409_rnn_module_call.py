@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._bindings import made_only_by
-from compile_lint.rules._syntax import self_attribute
+from compile_lint.rules.support.bindings import made_only_by
+from compile_lint.rules.support.syntax import self_attribute
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

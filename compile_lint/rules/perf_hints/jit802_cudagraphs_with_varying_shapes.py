@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._compile_sites import (
+from compile_lint.rules.support.compile_sites import (
     CUDAGRAPH_MODES,
     ENCODER,
     VARYING_LENGTHS,

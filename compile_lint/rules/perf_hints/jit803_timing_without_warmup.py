@@ -6,10 +6,10 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.imports import ImportMap, dotted_name
-from compile_lint.analysis.regions import COMPILE_FUNCTIONS
-from compile_lint.analysis.walk import visit
-from compile_lint.rules._compile_sites import ENCODER, CompiledSiteRule
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
+from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule
 from compile_lint.rules.base import Invalid, Valid
 
 

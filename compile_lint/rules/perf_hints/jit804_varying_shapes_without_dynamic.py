@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._compile_sites import (
+from compile_lint.rules.support.compile_sites import (
     CUDAGRAPH_MODES,
     ENCODER,
     VARYING_LENGTHS,
@@ -13,7 +13,8 @@ from compile_lint.rules._compile_sites import (
     compile_mode,
     varying_shape_calls,
 )
-from compile_lint.rules.base import FixPlan, Invalid, Valid
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Valid
 
 
 class VaryingShapesWithoutDynamic(CompiledSiteRule):

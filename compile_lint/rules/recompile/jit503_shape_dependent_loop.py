@@ -6,10 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind, annotation_kind
-from compile_lint.analysis.walk import visit
-from compile_lint.rules._bindings import made_only_by
-from compile_lint.rules._syntax import find_param, int_literal, self_attribute
+from compile_lint.analysis.kinds.facts import Kind, annotation_kind
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.support.bindings import made_only_by
+from compile_lint.rules.support.syntax import find_param, int_literal, self_attribute
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -6,15 +6,16 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.rules._bindings import made_by
-from compile_lint.rules._fixes import (
+from compile_lint.rules.support.bindings import made_by
+from compile_lint.fixes.guards import (
     StatementCalls,
     compile_only_message,
     eager_only_guard,
     gated_by_compile_test,
     guard_predicate,
 )
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class LoggingInCompiledRegion(StatementCalls, Rule):

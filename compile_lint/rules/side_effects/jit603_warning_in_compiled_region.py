@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._fixes import StatementCalls, compile_only_message, eager_only_guard
+from compile_lint.fixes.guards import StatementCalls, compile_only_message, eager_only_guard
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

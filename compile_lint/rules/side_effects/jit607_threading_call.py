@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules._bindings import call_name
-from compile_lint.rules._threads import is_thread_primitive
+from compile_lint.rules.support.bindings import call_name
+from compile_lint.rules.support.threads import is_thread_primitive
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import visit
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -1,1 +1,1 @@
-"""Helpers several rules share."""
+"""Shared rule helpers: questions several rules ask of the code (bindings, compile sites, state on self, tensor data, ...)."""

@@ -7,11 +7,11 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import visit
-from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
-from compile_lint.rules._linearise import ElifTracker, linearise_data_read
-from compile_lint.rules._tensor_data import (
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )

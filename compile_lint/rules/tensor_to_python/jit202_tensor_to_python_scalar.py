@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.rules._branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
-from compile_lint.rules._linearise import ElifTracker, linearise_data_read
-from compile_lint.rules._tensor_data import (
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.rules.support.tensor_data import (
     builtin_conversion,
 )
 from compile_lint.rules.base import Invalid, Rule, Valid

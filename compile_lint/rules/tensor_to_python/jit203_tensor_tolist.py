@@ -6,12 +6,13 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.walk import walk
-from compile_lint.rules._tensor_data import (
+from compile_lint.analysis.syntax.walk import walk
+from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
-from compile_lint.rules.base import FixPlan, Invalid, Rule, Valid
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorTolist(Rule):

@@ -6,8 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.rules._tensor_data import bound_only_to, holds_tensor_data
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.rules.support.tensor_data import bound_only_to, holds_tensor_data
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -6,8 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.rules._syntax import keyword_argument
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
 from compile_lint.rules.base import Invalid, Rule, Valid
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.torch_tables import DATA_DEPENDENT_OUTPUT_FUNCTIONS, DATA_DEPENDENT_OUTPUT_METHODS
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.facts import Kind
-from compile_lint.rules._keep_tensor import SCALAR_CONFIG_NOTE
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

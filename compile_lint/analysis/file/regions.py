@@ -1,0 +1,686 @@
+"""Which functions `torch.compile` traces, and which branches of them only run eagerly.
+
+Roots are `forward` of nn.Module subclasses (direct, aliased, or through a base class
+defined in the same file), functions decorated with `@torch.compile` and functions passed
+to `torch.compile(...)`. Every function or method they call in the same file is traced
+too, transitively. `@torch.compiler.disable` functions are not traced (their call sites
+are an intended break), and neither are branches guarded by `not is_compiling()` or
+`torch.jit.is_scripting()`, nor the statements after `if is_compiling(): return ...`.
+Branches that only run under compile (`if is_compiling():`, the `else` of
+`if not is_compiling():`) are traced and recorded, so fixes never guard them with
+`not is_compiling()`, which would make them dead code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Optional
+
+import libcst as cst
+
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
+from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
+
+COMPILE_FUNCTIONS = frozenset({"torch.compile", "torch._dynamo.optimize"})
+# `torch.jit.ignore` / `torch.jit.unused` only affect TorchScript: Dynamo traces such
+# functions (measured on torch 2.13), so they are not listed here.
+DISABLE_DECORATORS = frozenset(
+    {
+        "torch.compiler.disable",
+        "torch._dynamo.disable",
+        "torch._disable_dynamo",
+    }
+)
+# Custom ops are opaque to Dynamo: it calls them through their fake implementation and
+# never traces their bodies, so code inside them is not part of a compiled region.
+OPAQUE_OP_DECORATORS = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
+# True while Dynamo traces: `if not is_compiling():` bodies run only eagerly.
+COMPILING_PREDICATES = frozenset(
+    {
+        "torch.compiler.is_compiling",
+        "torch.compiler.is_dynamo_compiling",
+        "torch._dynamo.is_compiling",
+        "torch._dynamo.external_utils.is_compiling",
+        "torch._utils.is_compiling",
+    }
+)
+# Library helpers with the same meaning, by their last name, wherever they are imported from:
+# transformers' `is_torchdynamo_compiling`, timm's `_is_compiling`, `from torch.compiler import
+# is_compiling as compiling`, `torch._dynamo.is_compiling` through an alias. Called without
+# arguments: a call with arguments is some other function that happens to share the name.
+COMPILING_PREDICATE_NAMES = frozenset(
+    {"is_torchdynamo_compiling", "is_compiling", "_is_compiling", "is_dynamo_compiling"}
+)
+# transformers' `is_tracing(tensor=None)` is True under Dynamo (it calls
+# `is_torchdynamo_compiling()`) and False in eager runs; `torch.jit.is_tracing` is not it.
+_TRACING_HELPER = ("is_tracing", ("utils", "import_utils"))
+# False while Dynamo traces: `if is_scripting():` bodies never run under torch.compile, and
+# neither do `if is_exporting():` ones (True only under torch.export).
+EAGER_PREDICATES = frozenset(
+    {
+        "torch.jit.is_scripting",
+        "torch.jit.is_tracing",
+        "torch.compiler.is_exporting",
+        "torch._dynamo.is_exporting",
+    }
+)
+EAGER_PREDICATE_NAMES = frozenset({"is_torchdynamo_exporting"})
+MODULE_BASE_PREFIX = "torch.nn."
+DEFAULT_MODULE_BASE_NAMES = frozenset({"PreTrainedModel", "ModelMixin", "LightningModule"})
+
+
+@dataclass
+class Regions:
+    """The compiled regions of one file."""
+
+    module_classes: dict[str, cst.ClassDef] = field(default_factory=dict)
+    functions: set[cst.FunctionDef] = field(default_factory=set)
+    roots: set[cst.FunctionDef] = field(default_factory=set)
+    disabled: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    eager_only: set[cst.CSTNode] = field(default_factory=set)
+    # Blocks and statements only compiled runs reach (`if is_compiling():` bodies).
+    compile_only: set[cst.CSTNode] = field(default_factory=set)
+    owner_class: dict[cst.FunctionDef, cst.ClassDef] = field(default_factory=dict)
+
+
+def _decorator_target(decorator: cst.Decorator) -> cst.BaseExpression:
+    expr = decorator.decorator
+    return expr.func if isinstance(expr, cst.Call) else expr
+
+
+def _decorator_names(function: cst.FunctionDef, imports: ImportMap) -> set[str]:
+    names = set()
+    for decorator in function.decorators:
+        name = imports.qualname(_decorator_target(decorator))
+        if name:
+            names.add(name)
+    return names
+
+
+def predicate_sense(
+    test: cst.BaseExpression,
+    imports: ImportMap,
+    bindings: Optional[Mapping[str, cst.BaseExpression]] = None,
+    eagerly: bool = False,
+) -> Optional[bool]:
+    """Whether `test` is known True (or False) while Dynamo traces; None when unknown.
+
+    With `eagerly=True`, the same question for eager runs, where every is-compiling
+    predicate is False. `not`, `and` and `or` combine known parts: `not is_compiling() and
+    logger.isEnabledFor(x)` is False under compile whatever the logger says. `bindings`
+    maps local names assigned once to their value (`compiling = is_compiling()`).
+    """
+    return _sense(test, imports, bindings or {}, eagerly, 0)
+
+
+def _sense(
+    test: cst.BaseExpression, imports: ImportMap, bindings: Mapping[str, cst.BaseExpression], eagerly: bool, depth: int,
+) -> Optional[bool]:
+    if depth > 10:
+        return None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _sense(test.expression, imports, bindings, eagerly, depth + 1)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left = _sense(test.left, imports, bindings, eagerly, depth + 1)
+        right = _sense(test.right, imports, bindings, eagerly, depth + 1)
+        decisive = isinstance(test.operator, cst.Or)  # True decides `or`, False decides `and`
+        if decisive in (left, right):
+            return decisive
+        return (not decisive) if left is right is (not decisive) else None
+    if isinstance(test, cst.Name) and test.value in bindings:
+        return _sense(bindings[test.value], imports, bindings, eagerly, depth + 1)
+    if not isinstance(test, cst.Call):
+        return None
+    if imports.qualname(test.func) == "builtins.bool" and len(test.args) == 1:
+        return _sense(test.args[0].value, imports, bindings, eagerly, depth + 1)
+    role = predicate_role(test, imports)
+    if role == "compiling":
+        return not eagerly
+    if role == "never":
+        return False
+    return None
+
+
+def predicate_role(call: cst.Call, imports: ImportMap) -> Optional[str]:
+    """"compiling" for a call True only while Dynamo traces (`torch.compiler.is_compiling()`,
+    transformers' `is_torchdynamo_compiling()`), "never" for one False under torch.compile
+    and eagerly (`torch.jit.is_scripting()`), else None."""
+    name = imports.qualname(call.func) or dotted_name(call.func) or ""
+    parts = name.split(".")
+    last = parts[-1]
+    if name in COMPILING_PREDICATES:
+        return "compiling"
+    if name in EAGER_PREDICATES or (last in EAGER_PREDICATE_NAMES and not call.args):
+        return "never"
+    if parts[0] in ("self", "cls") or name.startswith("torch.jit."):
+        return None
+    if last in COMPILING_PREDICATE_NAMES and not call.args:
+        return "compiling"
+    helper, modules = _TRACING_HELPER
+    if last == helper and len(parts) > 1 and parts[-2] in modules and len(call.args) <= 1:
+        return "compiling"
+    return None
+
+
+def is_compiling_helper(qualified: str) -> bool:
+    """True for the qualified name of an is-compiling function (`torch.compiler.is_compiling`,
+    `transformers.utils.is_torchdynamo_compiling`): `not NAME()` guards eager-only code."""
+    if qualified in COMPILING_PREDICATES:
+        return True
+    parts = qualified.split(".")
+    return parts[-1] in COMPILING_PREDICATE_NAMES and not qualified.startswith("torch.jit.")
+
+
+class _Index(cst.CSTVisitor):
+    """Classes, functions and `torch.compile(fn)` calls of a file, in one walk."""
+
+    def __init__(self, imports: ImportMap) -> None:
+        self.imports = imports
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        self.nested: dict[cst.FunctionDef, dict[str, cst.FunctionDef]] = {}
+        self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
+        self.compiled_names: set[str] = set()
+        self._stack: list[cst.CSTNode] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.setdefault(node.name.value, node)
+        self.methods[node] = {}
+        self._stack.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        parent = self._stack[-1] if self._stack else None
+        if isinstance(parent, cst.ClassDef):
+            self.methods[parent][node.name.value] = node
+            self.owner[node] = parent
+        elif isinstance(parent, cst.FunctionDef):
+            self.nested.setdefault(parent, {})[node.name.value] = node
+            if parent in self.owner:
+                self.owner[node] = self.owner[parent]
+        else:
+            self.functions.setdefault(node.name.value, node)
+        self._stack.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+
+class _CompileCalls(cst.CSTVisitor):
+    """Names of functions passed to `torch.compile(...)` anywhere in a file."""
+
+    def __init__(self, imports: ImportMap, names: set[str]) -> None:
+        self.imports = imports
+        self.names = names
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.imports.qualname(node.func) in COMPILE_FUNCTIONS and node.args:
+            name = dotted_name(node.args[0].value)
+            if name:
+                self.names.add(name.split(".")[-1])
+
+
+def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterator[cst.Call]:
+    """Calls in `function`'s body, skipping nested defs and eager-only branches."""
+    if not eager_only:  # nothing to prune but definitions: a visitor's hook table walks faster
+        collector = _Calls(function)
+        visit(function, collector)
+        return iter(collector.found)
+    found: list[cst.Call] = []
+
+    def on_visit(node: cst.CSTNode) -> bool:
+        if node in eager_only:
+            return False
+        kind = type(node)
+        if kind is cst.Call:
+            found.append(node)  # type: ignore[arg-type]
+        elif kind is cst.FunctionDef:
+            return node is function
+        elif kind is cst.ClassDef:
+            return False
+        return True
+
+    walk(function, on_visit, None, WHITESPACE_TYPES)
+    return iter(found)
+
+
+class _Calls(cst.CSTVisitor):
+    """The calls of one function's body, nested functions and classes left out."""
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+class _EagerBranches(cst.CSTVisitor):
+    """Branches only eager runs reach (not traced) and those only compiled runs reach."""
+
+    def __init__(self, imports: ImportMap, eager_only: set[cst.CSTNode], compile_only: set[cst.CSTNode]) -> None:
+        self.imports = imports
+        self.eager_only = eager_only
+        self.compile_only = compile_only
+        self._bindings: list[_LocalBindings] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bindings.append(_LocalBindings(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._bindings.pop()
+
+    def _senses(self, test: cst.BaseExpression) -> tuple[Optional[bool], Optional[bool]]:
+        """The test's value under compile and in eager runs (None: unknown)."""
+        bindings = self._bindings[-1] if self._bindings else {}
+        return (predicate_sense(test, self.imports, bindings),
+                predicate_sense(test, self.imports, bindings, eagerly=True))
+
+    def _split(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: Optional[cst.CSTNode]) -> None:
+        compiled, eager = self._senses(test)
+        if compiled is False:
+            self.eager_only.add(body)
+        elif eager is False:
+            self.compile_only.add(body)
+        if orelse is None:
+            return
+        if compiled is True:
+            self.eager_only.add(orelse)
+        elif eager is True:
+            self.compile_only.add(orelse)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._split(node.test, node.body, node.orelse)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._split(node.test, node.body, node.orelse)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        # `if is_compiling(): return x` leaves the rest of the block to eager runs, and
+        # `if not is_compiling(): return x` leaves it to compiled ones.
+        statements = list(node.body)
+        for position, statement in enumerate(statements):
+            if not (isinstance(statement, cst.If) and statement.orelse is None and _always_exits(statement.body)):
+                continue
+            compiled, eager = self._senses(statement.test)
+            rest = statements[position + 1:]
+            if compiled is True:
+                self.eager_only.update(rest)
+            elif eager is True:
+                self.compile_only.update(rest)
+
+
+def _always_exits(block: cst.BaseSuite) -> bool:
+    """True when the block's last statement is `return`, `raise`, `continue` or `break`."""
+    if isinstance(block, cst.IndentedBlock):
+        if not block.body:
+            return False
+        last = block.body[-1]
+        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+            return False
+        small = last.body[-1]
+    elif isinstance(block, cst.SimpleStatementSuite) and block.body:
+        small = block.body[-1]
+    else:
+        return False
+    return isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+class _LocalBindings(Mapping[str, cst.BaseExpression]):
+    """Names a function binds exactly once, by a plain `name = value`, mapped to the value.
+
+    Computed on first lookup: most functions never test a bare name against is-compiling.
+    """
+
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self._values: Optional[dict[str, cst.BaseExpression]] = None
+
+    def _computed(self) -> dict[str, cst.BaseExpression]:
+        if self._values is None:
+            counter = _Bindings()
+            walk(self.function.body, counter.on_visit, None, WHITESPACE_TYPES)
+            params = self.function.params
+            extra = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            for parameter in (*params.posonly_params, *params.params, *params.kwonly_params, *extra):
+                counter.bind(parameter.name)
+            self._values = {name: value for name, value in counter.values.items() if counter.count.get(name) == 1}
+        return self._values
+
+    def __getitem__(self, name: str) -> cst.BaseExpression:
+        return self._computed()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._computed()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._computed())
+
+    def __len__(self) -> int:
+        return len(self._computed())
+
+
+class _Bindings:
+    """Counts every way a function binds each name; remembers plain `name = value` values."""
+
+    # Bound in a way that is never a single plain `name = value`: disqualifies the name.
+    _DISQUALIFIED = 2
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.values: dict[str, cst.BaseExpression] = {}
+
+    def bind(self, target: cst.CSTNode, weight: int = 1) -> None:
+        if isinstance(target, cst.Name):
+            self.count[target.value] = self.count.get(target.value, 0) + weight
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, weight)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, weight)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.bind(node.name)
+            return False  # their own scope
+        if isinstance(node, cst.Lambda):
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self.bind(target.target)
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                self.values[node.targets[0].target.value] = node.value
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            self.bind(node.target, self._DISQUALIFIED)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            self.bind(node.target)
+        elif isinstance(node, cst.AsName):
+            self.bind(node.name)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                self.bind(item.name, self._DISQUALIFIED)
+        elif isinstance(node, cst.Del):
+            self.bind(node.target)
+        return True
+
+
+class _CompileCallsAndEagerBranches(cst.CSTVisitor):
+    """Both collectors in one walk of the module."""
+
+    def __init__(self, calls: _CompileCalls, branches: _EagerBranches) -> None:
+        self.visit_Call = calls.visit_Call  # type: ignore[method-assign]
+        self.visit_If = branches.visit_If  # type: ignore[method-assign]
+        self.visit_IfExp = branches.visit_IfExp  # type: ignore[method-assign]
+        self.visit_IndentedBlock = branches.visit_IndentedBlock  # type: ignore[method-assign]
+        self.visit_FunctionDef = branches.visit_FunctionDef  # type: ignore[method-assign]
+        self.leave_FunctionDef = branches.leave_FunctionDef  # type: ignore[method-assign]
+
+    def visit_Call(self, node: cst.Call) -> None: ...  # replaced per instance; declared for the walk's plan
+
+    def visit_If(self, node: cst.If) -> None: ...
+
+    def visit_IfExp(self, node: cst.IfExp) -> None: ...
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None: ...
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None: ...
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None: ...
+
+
+# Every eager predicate's name contains one of these.
+_PREDICATE_WORDS = ("compiling", "is_scripting", "is_tracing", "exporting")
+# Spaces, line breaks, backslash continuations and comments: what may separate a name from
+# the `(` of its call (inside brackets), or from `as` in its import.
+_SEPARATORS = r"(?:\s|\\|#[^\r\n]*)"
+
+
+def call_or_alias_pattern(*names: str) -> str:
+    """A regular expression for a call of a function that ends in one of `names`, or an alias import of it."""
+    alternatives = "|".join(names)
+    return rf"(?:{alternatives}){_SEPARATORS}*\(|(?:{alternatives}){_SEPARATORS}+as\b"
+
+
+def decorator_pattern(*names: str) -> str:
+    """A regular expression for a decorator whose callee spells one of `names` (`@torch.compile(...)`).
+
+    A callee that resolves to a name is a dotted name: on the `@` line, unless it is
+    parenthesized or continued with a backslash, so those decorators match too. Linear
+    in the text (no nested repetition).
+    """
+    alternatives = "|".join(names)
+    return rf"@[\w. \t]*(?:{alternatives})|@[ \t]*\(|@[\w. \t]*\\"
+
+
+# A compile function is called (or imported under another name) by its name, so a file that
+# spells neither has no compile call; a compiled callable also comes from a decorator.
+COMPILE_CALL_OR_ALIAS = call_or_alias_pattern("compile", "optimize")
+COMPILED_CALLABLE_SPELLING = f"{COMPILE_CALL_OR_ALIAS}|{decorator_pattern('compile', 'optimize')}"
+_COMPILE_CALL = re.compile(COMPILE_CALL_OR_ALIAS)
+
+
+def may_call_compile(source: str) -> bool:
+    """False when no call in `source` can resolve to `torch.compile` or `torch._dynamo.optimize`."""
+    return _COMPILE_CALL.search(source) is not None
+
+
+def find_regions(
+    module: cst.Module,
+    imports: ImportMap,
+    extra_module_bases: Iterable[str] = (),
+    source: Optional[str] = None,
+    symbols: Optional[SymbolIndex] = None,
+    path: Optional[str] = None,
+) -> Regions:
+    """Compute the compiled regions of `module`.
+
+    `source`, the module's text when the caller has it, lets the expression-level walk
+    be skipped for files that never call a compile function or spell an eager predicate
+    (a name can only resolve to one if the file spells it, in the call or its import).
+    With `symbols` and the file's `path`, base classes imported from other files are
+    followed to their source (is it an nn.Module? which methods does its forward call?).
+    """
+    return _RegionFinder(module, imports, extra_module_bases, source, symbols, path).find()
+
+
+def is_imported_module_class(
+    symbols: SymbolIndex, qualified: str, path: str, extra_module_bases: Iterable[str] = (),
+) -> bool:
+    """True when `qualified`, as imported by the file `path`, names an nn.Module subclass in another file."""
+    if qualified.startswith(("builtins.", MODULE_BASE_PREFIX)):
+        return False
+    symbol = symbols.lookup(qualified, path)
+    if symbol is None or symbol.kind != "class":
+        return False
+    return symbols.is_module_class(symbol, frozenset(DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases)),
+                                   MODULE_BASE_PREFIX)
+
+
+class _RegionFinder:
+    """Roots (module forwards, compiled functions), then everything they call, transitively."""
+
+    def __init__(
+        self, module: cst.Module, imports: ImportMap, extra_module_bases: Iterable[str], source: Optional[str],
+        symbols: Optional[SymbolIndex] = None, path: Optional[str] = None,
+    ) -> None:
+        self.imports = imports
+        self.symbols = symbols if path is not None else None
+        self.path = path or ""
+        self.index = _Index(imports)
+        visit(module, self.index, statements_only=True)
+        self.regions = Regions(owner_class=dict(self.index.owner))
+        calls = branches = None
+        if source is None or may_call_compile(source):
+            calls = _CompileCalls(imports, self.index.compiled_names)
+        if source is None or any(word in source for word in _PREDICATE_WORDS):
+            branches = _EagerBranches(imports, self.regions.eager_only, self.regions.compile_only)
+        if calls is not None and branches is not None:
+            visit(module, _CompileCallsAndEagerBranches(calls, branches))
+        elif calls is not None or branches is not None:
+            visit(module, calls or branches)
+        self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases))
+
+    def find(self) -> Regions:
+        """The regions: module classes, disabled functions, roots and every traced function."""
+        regions, index = self.regions, self.index
+        for name, cls in index.classes.items():
+            if self._is_module_class(cls):
+                regions.module_classes[name] = cls
+        all_functions = list(index.functions.values())
+        for methods in index.methods.values():
+            all_functions.extend(methods.values())
+        for nested in index.nested.values():
+            all_functions.extend(nested.values())
+        for function in all_functions:
+            if self._disabled(function):
+                regions.disabled[function.name.value] = function
+        roots = self._roots(all_functions)
+        regions.roots = set(roots)
+        pending = list(roots)
+        while pending:
+            function = pending.pop()
+            if function in regions.functions:
+                continue
+            regions.functions.add(function)
+            # Functions defined inside a traced function run traced when called.
+            pending.extend(index.nested.get(function, {}).values())
+            pending.extend(self._callees(function))
+        return regions
+
+    def _roots(self, all_functions: list[cst.FunctionDef]) -> list[cst.FunctionDef]:
+        """`forward` of module classes, `@torch.compile` functions, functions passed to torch.compile."""
+        roots: list[cst.FunctionDef] = []
+        for cls in self.regions.module_classes.values():
+            forward = self.index.methods[cls].get("forward")
+            if forward is not None and not self._disabled(forward):
+                roots.append(forward)
+            elif forward is None:
+                roots.extend(self._overrides_called_by_inherited_forward(cls))
+        top_level = set(self.index.functions.values())
+        for function in all_functions:
+            if self._disabled(function):
+                continue
+            if _decorator_names(function, self.imports) & COMPILE_FUNCTIONS:
+                roots.append(function)
+            elif function.name.value in self.index.compiled_names and function in top_level:
+                roots.append(function)
+        return roots
+
+    def _is_module_class(self, cls: cst.ClassDef, seen: frozenset = frozenset()) -> bool:
+        for arg in cls.bases:
+            qualified = self.imports.qualname(arg.value)
+            name = qualified or dotted_name(arg.value) or ""
+            short = name.rsplit(".", 1)[-1]
+            if name.startswith(MODULE_BASE_PREFIX) or name in self.base_names or short in self.base_names:
+                return True
+            local = self.index.classes.get(dotted_name(arg.value) or "")
+            if local is not None and local.name.value not in seen and local is not cls:
+                if self._is_module_class(local, seen | {cls.name.value}):
+                    return True
+            elif local is None and qualified is not None and self.symbols is not None:
+                if is_imported_module_class(self.symbols, qualified, self.path, self.base_names):
+                    return True
+        return False
+
+    def _imported_class(self, qualified: str):
+        """The class an imported name refers to, found in its source file (None without an index)."""
+        if self.symbols is None or qualified.startswith(("builtins.", MODULE_BASE_PREFIX)):
+            return None
+        symbol = self.symbols.lookup(qualified, self.path)
+        return symbol if symbol is not None and symbol.kind == "class" else None
+
+    def _overrides_called_by_inherited_forward(self, cls: cst.ClassDef) -> list[cst.FunctionDef]:
+        """Methods of `cls` that the `forward` it inherits from another file calls on `self`.
+
+        `class ViT(timm.VisionTransformer): def _pos_embed(self, x): ...` has no forward of
+        its own; the imported forward calls `self._pos_embed`, so this override is traced.
+        """
+        if self.symbols is None:
+            return []
+        local_classes = [cls, *self._local_ancestors(cls)]
+        called: set[str] = set()
+        for local in local_classes:
+            for arg in local.bases:
+                qualified = self.imports.qualname(arg.value)
+                if qualified is None or dotted_name(arg.value) in self.index.classes:
+                    continue
+                symbol = self._imported_class(qualified)
+                if symbol is not None and self.symbols.method_owner(symbol, "forward") is not None:
+                    called |= self.symbols.self_calls(symbol, "forward")
+        roots = []
+        for name in sorted(called):
+            method = self._find_method(cls, name)
+            if method is not None and not self._disabled(method):
+                roots.append(method)
+        return roots
+
+    def _local_ancestors(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        found: list[cst.ClassDef] = []
+        pending = list(self._bases_of(cls))
+        while pending and len(found) < 20:
+            base = pending.pop(0)
+            if base not in found and base is not cls:
+                found.append(base)
+                pending.extend(self._bases_of(base))
+        return found
+
+    def _disabled(self, function: cst.FunctionDef) -> bool:
+        return bool(_decorator_names(function, self.imports) & DISABLE_DECORATORS)
+
+    def _opaque(self, function: cst.FunctionDef) -> bool:
+        return bool(_decorator_names(function, self.imports) & OPAQUE_OP_DECORATORS)
+
+    def _bases_of(self, cls: cst.ClassDef) -> Iterator[cst.ClassDef]:
+        for arg in cls.bases:
+            local = self.index.classes.get(dotted_name(arg.value) or "")
+            if local is not None and local is not cls:
+                yield local
+
+    def _find_method(self, cls: cst.ClassDef, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
+        method = self.index.methods.get(cls, {}).get(name)
+        if method is not None or depth > 20:
+            return method
+        for base in self._bases_of(cls):
+            found = self._find_method(base, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _callees(self, function: cst.FunctionDef) -> Iterator[cst.FunctionDef]:
+        """Same-file functions `function` calls: by name, `self.method()` or `super().method()`."""
+        owner = self.index.owner.get(function)
+        nested = self.index.nested.get(function, {})
+        for call in _calls_in(function, self.regions.eager_only):
+            func = call.func
+            target: Optional[cst.FunctionDef] = None
+            if isinstance(func, cst.Name):
+                target = nested.get(func.value) or self.index.functions.get(func.value)
+            elif isinstance(func, cst.Attribute) and owner is not None:
+                receiver = func.value
+                is_self = isinstance(receiver, cst.Name) and receiver.value == "self"
+                is_super = (
+                    isinstance(receiver, cst.Call)
+                    and isinstance(receiver.func, cst.Name)
+                    and receiver.func.value == "super"
+                )
+                if is_self:
+                    target = self._find_method(owner, func.attr.value)
+                elif is_super:
+                    for base in self._bases_of(owner):
+                        target = self._find_method(base, func.attr.value)
+                        if target is not None:
+                            break
+            if target is not None and not self._disabled(target) and not self._opaque(target):
+                yield target

@@ -1,0 +1,1 @@
+"""The project: other files' symbols, and the call graph across files."""

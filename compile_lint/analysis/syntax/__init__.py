@@ -1,0 +1,1 @@
+"""Syntax: one walker over libcst trees, import names resolved to qualified names."""

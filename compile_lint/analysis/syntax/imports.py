@@ -1,0 +1,127 @@
+"""Imports by meaning: resolve the names a file binds to fully qualified names.
+
+`import torch as T`, `from torch import nn` and `from torch.nn import functional as F`
+all make `T.nn.functional.relu`, `nn.functional.relu` and `F.relu` resolve to
+`torch.nn.functional.relu`, so rules match on what code means, not how it is spelled.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+import libcst as cst
+
+from compile_lint.analysis.syntax.walk import visit
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts = []
+    # `type() is`: libcst's node classes are ABCs (slow isinstance) and these have no subclasses.
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not cst.Name:
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_name(node: cst.ImportFrom) -> str:
+    dots = "." * len(node.relative)
+    module = dotted_name(node.module) if node.module is not None else ""
+    return dots + (module or "")
+
+
+class ImportMap:
+    """Local name -> qualified name, for every import in a file (any nesting depth)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.names: dict[str, str] = {}
+        self.defined: set[str] = set()
+        self._collect(module)
+        # id(node) -> (node, its qualified name): every rule asks about every call's callee.
+        # The node is kept so that its id cannot be reused; `names` no longer change.
+        self._qualnames: dict[int, tuple[cst.BaseExpression, Optional[str]]] = {}
+
+    def _collect(self, module: cst.Module) -> None:
+        collector = _ImportCollector(self)
+        visit(module, collector, statements_only=True)  # imports and defs are statements
+
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        """The qualified name `node` refers to, e.g. `torch.nn.functional.relu`, or None.
+
+        Names that are not imported resolve to `builtins.NAME` when they are builtins
+        that the file does not rebind, else to None.
+        """
+        known = self._qualnames.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        found = self._qualname(node)
+        self._qualnames[id(node)] = (node, found)
+        return found
+
+    def _qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head in self.names:
+            base = self.names[head]
+        elif head in _BUILTIN_NAMES and head not in self.defined:
+            base = "builtins." + head
+        else:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def local_name_for(self, qualified: str) -> Optional[str]:
+        """How this file spells `qualified` through its existing imports, if it can."""
+        best: Optional[str] = None
+        for local, target in self.names.items():
+            if qualified == target:
+                return local
+            if qualified.startswith(target + "."):
+                candidate = local + qualified[len(target):]
+                if best is None or len(candidate) < len(best):
+                    best = candidate
+        return best
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self, imports: ImportMap) -> None:
+        self.imports = imports
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.imports.names[alias.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                self.imports.names[head] = head
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = _module_name(node)
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            # `from . import utils` is ".utils", like `from .utils import f` is ".utils.f".
+            self.imports.names[local] = f"{module}{name}" if module.endswith(".") else (
+                f"{module}.{name}" if module else name)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.imports.defined.add(node.name.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.imports.defined.add(node.name.value)

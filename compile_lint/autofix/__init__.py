@@ -1,1 +1,0 @@
-"""Autofix: fixes as edits on the libcst tree, applied to a fixed point and written atomically."""

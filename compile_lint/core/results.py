@@ -1,0 +1,29 @@
+"""What linting or fixing one file produced: the one result type the engine hands every frontend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from compile_lint.core.diagnostics import Diagnostic
+
+
+@dataclass
+class LintResult:
+    """What linting (or fixing) one file produced.
+
+    `diagnostics` are the findings left in the file; `error`, a one-line reason the file
+    could not be read, linted or fixed; `text`, the file's text (after fixing); `dependencies`,
+    the other files the findings were computed from (the cache keys on their bytes too);
+    `digest`, the content digest the cache keys on. A fix fills `applied` (the fixes made)
+    and `original` (the text before them, for `--diff`).
+    """
+
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: Optional[str] = None
+    text: str = ""
+    dependencies: tuple[str, ...] = ()
+    digest: Optional[str] = None
+    applied: list[Diagnostic] = field(default_factory=list)
+    original: str = ""

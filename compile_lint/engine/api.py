@@ -1,0 +1,76 @@
+"""The entry point: lint source text, a file or paths, and get `LintResult`s.
+
+The CLI, the language server, the flake8 plugin, `--add-noqa`, the fix loop and the
+benchmarks all lint through here:
+
+    from compile_lint.engine.api import lint_paths, lint_source
+    from compile_lint.settings.config import Config
+
+    for result in lint_paths(["src/"], Config(select=("ALL",))):
+        for diagnostic in result.diagnostics:
+            print(diagnostic.path, diagnostic.line, diagnostic.code, diagnostic.message)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import libcst as cst
+
+from compile_lint.core.results import LintResult
+from compile_lint.engine.files import discover
+from compile_lint.engine.lint import SYNTAX_ERROR_CODE, LintCancelled, lint_text, symbol_index
+from compile_lint.engine.positions import RenderCache
+from compile_lint.engine.source import SourceError, read_source
+from compile_lint.settings.config import Config
+
+__all__ = ["SYNTAX_ERROR_CODE", "LintCancelled", "LintResult", "dependencies", "lint_file", "lint_paths", "lint_source"]
+
+
+def dependencies(path: str, config: Config) -> tuple[str, ...]:
+    """The other files the last lint of `path` read (its base classes and helpers), sorted."""
+    return tuple(sorted(symbol_index(config).dependencies(path)))
+
+
+def lint_source(
+    text: str,
+    path: str,
+    config: Config,
+    *,
+    noqa: bool = True,
+    fast: bool = True,
+    parse: Optional[Callable[[str], cst.Module]] = None,
+    prefilter: bool = True,
+    cancelled: Optional[Callable[[], bool]] = None,
+    render_cache: Optional[RenderCache] = None,
+) -> LintResult:
+    """Lint `text` as the file `path`: its findings (noqa-filtered, sorted) and the files they rest on.
+
+    A syntax error is a JIT000 finding. `noqa=False` keeps findings on `# noqa` lines;
+    `fast=False` parses and walks everything (the same findings, slower); `parse`,
+    `prefilter`, `cancelled` and `render_cache` are for a host that lints one document
+    over and over (see `engine.lint.lint_text`).
+    """
+    diagnostics = lint_text(text, path, config, noqa, fast, parse=parse, prefilter=prefilter,
+                            cancelled=cancelled, render_cache=render_cache)
+    return LintResult(path, diagnostics, text=text, dependencies=dependencies(path, config))
+
+
+def lint_file(path: str, config: Config) -> LintResult:
+    """Read, decode and lint one file; I/O and decoding problems become `error`."""
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return LintResult(path, error=f"{path}: {error}")
+    return lint_source(source.text, path, config)
+
+
+def lint_paths(paths: Sequence[str], config: Config) -> list[LintResult]:
+    """Lint the Python files under `paths` (excludes and .gitignore applied, as the CLI finds them), in order.
+
+    A path that does not exist is a result with an `error`. One process, no cache: the
+    CLI adds the pool of workers and the cache on top.
+    """
+    errors: list[str] = []
+    results = [lint_file(path, config) for path in discover(list(paths), config, errors)]
+    return [LintResult(error.rsplit(": ", 1)[0], error=error) for error in errors] + results

@@ -1,0 +1,488 @@
+"""The lint engine: one parse per file, one traversal for every rule, findings with fixes."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import gc
+import os
+import sys
+import threading
+import warnings
+from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+import libcst as cst
+
+from compile_lint.analysis.file.context import FileContext
+from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.file.regions import is_imported_module_class
+from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
+from compile_lint.settings.config import Config, rule_enabled
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.engine.parse import parse_module
+from compile_lint.fixes.rendering import FixBuilder
+from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
+from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
+from compile_lint.engine.suppressions import without_suppressed
+from compile_lint.settings.versions import holds_for, target_torch_version
+from compile_lint.rules import ALL_RULES
+from compile_lint.rules.base import CODE_PREFIX, Rule
+
+SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
+
+
+class LintCancelled(Exception):
+    """A lint stopped because its host no longer wants the result (a newer version of the text arrived)."""
+
+
+def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
+    """False when `text` cannot hold a finding (a cheap pre-parse filter; see `prefilter`).
+
+    With `cross_file`, a file that defines a class may hold a module whose nn.Module base
+    is in another file, so it passes.
+    """
+    return any(word in text for word in relevant_words(module_bases)) or (cross_file and "class" in text)
+
+
+_SYMBOL_INDEXES: dict[tuple[str, ...], SymbolIndex] = {}
+
+
+def symbol_index(config: Config) -> SymbolIndex:
+    """This process's index of other files' classes and functions, for `config`'s project.
+
+    Absolute imports are looked up in each file's own package root, then the project's
+    root and its `src/`, then `sys.path`. The index re-reads files that change, so one
+    per project serves a long-lived process (the language server) too.
+    """
+    root = os.path.abspath(config.root)
+    roots = tuple(path for path in (root, os.path.join(root, "src")) if os.path.isdir(path))
+    index = _SYMBOL_INDEXES.get(roots)
+    if index is None:
+        index = _SYMBOL_INDEXES[roots] = SymbolIndex(roots)
+    return index
+
+
+def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
+    """The rule classes enabled for `path` under `config` that hold for the target torch."""
+    version = target_torch_version(config.target_torch_version)
+    return [
+        rule for rule in ALL_RULES
+        if rule_enabled(rule.code, rule.default_enabled, config, path) and holds_for(rule.torch_versions, version)
+    ]
+
+
+# Nodes that can contain a function definition; outside compiled regions nothing else
+# needs walking when only region-scoped rules run.
+_DEF_CONTAINERS = concrete_types(
+    cst.Module, cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler,
+    cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
+)
+
+
+_HOOK_NAMES: dict[tuple[type, str], tuple[str, ...]] = {}
+
+
+def _hooks(rule: Rule, prefix: str) -> dict[str, object]:
+    """Node type name -> the rule's bound `visit_`/`leave_` method that it defines itself."""
+    key = (type(rule), prefix)
+    names = _HOOK_NAMES.get(key)
+    if names is None:  # once per rule class: `dir` of a class is not cheap, and every file asks
+        names = tuple(
+            attribute for attribute in dir(type(rule))
+            if attribute.startswith(prefix) and not attribute.startswith("__")
+            and callable(getattr(type(rule), attribute))
+            and getattr(type(rule), attribute) is not getattr(Rule, attribute, None)
+        )
+        _HOOK_NAMES[key] = names
+    return {attribute[len(prefix):]: getattr(rule, attribute) for attribute in names}
+
+
+def warm_up() -> None:
+    """Fill the per-class tables every lint reads (rule hooks, node fields), e.g. before forking workers.
+
+    Each is built on first need; a process that forks workers builds them once here
+    instead of once per worker.
+    """
+    for rule in ALL_RULES:
+        for prefix in ("visit_", "leave_"):
+            _hooks(rule.__new__(rule), prefix)
+    for node_type in concrete_types(cst.CSTNode):
+        if not getattr(node_type, "__abstractmethods__", None):
+            code_fields(node_type)
+
+
+class _Dispatcher:
+    """Walks the tree once and calls every rule's visit_/leave_ methods for each node.
+
+    Region-scoped rules see only nodes inside traced functions and outside eager-only
+    branches; with no module-scoped rule, the walk skips everything outside the
+    statements that can hold a function, and files without a traced function are not
+    walked at all.
+    """
+
+    def __init__(
+        self, context: FileContext, rules: Sequence[Rule], prune: bool = True,
+        cancelled: Optional[Callable[[], bool]] = None,
+    ) -> None:
+        self.context = context
+        self.prune = prune
+        self.cancelled = cancelled
+        self.region_visitors: dict[str, list] = {}
+        self.module_visitors: dict[str, list] = {}
+        self.region_leavers: dict[str, list] = {}
+        self.module_leavers: dict[str, list] = {}
+        for rule in rules:
+            module_scoped = rule.scope == "module"
+            visit_table = self.module_visitors if module_scoped else self.region_visitors
+            leave_table = self.module_leavers if module_scoped else self.region_leavers
+            for name, method in _hooks(rule, "visit_").items():
+                visit_table.setdefault(name, []).append(method)
+            for name, method in _hooks(rule, "leave_").items():
+                leave_table.setdefault(name, []).append(method)
+        self.needs_regions = bool(self.region_visitors or self.region_leavers)
+        self.has_module_rules = bool(self.module_visitors or self.module_leavers)
+        hooked = set(self.region_visitors) | set(self.module_visitors) | set(self.region_leavers) | set(self.module_leavers)
+        self.skip_whitespace = not (hooked & {t.__name__ for t in WHITESPACE_TYPES})
+        self.eager_depth = 0
+        self.traced_depth = 0
+        self.functions: frozenset = frozenset()
+        self.eager_only: frozenset = frozenset()
+        # Where the walk is, for placing findings without positioning the whole module:
+        # the top-level statement, then every statement of a block around the current node
+        # (functions included), each with the indentation libcst's codegen has at its start.
+        self.anchors: list[Anchor] = []
+        self.block_statements: set[int] = set()  # ids of the statements of the blocks walked into
+        self.indents: list[str] = []
+        self.top_level: frozenset = frozenset()
+        self.default_indent = "    "
+
+    def run(self, module: cst.Module) -> None:
+        """Walk `module` once, dispatching to the rules."""
+        # Sets of ids: a libcst node hashes by identity, but through a Python-level __hash__,
+        # which on every node of the walk cost more than the walk.
+        self.top_level = frozenset(map(id, module.body))
+        self.default_indent = module.default_indent
+        if self.needs_regions:
+            regions = self.context.regions
+            self.functions = frozenset(map(id, regions.functions))
+            self.eager_only = frozenset(map(id, regions.eager_only))
+        if not self.prune:
+            walk(module, self.on_visit, self.on_leave)
+            return
+        if not self.has_module_rules and not self.functions:
+            return
+        walk(
+            module, self.on_visit, self.on_leave,
+            WHITESPACE_TYPES if self.skip_whitespace else None,
+            None if self.has_module_rules else self._descend,
+        )
+
+    def _descend(self, node: cst.CSTNode) -> bool:
+        return self.traced_depth > 0 or type(node) in _DEF_CONTAINERS
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Enter `node`: track functions and eager-only branches, call the visitors."""
+        name = type(node).__name__
+        key = id(node)
+        if name == "FunctionDef":
+            self.context.function_stack.append(node)  # type: ignore[arg-type]
+            self.anchors.append((node, tuple(self.indents)))
+            if key in self.functions:
+                self.traced_depth += 1
+        elif key in self.top_level:
+            self.anchors.append((node, ()))
+            if self.cancelled is not None and self.cancelled():
+                raise LintCancelled()
+        elif key in self.block_statements:
+            self.anchors.append((node, tuple(self.indents)))
+        if name == "IndentedBlock" or name == "Match":
+            indent = node.indent  # type: ignore[attr-defined]
+            self.indents.append(self.default_indent if indent is None else indent)
+            if name == "IndentedBlock":
+                self.block_statements.update(map(id, node.body))  # type: ignore[attr-defined]
+        if key in self.eager_only:
+            self.eager_depth += 1
+        visitors = self.module_visitors.get(name)
+        if visitors:
+            for visitor in visitors:
+                visitor(node)
+        if self.traced_depth > 0 and self.eager_depth == 0:
+            visitors = self.region_visitors.get(name)
+            if visitors:
+                for visitor in visitors:
+                    visitor(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        """Leave `original_node`: call the leavers, then undo what on_visit tracked."""
+        name = type(original_node).__name__
+        if self.traced_depth > 0 and self.eager_depth == 0:
+            leavers = self.region_leavers.get(name)
+            if leavers:
+                for leaver in leavers:
+                    leaver(original_node)
+        leavers = self.module_leavers.get(name)
+        if leavers:
+            for leaver in leavers:
+                leaver(original_node)
+        key = id(original_node)
+        if key in self.eager_only:
+            self.eager_depth -= 1
+        if name == "FunctionDef":
+            self.context.function_stack.pop()
+            self.anchors.pop()
+            if key in self.functions:
+                self.traced_depth -= 1
+        elif key in self.top_level or key in self.block_statements:
+            self.anchors.pop()
+        if name == "IndentedBlock" or name == "Match":
+            self.indents.pop()
+
+
+def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """A JIT000 finding, placed where Python's own parser puts the error when it rejects the file."""
+    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+    line, column = error.raw_line, error.raw_column + 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not the user's question here
+            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        message = python_error.msg
+        line = python_error.lineno or line
+        column = python_error.offset or column
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return Diagnostic(
+        path=path, line=line, column=column, end_line=line, end_column=column,
+        code=SYNTAX_ERROR_CODE, name="syntax-error", kind="error",
+        message=f"SyntaxError: {message}; compile-lint cannot check this file",
+    )
+
+
+class _AnchoredFindings(list):
+    """A rule's findings that remember, for each finding, the anchors around the walk when it was reported."""
+
+    def __init__(self, stack: list[Anchor]) -> None:
+        super().__init__()
+        self.stack = stack
+        self.anchors: list[tuple[Anchor, ...]] = []
+
+    def append(self, finding) -> None:  # type: ignore[override]
+        super().append(finding)
+        self.anchors.append(tuple(self.stack))
+
+    def with_anchors(self) -> list[tuple[object, tuple[Anchor, ...]]]:
+        """(finding, anchors) pairs; no anchors for any when a rule changed the list another way."""
+        if len(self.anchors) != len(self):
+            return [(finding, ()) for finding in self]
+        return list(zip(self, self.anchors))
+
+
+def lint_module(
+    path: str,
+    module: cst.Module,
+    rule_classes: Sequence[type[Rule]],
+    module_bases: Iterable[str] = (),
+    prune: bool = True,
+    source: Optional[str] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
+    render_cache: Optional[RenderCache] = None,
+    symbols: Optional[SymbolIndex] = None,
+    branch_fix: Optional[str] = None,
+) -> list[Diagnostic]:
+    """Run `rule_classes` over a parsed module; findings are not yet noqa-filtered.
+
+    With `prune`, the walk skips what no rule can see (code outside compiled regions
+    when every rule is region-scoped); without, it walks every node. `source`, the
+    module's text, saves regenerating it. When `cancelled()` turns true, the walk stops
+    at the next top-level statement with `LintCancelled`. `render_cache` keeps statement
+    renderings from one lint of a document to the next (see `positions.RenderCache`).
+    `symbols` lets the analysis follow base classes and helpers into other files.
+    `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
+    """
+    context = FileContext(path, module, module_bases, source if prune else None, symbols)
+    context.branch_fix = branch_fix
+    rules = [rule_class(context) for rule_class in rule_classes]
+    dispatcher = _Dispatcher(context, rules, prune, cancelled)
+    for rule in rules:
+        rule.findings = _AnchoredFindings(dispatcher.anchors)
+    try:
+        with flat_walks(module):
+            dispatcher.run(module)
+        findings = [pair for rule in rules for pair in rule.findings.with_anchors()]  # type: ignore[attr-defined]
+    finally:
+        for rule in rules:
+            # A finding names its rule, which holds its findings: a reference cycle that would
+            # keep the file's whole tree alive until the garbage collector found it (a quarter
+            # of the lint's time on a large model file).
+            rule.findings = []
+    if not findings:
+        return []
+    if cancelled is not None and cancelled():
+        raise LintCancelled()
+    code = source if source is not None else module.code
+    positions = NodePositions(module, code, render_cache)
+    diagnostics = []
+    builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
+    traced = context.regions.functions
+    for finding, anchors in findings:
+        mode = None
+        if finding.function is not None and finding.function in traced:
+            modes = context.modes_at(finding.path_node or finding.node, finding.function)
+            if modes == NEVER:
+                continue  # the code never runs under compile (both modes return before it)
+            mode = only_mode(modes)
+        line, column, end_line, end_column = positions.span(finding.node, anchors)
+        fix = None
+        if finding.fix is not None and builder is not None:
+            fix = builder.build(
+                finding.fix.replacements, finding.fix.message,
+                finding.fix.applicability, finding.fix.imports, anchors,
+            )
+        rule = finding.rule
+        diagnostics.append(
+            Diagnostic(
+                path=path,
+                line=line,
+                column=column + 1,
+                end_line=end_line,
+                end_column=end_column + 1,
+                code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
+                message=f"{finding.message} ({condition_text(mode)})" if mode else finding.message,
+                gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
+            )
+        )
+    return diagnostics
+
+
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 100_000
+
+
+def run_with_deep_stack(function):
+    """Run `function` in a thread with a large C stack and a high recursion limit.
+
+    libcst's visitors recurse once per nesting level, so generated code (a 5000-term sum,
+    500 nested calls) overflows Python's default limit. Only such files pay for this.
+    """
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    old_limit = sys.getrecursionlimit()
+    old_size = threading.stack_size()
+    threading.stack_size(DEEP_STACK_BYTES)
+    sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+    try:
+        thread = threading.Thread(target=target, name="compile-lint-deep")
+        thread.start()
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+        threading.stack_size(old_size)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while linting one file.
+
+    A libcst parse allocates about a hundred thousand nodes, which sets off collections
+    that walk every object the process holds (in a language server: every tree it keeps)
+    and find nothing: the trees hold no reference cycles, so reference counting frees
+    them. Pausing it cut the CPU time of linting a 2,000-line model file by a third.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def lint_text(
+    text: str,
+    path: str,
+    config: Config,
+    noqa: bool = True,
+    fast: bool = True,
+    *,
+    parse: Optional[Callable[[str], cst.Module]] = None,
+    prefilter: bool = True,
+    cancelled: Optional[Callable[[], bool]] = None,
+    render_cache: Optional[RenderCache] = None,
+) -> list[Diagnostic]:
+    """Lint source text; a syntax error becomes a JIT000 finding.
+
+    `noqa=False` keeps findings on `# noqa` lines (flake8's `--disable-noqa`).
+    With `fast` (the default), files that provably cannot hold a finding are not parsed
+    with libcst (see `prefilter`), and the rule walk skips code outside compiled regions
+    when no module-scoped rule runs. `fast=False` parses and walks everything; both give
+    identical findings (the test suite checks it). `parse` replaces `fast_parse.parse_module`
+    (the language server's incremental parser gives the same tree faster), and
+    `prefilter=False` skips the pre-parse check (for a host that lints the same file over
+    and over: it would only cost time there, never change a finding). A host that may
+    no longer want the result passes `cancelled`; the lint then raises `LintCancelled`
+    once it turns true (checked between top-level statements). `render_cache` keeps
+    statement renderings between lints of one document (with `parse` incremental, the
+    statements an edit did not touch are the same nodes, rendered once).
+    """
+    with _gc_paused():
+        return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache)
+
+
+def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
+               parse: Callable[[str], cst.Module], prefilter: bool,
+               cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache]) -> list[Diagnostic]:
+    rule_classes = rules_for(config, path)
+    syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
+    symbols = symbol_index(config)
+    if fast:
+        def inherits_module(qualified: str) -> bool:
+            return is_imported_module_class(symbols, qualified, path, config.module_bases)
+
+        if prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
+            return []
+        rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
+    try:
+        module = parse(text)
+    except cst.ParserSyntaxError as error:
+        return [_syntax_error(path, text, error)] if syntax_enabled else []
+    except RecursionError:
+        if not syntax_enabled:
+            return []
+        return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                           "file is nested too deeply to parse; compile-lint cannot check this file")]
+    if not may_hold_regions(text, config.module_bases):
+        return []
+    if cancelled is not None and cancelled():
+        raise LintCancelled()
+    try:
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
+                                  cancelled=cancelled, render_cache=render_cache, symbols=symbols,
+                                  branch_fix=config.tensor_branch_fix)
+    except RecursionError:
+        try:
+            diagnostics = run_with_deep_stack(
+                lambda: lint_module(path, module, rule_classes, config.module_bases, prune=fast, source=text,
+                                    cancelled=cancelled, render_cache=render_cache, symbols=symbols,
+                                    branch_fix=config.tensor_branch_fix))
+        except RecursionError:
+            return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                               "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if config.mode != "both":
+        # Findings that need the other mode cannot happen the way this user compiles.
+        diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
+    if not noqa:
+        return sorted(diagnostics, key=Diagnostic.sort_key)
+    return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)

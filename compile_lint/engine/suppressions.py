@@ -1,0 +1,181 @@
+"""`# noqa` comments: read the way ruff and flake8 read them, and written by `--add-noqa`.
+
+One parser serves the CLI, the language server and the flake8 plugin. The grammar is
+ruff's, with flake8's prefix matching:
+
+- A directive is `#`, optional whitespace, then `noqa` in any case. Other comments may
+  come before it on the line (`# why  # noqa: JIT101`); the first directive counts.
+- `# noqa` alone (then the end of the comment, another `#`, or words with no colon) is a
+  blanket noqa: it suppresses every finding on the line.
+- `# noqa: CODES` (spaces allowed around the colon) lists codes, separated by commas or
+  whitespace. A code is upper-case letters then digits (`JIT101`, or a prefix such as
+  `JIT1`) and suppresses every code it starts, as in flake8. The list ends at the first
+  word that is not a code, so an explanation may follow (`# noqa: JIT101 eager on CPU`).
+- A malformed list suppresses nothing (ruff warns about it): no code at all (`# noqa: foo`,
+  `# noqa:`, `# noqa: jit101`), or a code joined to other text (`# noqa: JIT1O1`, a typo
+  that must not become the prefix `JIT1`; `# noqa: JIT101abc`; `# noqaJIT101`).
+
+flake8 applies its own noqa to every plugin on top of this: it also reads a comment with
+a malformed list (`# noqa: foo`) as a blanket `# noqa`, for every plugin alike.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.core.text_offsets import split_lines
+
+_DIRECTIVE = re.compile(r"#\s*noqa", re.IGNORECASE)
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+_SPACE = " \t\f\v"
+
+
+@dataclass(frozen=True)
+class Noqa:
+    """One parsed directive: where it is in its text and what it suppresses."""
+
+    start: int  # offset of its `#`
+    end: int  # offset just past `noqa` (blanket or invalid) or past its last code
+    codes: Optional[tuple[str, ...]]  # None: a blanket noqa; a tuple: the listed codes
+    problem: Optional[str] = None  # why the directive is malformed (then it suppresses nothing)
+
+    def covers(self, code: str) -> bool:
+        """Whether this directive suppresses findings of `code`."""
+        if self.problem is not None:
+            return False
+        return self.codes is None or any(code.startswith(listed) for listed in self.codes)
+
+
+def parse_noqa(text: str) -> Optional[Noqa]:
+    """The first `# noqa` directive in `text` (a line or a comment), or None."""
+    match = _DIRECTIVE.search(text)
+    if match is None:
+        return None
+    start, position = match.start(), match.end()
+    rest = text[position:]
+    stripped = rest.lstrip(_SPACE)
+    if not rest or rest[0] in "#\r\n" or (rest[0] in _SPACE and not stripped.startswith(":")):
+        return Noqa(start, position, None)
+    if not stripped.startswith(":"):
+        return Noqa(start, position, None, "expected `:` and codes after `noqa`")
+    position += len(rest) - len(stripped) + 1
+    return _parse_codes(text, start, position)
+
+
+def _parse_codes(text: str, start: int, position: int) -> Noqa:
+    """The code list of `# noqa:` starting at `position` (just past the colon)."""
+    codes: list[str] = []
+    end = position
+    while True:
+        while position < len(text) and (text[position] in _SPACE or text[position] == ","):
+            position += 1
+        code = _CODE.match(text, position)
+        if code is None:
+            break  # the end of the comment, or a word that explains the noqa
+        after = code.end()
+        if after < len(text) and text[after] not in _SPACE + ",#\r\n":
+            return Noqa(start, after, None, f"`{text[position:after + 1]}` is not a code: "
+                                            "codes are upper-case letters then digits, apart")
+        codes.append(code.group())
+        position = end = after
+    if not codes:
+        return Noqa(start, end, None, "expected codes after `noqa:` (e.g. `# noqa: JIT101`)")
+    return Noqa(start, end, tuple(codes))
+
+
+def is_suppressed(code: str, line: str) -> bool:
+    """True when `line` carries a noqa that covers `code` (a listed code or its prefix)."""
+    directive = parse_noqa(line)
+    return directive is not None and directive.covers(code)
+
+
+def without_suppressed(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
+    """The findings whose line (counted as the parser counts lines) carries no noqa for them."""
+    lines = split_lines(text)
+    return [d for d in diagnostics if not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))]
+
+
+# --- Writing directives (`--add-noqa`, the language server's "add noqa" action) ---
+
+
+@dataclass
+class NoqaAddition:
+    """The text with `# noqa` directives added, and the findings that could not get one."""
+
+    text: str
+    added: list[Diagnostic]
+    skipped: list[tuple[Diagnostic, str]]  # (finding, why its line cannot carry a directive)
+
+
+def _line_facts(text: str) -> tuple[dict[int, tuple[int, str]], set[int]]:
+    """Per line: its comment (column, text), and the lines a comment cannot be appended to.
+
+    A line cannot take a comment when a string continues past its end (the comment would be
+    string content) or when it ends in a backslash continuation. Raises tokenize.TokenError
+    or SyntaxError when the text does not tokenize.
+    """
+    comments: dict[int, tuple[int, str]] = {}
+    closed: set[int] = set()
+    lines = split_lines(text)
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        (row, column), (end_row, _) = token.start, token.end
+        if token.type == tokenize.COMMENT:
+            comments[row] = (column, token.string)
+        elif end_row > row and token.type not in (tokenize.NL, tokenize.NEWLINE):
+            closed.update(range(row, end_row))  # a multi-line string (or f-string part)
+    for number, line in enumerate(lines, 1):
+        if line.rstrip("\r\n").endswith("\\") and number not in comments:
+            closed.add(number)
+    return comments, closed
+
+
+def _merged(existing: Sequence[str], new: Iterable[str]) -> str:
+    codes = list(existing) + [code for code in sorted(set(new)) if code not in existing]
+    return ", ".join(codes)
+
+
+def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> NoqaAddition:
+    """`text` with a `# noqa: CODE` directive for every finding, merged into existing ones.
+
+    A finding whose line already has a valid directive gets its code added to that
+    directive's list; a line without one gets `  # noqa: CODES` at its end. Line endings and
+    everything else on the line are kept. Findings on lines that cannot carry a comment, or
+    whose line has a malformed directive (fix it by hand), are returned in `skipped`.
+    """
+    by_line: dict[int, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_line.setdefault(diagnostic.line, []).append(diagnostic)
+    comments, closed = _line_facts(text)
+    lines = split_lines(text)
+    added: list[Diagnostic] = []
+    skipped: list[tuple[Diagnostic, str]] = []
+    for number, found in sorted(by_line.items()):
+        if not 0 < number <= len(lines):
+            skipped.extend((d, "the finding is not on a line of the file") for d in found)
+            continue
+        line = lines[number - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        codes = [d.code for d in found]
+        comment = comments.get(number)
+        directive = parse_noqa(comment[1]) if comment else None
+        if directive is not None and directive.problem is not None:
+            skipped.extend((d, f"its line has a malformed `# noqa` ({directive.problem})") for d in found)
+            continue
+        if directive is not None and directive.codes is not None:
+            column = comment[0]  # type: ignore[index]
+            start, end = column + directive.start, column + directive.end
+            body = f"{body[:start]}# noqa: {_merged(directive.codes, codes)}{body[end:]}"
+        elif number in closed:
+            skipped.extend((d, "its line ends inside a string or a backslash continuation") for d in found)
+            continue
+        else:
+            body = f"{body.rstrip(_SPACE)}  # noqa: {_merged((), codes)}"
+        lines[number - 1] = body + ending
+        added.extend(found)
+    return NoqaAddition("".join(lines), added, skipped)

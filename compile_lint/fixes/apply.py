@@ -1,0 +1,105 @@
+"""Apply fixes to a fixed point and write files atomically; never leave a broken file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import libcst as cst
+
+from compile_lint.fixes.edits import apply_fixes
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.engine.lint import lint_text
+from compile_lint.engine.source import SourceError, read_source, write_atomically
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class FixOutcome:
+    """The result of fixing one file's text."""
+
+    text: str
+    applied: list[Diagnostic] = field(default_factory=list)
+    remaining: list[Diagnostic] = field(default_factory=list)
+    error: Optional[str] = None
+
+    @property
+    def changed(self) -> bool:
+        """True when at least one fix was applied."""
+        return bool(self.applied)
+
+
+def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    """Whether `diagnostic`'s fix may be applied under the current flags."""
+    fix = diagnostic.fix
+    return fix is not None and (fix.applicability == "safe" or unsafe)
+
+
+def fix_text(text: str, path: str, config: Config, unsafe: bool = False) -> FixOutcome:
+    """Lint and fix `text` repeatedly until nothing fixable is left (at most MAX_ROUNDS).
+
+    Each round applies the non-overlapping fixes, checks that the result parses and
+    re-lints it. A file that does not converge, or any failure, yields the original text
+    and an error.
+    """
+    original = text
+    applied: list[Diagnostic] = []
+    try:
+        for _ in range(MAX_ROUNDS):
+            diagnostics = lint_text(text, path, config)
+            fixable = [d for d in diagnostics if is_applicable(d, unsafe)]
+            if not fixable:
+                return FixOutcome(text, applied, diagnostics)
+            new_text, used = apply_fixes(text, [d.fix for d in fixable])  # type: ignore[misc]
+            if new_text == text:
+                return FixOutcome(text, applied, diagnostics)
+            cst.parse_module(new_text)  # a fix that breaks the file is a bug: refuse it
+            used_ids = {id(fix) for fix in used}
+            applied.extend(d for d in fixable if id(d.fix) in used_ids)
+            text = new_text
+    except Exception as error:  # noqa: BLE001 - any failure leaves the file as it was
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return FixOutcome(original, [], lint_text(original, path, config), f"{path}: fix failed, file left unchanged: {reason}")
+    return FixOutcome(original, [], lint_text(original, path, config),
+                      f"{path}: fixes did not converge after {MAX_ROUNDS} rounds, file left unchanged")
+
+
+@dataclass
+class FileFix:
+    """What --fix did (or would do, with --diff) to one file."""
+
+    path: str
+    original: str = ""
+    outcome: Optional[FixOutcome] = None
+    error: Optional[str] = None
+    written: bool = False
+
+
+def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True,
+             accept: Optional[Callable[[str, str, str], Optional[str]]] = None) -> FileFix:
+    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed.
+
+    `accept(path, original, fixed)`, when given, is asked before writing (e.g. the runtime
+    verifier); a returned message rolls the fixes back and the file is not touched.
+    """
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return FileFix(path=path, error=f"{path}: {error}")
+    outcome = fix_text(source.text, path, config, unsafe)
+    if accept is not None and outcome.changed and outcome.error is None:
+        rejection = accept(path, source.text, outcome.text)
+        if rejection is not None:
+            outcome = FixOutcome(source.text, [], lint_text(source.text, path, config), rejection)
+    result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error)
+    if write and outcome.changed:
+        try:
+            write_atomically(path, source.encode(outcome.text))
+            result.written = True
+        except (OSError, UnicodeError) as error:
+            reason = getattr(error, "strerror", None) or str(error)
+            result.error = f"{path}: cannot write fixed file, left unchanged: {reason}"
+            result.outcome = FixOutcome(source.text, [], outcome.remaining + outcome.applied)
+    return result

@@ -1,0 +1,114 @@
+"""Keeping a 0-d tensor instead of reading it into Python: where it is safe, and the fix."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.walk import visit
+from compile_lint.fixes.plan import FixPlan
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
+
+SCALAR_CONFIG_NOTE = (
+    "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "
+    "unbacked symbol and the default compile no longer breaks (fullgraph=True passes "
+    "either way). Python control flow on the value still fails, and on torch 2.13 so does "
+    "indexing with it (`x[:, t.item()]` raises IndexError once captured)."
+)
+
+
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+AUGMENTED_ARITHMETIC = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+
+
+def tensor_arithmetic_operand(rule: Rule, node: cst.CSTNode) -> bool:
+    """True when `node` is an operand of `+ - * / // % **` whose other operand is a tensor.
+
+    `t += node` (and `-= *= /=`) on a tensor `t` counts too: in-place ops keep `t`'s dtype.
+    """
+    parent = rule.context.parent(node)
+    if isinstance(parent, cst.AugAssign):
+        return (parent.value is node and isinstance(parent.operator, AUGMENTED_ARITHMETIC)
+                and rule.context.kind(parent.target).tensorish)
+    if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
+        return False
+    other = parent.right if parent.left is node else parent.left
+    return rule.context.kind(other) is Kind.TENSOR
+
+
+class NameOccurrences(cst.CSTVisitor):
+    """Every `Name` node spelling `name` in a function, except attribute and keyword names."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list[cst.Name] = []
+        self.shadowed = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        visit(node.value, self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        visit(node.value, self)
+        return False
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.name.value == self.name:
+            self.shadowed = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found.append(node)
+
+
+def only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
+    """True when every use of the Python number `conversion` produces is tensor arithmetic.
+
+    Either the call is itself such an operand, or it is the whole value of `NAME = ...`,
+    assigned once in the function, and every read of NAME is such an operand.
+    """
+    if tensor_arithmetic_operand(rule, conversion):
+        return True
+    statement = rule.context.parent(conversion)
+    function = rule.context.function
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or function is None:
+        return False
+    target = statement.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    if len(rule.context.local_values(target.value)) != 1:
+        return False
+    if rule.context.facts.param_kind(function, target.value) is not None:
+        return False
+    occurrences = NameOccurrences(target.value)
+    visit(function.body, occurrences)
+    reads = [name for name in occurrences.found if name is not target]
+    if occurrences.shadowed or not reads:
+        return False
+    return all(tensor_arithmetic_operand(rule, name) for name in reads)
+
+
+KEEP_TENSOR_MESSAGE = "Keep the 0-d tensor (detached) instead of a Python number"
+
+
+def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpression) -> Optional[FixPlan]:
+    """Replace a tensor-to-number conversion by `replacement` when only tensor arithmetic uses it.
+
+    Unsafe, as measured by benchmarks/keep_tensor_fix_dtypes.py (CPU, eager and Inductor):
+    `x OP t.detach()` equals `x OP t.item()` in dtype and value whenever `x` is a floating
+    tensor or `t` is float32/int64, but an integer or bool `x` with a float16, bfloat16 or
+    float64 `t` gives `t`'s dtype instead of float32; `t.detach().float()` equals
+    `float(t)` except that a float64 `t` is rounded to float32. Against another 0-d
+    tensor, a 0-d tensor promotes where a Python number would not.
+    """
+    if not only_feeds_tensor_arithmetic(rule, conversion):
+        return None
+    replacement = replacement.with_changes(lpar=conversion.lpar, rpar=conversion.rpar)
+    return FixPlan([(conversion, replacement)], KEEP_TENSOR_MESSAGE, "unsafe")
+

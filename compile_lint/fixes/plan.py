@@ -1,0 +1,18 @@
+"""A fix plan: what a rule wants changed, before it is rendered to text edits (`fixes.rendering`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import libcst as cst
+
+
+@dataclass
+class FixPlan:
+    """What a rule wants changed: node replacements and imports the new code needs."""
+
+    replacements: Sequence[tuple[cst.CSTNode, object]]
+    message: str
+    applicability: str = "safe"
+    imports: Sequence[str] = field(default_factory=tuple)

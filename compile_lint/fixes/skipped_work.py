@@ -1,0 +1,218 @@
+"""Skipped work in loops (LayerDrop): `if c: continue` and `to_drop` flags, as one graph.
+
+The code the branch skips runs anyway and `torch.where(c, old, new)` keeps the old values
+when the draw says skip: one graph, but the layer always runs (slower; its random draws
+and zero gradients differ from skipping it), so the fix is unsafe and withheld where a
+skipped layer would change state (a cache passed to it, transformers' output-recording
+hooks).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence, Union
+
+import libcst as cst
+
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.branch_code import (
+    LOOP_NOTE,
+    Arms,
+    Builder,
+    Linearised,
+    always_binds,
+    assignment_line,
+    assignment_steps,
+    block_and_index,
+    block_lines,
+    enclosing_loop,
+    no_fix,
+    only_statement,
+    reads_tensor_data,
+    replacement_for,
+    scope_of,
+    select,
+    short_code,
+    tensor_before,
+)
+from compile_lint.fixes.conditions import TensorCondition
+from compile_lint.fixes.guards import is_side_effect_free
+from compile_lint.fixes.hazards import (
+    names_read,
+    stateful_argument,
+    untaken_arm_hazard,
+)
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
+
+
+# ----- loops -----------------------------------------------------------------------------------
+
+
+def skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised:
+    """`if c: continue` (layer-drop) -> the rest of the body computed, old values kept where `c`."""
+    loop = enclosing_loop(rule, node)
+    if loop is None:
+        return no_fix("`continue` outside a loop body")
+    inner_block, inner_index = block_and_index(rule, node)
+    anchor: cst.CSTNode = node
+    owner = rule.context.parent(inner_block) if inner_block is not None else None
+    nested = False
+    if isinstance(owner, cst.If) and owner.orelse is None and inner_block is not None \
+            and inner_index == len(inner_block.body) - 1 and owner is not loop:
+        anchor, nested = owner, True
+    block, index = block_and_index(rule, anchor)
+    if block is None or rule.context.parent(block) is not loop:
+        return no_fix("the `continue` is nested in more than one block of the loop")
+    rest = list(block.body[index + 1:])
+    if not rest:
+        return no_fix("nothing follows the `continue` in the loop body")
+    if isinstance(loop, cst.For) and rule.context.kind(loop.iter) is Kind.TENSOR:
+        return no_fix(f"the loop iterates over the tensor `{short_code(loop.iter)}`: its steps depend on data")
+    return skip_with_where(rule, node, condition, rest, loop, nested or condition.guard is not None)
+
+
+def skip_with_where(rule: Rule, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
+                     loop: Optional[cst.CSTNode], keep_rest: bool, flag: Optional[cst.CSTNode] = None) -> Linearised:
+    """The code `node` skips, computed anyway with `NAME = torch.where(skip, NAME, new)` per name."""
+    hazard = stateful_argument(rule, rest) or untaken_arm_hazard(rule, rest, condition.tensor) or _recorded_by_hooks(
+        rule)
+    if hazard:
+        return no_fix(hazard)
+    selector = _SkipSelector(rule, node, condition, rest, loop)
+    new_lines = selector.lines(rest)
+    if isinstance(new_lines, str):
+        return no_fix(new_lines.replace("the branch", "the skipped code"))
+    message = f"Keep one graph: compute the skipped code and select with torch.where ({LOOP_NOTE})"
+    builder = selector.builder
+    if flag is not None or keep_rest:
+        copies = [line.with_changes(leading_lines=()) if i == 0 else line for i, line in enumerate(new_lines)]
+        tail = [flag] if flag is not None else [cst.SimpleStatementLine(body=[cst.Continue()])]
+        guard = condition.guard if flag is None else None
+        return builder.plan([(node, replacement_for(guard, [*copies, *tail], node))], message)
+    # The `if` is directly in the loop body: the code after it becomes the selections.
+    replacements: list = [(node, cst.RemovalSentinel.REMOVE)]
+    for i, (old, new) in enumerate(zip(rest, new_lines)):
+        if i == 0:
+            new = new.with_changes(leading_lines=[*node.leading_lines, *new.leading_lines])
+        replacements.append((old, new))
+    return builder.plan(replacements, message)
+
+
+# Decorators that install forward hooks recording every layer's outputs (transformers 5).
+_OUTPUT_RECORDING_DECORATORS = ("capture_outputs", "check_model_inputs")
+
+
+def _recorded_by_hooks(rule: Rule) -> Optional[str]:
+    """Why running a skipped layer would show in the outputs through recording hooks, or None."""
+    function = rule.context.function
+    for decorator in function.decorators if function is not None else ():
+        target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        name = short_code(target).rsplit(".", 1)[-1]
+        if name in _OUTPUT_RECORDING_DECORATORS:
+            return (f"`@{name}` records each layer's outputs through hooks: a layer run when it "
+                    "would be skipped adds to the returned hidden states and attentions")
+    return None
+
+
+class _SkipSelector:
+    """Rewrites skipped lines one for one: outputs selected with torch.where, temporaries as they are.
+
+    Python `if` statements among them keep their test (it does not depend on tensor data)
+    and have their bodies rewritten the same way.
+    """
+
+    def __init__(self, rule: Rule, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
+                 loop: Optional[cst.CSTNode]) -> None:
+        self.rule = rule
+        self.node = node
+        self.condition = condition
+        self.region = [node, *rest]
+        self.loop = loop
+        self.scope = scope_of(rule)
+        self.builder = Builder(rule)
+        self.arms = Arms(rule, condition)
+        self.written: set[str] = set()
+
+    def lines(self, lines: Sequence[cst.CSTNode]) -> Union[list[cst.CSTNode], str]:
+        new_lines = []
+        for line in lines:
+            new = self.line(line)
+            if isinstance(new, str):
+                return new
+            new_lines.append(new)
+        return new_lines
+
+    def line(self, line: cst.CSTNode) -> Union[cst.CSTNode, str]:
+        if isinstance(line, cst.If):
+            if reads_tensor_data(self.rule, line.test) or not is_side_effect_free(self.rule.context, line.test):
+                return "the skipped code branches on a tensor"
+            body = self.lines(block_lines(line.body))
+            if isinstance(body, str):
+                return body
+            orelse = line.orelse
+            if isinstance(orelse, cst.Else):
+                other = self.lines(block_lines(orelse.body))
+                if isinstance(other, str):
+                    return other
+                orelse = orelse.with_changes(body=orelse.body.with_changes(body=other))
+            elif orelse is not None:
+                return "the skipped code has an `elif` chain"
+            return line.with_changes(body=line.body.with_changes(body=body), orelse=orelse)
+        steps = assignment_steps(self.rule, [line])
+        if isinstance(steps, str):
+            return steps
+        if not steps:
+            return line
+        step = steps[0]
+        if self.scope is None:
+            return "not inside a function"
+        output = self.scope.read_outside(step.name, self.region, self.loop) or self.scope.assigned_before(
+            step.name, self.node)
+        if not output:
+            self.written.add(step.name)
+            return line  # a temporary only the skipped code reads
+        if not self.scope.assigned_before(step.name, self.node) or not tensor_before(self.rule, step.name):
+            return f"`{step.name}` has no tensor value before the skipped code"
+        if names_read(self.condition.tensor) & self.written:
+            return "the skip condition reads a value the skipped code changes"
+        chosen = select(self.rule, self.builder, self.arms, cst.Name(step.name), step.value, "where")
+        if isinstance(chosen, str):
+            return chosen
+        self.written.add(step.name)
+        return assignment_line(step.name, chosen, line)
+
+
+def flag_consumer(rule: Rule, node: cst.If, flag: str, condition: TensorCondition) -> Optional[Linearised]:
+    """`if c: to_drop = True` ... `if not to_drop: h = layer(h)` -> the selection, then the flag."""
+    anchor: cst.CSTNode = node
+    while True:
+        block, index = block_and_index(rule, anchor)
+        if block is None:
+            return None
+        owner = rule.context.parent(block)
+        if isinstance(owner, cst.If) and owner.orelse is None and index == len(block.body) - 1:
+            anchor = owner
+            continue
+        break
+    if index + 1 >= len(block.body):
+        return None
+    consumer = block.body[index + 1]
+    if not (isinstance(consumer, cst.If) and consumer.orelse is None
+            and isinstance(consumer.test, cst.UnaryOperation) and isinstance(consumer.test.operator, cst.Not)
+            and isinstance(consumer.test.expression, cst.Name) and consumer.test.expression.value == flag):
+        return None
+    scope = scope_of(rule)
+    if scope is None or len(scope.reads.get(flag, [])) != 1:
+        return no_fix(f"`{flag}` is read more than once")
+    if not any(only_statement(line) is not None and isinstance(only_statement(line), cst.Assign) and always_binds(line, flag)
+               and isinstance(only_statement(line).value, cst.Name) and only_statement(line).value.value == "False"
+               for line in block.body[:index]):
+        return no_fix(f"`{flag}` is not reset to False before the branch that sets it")
+    if condition.guard is not None:
+        return no_fix("a Python test in front of the tensor test that sets the flag")
+    flag_line = block_lines(node.body)[0]
+    return skip_with_where(rule, node, condition, block_lines(consumer.body), enclosing_loop(rule, node),
+                            keep_rest=True, flag=flag_line.with_changes(leading_lines=()) if hasattr(flag_line, "leading_lines")
+                            else flag_line)
+

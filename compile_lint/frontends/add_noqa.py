@@ -1,0 +1,65 @@
+"""`--add-noqa`: silence every current finding of a file with `# noqa: CODE`, for adopting
+compile-lint on a large code base and fixing the findings later.
+
+The file is rewritten atomically in its own encoding (BOM and line endings kept), and only
+after linting the new text proves the directives silence exactly the findings they were
+added for: a file where that fails is left untouched and reported.
+"""
+
+from __future__ import annotations
+
+import tokenize
+from dataclasses import dataclass, field
+from typing import Optional
+
+from compile_lint.settings.config import Config
+from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, lint_source
+from compile_lint.engine.source import SourceError, read_source, write_atomically
+from compile_lint.engine.suppressions import add_noqa
+
+
+@dataclass
+class NoqaFileResult:
+    """What `--add-noqa` did to one file."""
+
+    path: str
+    added: list[Diagnostic] = field(default_factory=list)  # findings now silenced
+    lines: int = 0  # lines that got or extended a directive
+    skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # findings left, and why
+    error: Optional[str] = None  # a one-line reason the file was left alone
+
+
+def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
+    return diagnostic.line, diagnostic.column, diagnostic.code
+
+
+def add_noqa_file(job: tuple[str, Config]) -> NoqaFileResult:
+    """Add `# noqa` directives for every finding of one file (a process-pool work item)."""
+    path, config = job
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return NoqaFileResult(path, error=f"{path}: {error}")
+    findings = lint_source(source.text, path, config).diagnostics
+    unparsable = [d for d in findings if d.code == SYNTAX_ERROR_CODE]
+    if unparsable:
+        return NoqaFileResult(path, skipped=[(d, "the file does not parse") for d in findings])
+    if not findings:
+        return NoqaFileResult(path)
+    try:
+        addition = add_noqa(source.text, findings)
+    except (tokenize.TokenError, SyntaxError) as error:
+        return NoqaFileResult(path, error=f"{path}: cannot tokenize ({error}); no `# noqa` added")
+    if not addition.added:
+        return NoqaFileResult(path, skipped=addition.skipped)
+    left = {_position(d) for d in lint_source(addition.text, path, config).diagnostics}
+    expected = {_position(d) for d, _ in addition.skipped}
+    if left != expected:
+        return NoqaFileResult(path, error=f"{path}: the added `# noqa` comments would not silence exactly the "
+                                          "findings they are for; file left unchanged")
+    try:
+        write_atomically(path, source.encode(addition.text))
+    except OSError as error:
+        return NoqaFileResult(path, error=f"{path}: cannot write: {error.strerror or error}")
+    return NoqaFileResult(path, addition.added, len({d.line for d in addition.added}), addition.skipped)

@@ -1,0 +1,455 @@
+"""`compile-lint server`: a language server (LSP over stdio) for editors.
+
+It publishes findings when a document is opened, changed or saved, and offers quick fixes
+built from the same fixes `--fix` applies: one code action per fixable finding, an "add
+`# noqa: CODE`" action per finding (the edit `--add-noqa` makes), and a "fix all" source
+action that runs the CLI's fixer to its fixed point. Needs pygls
+(`pip install "compile-lint[lsp]"`); the linter itself does not.
+
+Linting runs on one worker thread, off the thread that reads messages, so the server
+answers while it lints. An edit after a pause is linted at once; edits less than
+`DEBOUNCE_SECONDS` apart (typing) wait until typing pauses that long. A lint whose text
+has been edited since is cancelled. Each document keeps an incremental parser (only the
+top-level statements an edit touched are parsed again), and diagnostics are published
+with the version of the text they are for. Code actions are answered from the last
+lint's findings, never by linting again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import threading
+import time
+import tokenize
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from compile_lint import __version__
+from compile_lint.fixes.apply import fix_text, is_applicable
+from compile_lint.settings.config import Config, ConfigError, load_config
+from compile_lint.core.diagnostics import Diagnostic, Edit
+from compile_lint.reporters.docs import graph_break_url
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, LintCancelled, lint_source
+from compile_lint.engine.incremental import IncrementalParser
+from compile_lint.engine.positions import RenderCache
+from compile_lint.engine.suppressions import add_noqa
+from compile_lint.core.text_offsets import split_lines
+
+SOURCE = "compile-lint"
+FIX_ALL_KIND = "source.fixAll.compile-lint"
+# Edits closer together than this are typing: lint once typing pauses this long.
+DEBOUNCE_SECONDS = 0.15
+# How long a code action request waits for the lint of the document's current text.
+CODE_ACTION_WAIT_SECONDS = 5.0
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of one document, as it is to be linted."""
+
+    uri: str
+    path: str
+    text: str
+    version: Optional[int]
+    config: Config
+
+
+@dataclass
+class Linted:
+    """What the last finished lint of a document found, and for which version of it."""
+
+    version: Optional[int]
+    text: str
+    findings: list[Diagnostic]
+
+
+@dataclass
+class _Job:
+    snapshot: Snapshot
+    due: float
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+class LintScheduler:
+    """Lints the newest version of each document on one worker thread.
+
+    `submit` after a pause of `debounce` seconds since the document's last edit lints at
+    once; during typing it waits until the edits pause that long. A newer version
+    replaces a waiting one and cancels a running one (the lint stops at its next
+    checkpoint). `lint(snapshot, cancelled)` runs on the worker; `deliver(snapshot,
+    findings)` is called there with each lint that finished uncancelled.
+    """
+
+    def __init__(
+        self,
+        lint: Callable[[Snapshot, Callable[[], bool]], list[Diagnostic]],
+        deliver: Callable[[Snapshot, list[Diagnostic]], None],
+        debounce: float = DEBOUNCE_SECONDS,
+    ) -> None:
+        self.lint, self.deliver, self.debounce = lint, deliver, debounce
+        self.pending: dict[str, _Job] = {}
+        self.running: Optional[_Job] = None
+        self.last_edit: dict[str, float] = {}
+        self.closed = False
+        self.condition = threading.Condition()
+        self.thread = threading.Thread(target=self._work, name="compile-lint-linter", daemon=True)
+        self.thread.start()
+
+    def submit(self, snapshot: Snapshot, edit: bool = True) -> None:
+        """Lint `snapshot` (an edit is debounced while typing; opening or saving is not)."""
+        now = time.monotonic()
+        with self.condition:
+            last = self.last_edit.get(snapshot.uri)
+            typing = edit and last is not None and now - last < self.debounce
+            if edit:
+                self.last_edit[snapshot.uri] = now
+            self.pending[snapshot.uri] = _Job(snapshot, now + self.debounce if typing else now)
+            running = self.running
+            if running is not None and running.snapshot.uri == snapshot.uri:
+                running.cancel.set()
+            self.condition.notify()
+
+    def forget(self, uri: str) -> None:
+        """Drop a closed document: nothing pending, a running lint cancelled."""
+        with self.condition:
+            self.pending.pop(uri, None)
+            self.last_edit.pop(uri, None)
+            if self.running is not None and self.running.snapshot.uri == uri:
+                self.running.cancel.set()
+
+    def close(self) -> None:
+        """Stop the worker after its current lint."""
+        with self.condition:
+            self.closed = True
+            if self.running is not None:
+                self.running.cancel.set()
+            self.condition.notify()
+
+    def _next(self) -> Optional[_Job]:
+        with self.condition:
+            while True:
+                if self.closed:
+                    return None
+                if self.pending:
+                    job = min(self.pending.values(), key=lambda item: item.due)
+                    wait = job.due - time.monotonic()
+                    if wait <= 0:
+                        del self.pending[job.snapshot.uri]
+                        self.running = job
+                        return job
+                    self.condition.wait(wait)
+                else:
+                    self.condition.wait()
+
+    def _work(self) -> None:
+        while True:
+            job = self._next()
+            if job is None:
+                return
+            findings: Optional[list[Diagnostic]] = None
+            try:
+                findings = self.lint(job.snapshot, job.cancel.is_set)
+            except LintCancelled:
+                pass
+            except Exception:  # noqa: BLE001 - one bad lint must not stop the server
+                logger.exception("compile-lint: linting %s failed", job.snapshot.path)
+            with self.condition:
+                self.running = None
+            if findings is not None and not job.cancel.is_set():
+                try:
+                    self.deliver(job.snapshot, findings)
+                except Exception:  # noqa: BLE001
+                    logger.exception("compile-lint: publishing %s failed", job.snapshot.path)
+
+
+class _Text:
+    """The lines of one version of a document and the client's position encoding."""
+
+    def __init__(self, codec, text: str) -> None:
+        self.position_codec = codec
+        self.source = text
+        self.lines = text.splitlines(True)
+
+
+def _position(types, document, line: int, column: int):
+    """An LSP position (0-based, the client's code units) for a 1-based code-point position."""
+    return document.position_codec.position_to_client_units(
+        document.lines, types.Position(line=line - 1, character=column - 1))
+
+
+def _range(types, document, line: int, column: int, end_line: int, end_column: int):
+    return types.Range(start=_position(types, document, line, column),
+                       end=_position(types, document, end_line, end_column))
+
+
+def _severity(types, diagnostic: Diagnostic):
+    if diagnostic.kind == "perf":
+        return types.DiagnosticSeverity.Information
+    if diagnostic.kind == "error":
+        return types.DiagnosticSeverity.Error
+    return types.DiagnosticSeverity.Warning
+
+
+def _to_lsp(types, document, diagnostic: Diagnostic):
+    href = graph_break_url(diagnostic.gb_id) if diagnostic.gb_id else None
+    return types.Diagnostic(
+        range=_range(types, document, diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column),
+        message=diagnostic.message,
+        severity=_severity(types, diagnostic),
+        code=diagnostic.code,
+        code_description=types.CodeDescription(href=href) if href else None,
+        source=SOURCE,
+        data={"fixable": diagnostic.fix is not None},
+    )
+
+
+def _text_edits(types, document, edits: Sequence[Edit]):
+    return [types.TextEdit(range=_range(types, document, e.line, e.column, e.end_line, e.end_column), new_text=e.content)
+            for e in edits]
+
+
+def _whole_document(types, document, new_text: str):
+    lines = document.lines
+    end = types.Position(line=len(lines), character=0)
+    return types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=new_text)
+
+
+def _overlaps(types, a, b) -> bool:
+    def key(position):
+        return (position.line, position.character)
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+@dataclass
+class _Document:
+    """What the server keeps per open document."""
+
+    parser: IncrementalParser = field(default_factory=IncrementalParser)
+    renderings: RenderCache = field(default_factory=RenderCache)
+    linted: Optional[Linted] = None
+    fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
+
+
+def _supports_resolve(server, types) -> bool:
+    """Whether the client can resolve a code action's edit later (`codeAction/resolve`)."""
+    capabilities = getattr(server, "client_capabilities", None)
+    try:
+        support = capabilities.text_document.code_action.resolve_support  # type: ignore[union-attr]
+    except AttributeError:
+        return False
+    return support is not None and "edit" in (support.properties or [])
+
+
+def _noqa_actions(types, document, uri: str, findings: Sequence[Diagnostic], wanted_range) -> list:
+    """One "add `# noqa: CODE`" quick fix per finding in range: the edit `--add-noqa` would make.
+
+    `document` is the text the findings are for (a `_Text`).
+    """
+    lines = split_lines(document.source)
+    actions = []
+    for finding in findings:
+        lsp_diagnostic = _to_lsp(types, document, finding)
+        if finding.code == SYNTAX_ERROR_CODE or not _overlaps(types, lsp_diagnostic.range, wanted_range):
+            continue
+        try:
+            addition = add_noqa(document.source, [finding])
+        except (tokenize.TokenError, SyntaxError):
+            continue  # text mid-edit that does not tokenize: no comment can be placed safely
+        if not addition.added:
+            continue
+        old, new = lines[finding.line - 1].rstrip("\r\n"), split_lines(addition.text)[finding.line - 1].rstrip("\r\n")
+        edit = types.TextEdit(range=_range(types, document, finding.line, 1, finding.line, len(old) + 1), new_text=new)
+        actions.append(types.CodeAction(
+            title=f"Add `# noqa: {finding.code}` (silence this finding)",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[lsp_diagnostic],
+            edit=types.WorkspaceEdit(changes={uri: [edit]}),
+        ))
+    return actions
+
+
+def build_server():
+    """The pygls LanguageServer with compile-lint's handlers registered."""
+    from lsprotocol import types
+    from pygls.lsp.server import LanguageServer
+
+    server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+    configs: dict[str, Config] = {}
+    documents: dict[str, _Document] = {}
+    loop_holder: dict[str, asyncio.AbstractEventLoop] = {}
+
+    def config_for(path: str) -> Config:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in configs:
+            try:
+                configs[directory] = load_config(start=directory)
+            except ConfigError as error:
+                server.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"compile-lint: {error}; using the defaults"))
+                configs[directory] = Config(root=directory)
+        return configs[directory]
+
+    def snapshot(uri: str) -> Snapshot:
+        document = server.workspace.get_text_document(uri)
+        return Snapshot(uri, document.path, document.source, document.version, config_for(document.path))
+
+    def lint(job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
+        state = documents.get(job.uri)
+        if state is None:
+            return lint_source(job.text, job.path, job.config, cancelled=cancelled).diagnostics
+        return lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                           cancelled=cancelled, render_cache=state.renderings).diagnostics
+
+    def deliver(job: Snapshot, findings: list[Diagnostic]) -> None:
+        # On the worker: convert positions for this version's text, then publish on the loop.
+        text = _Text(server.workspace.position_codec, job.text)
+        diagnostics = [_to_lsp(types, text, d) for d in findings]
+        loop_holder["loop"].call_soon_threadsafe(publish, job, findings, diagnostics)
+
+    def publish(job: Snapshot, findings: list[Diagnostic], diagnostics: list) -> None:
+        state = documents.get(job.uri)
+        if state is None:
+            return  # closed meanwhile
+        state.linted = Linted(job.version, job.text, findings)
+        server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=job.uri, diagnostics=diagnostics, version=job.version))
+
+    scheduler = LintScheduler(lint, deliver)
+
+    def schedule(uri: str, edit: bool) -> None:
+        loop_holder.setdefault("loop", asyncio.get_running_loop())
+        documents.setdefault(uri, _Document())
+        scheduler.submit(snapshot(uri), edit=edit)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(params: types.DidOpenTextDocumentParams) -> None:
+        schedule(params.text_document.uri, edit=False)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(params: types.DidChangeTextDocumentParams) -> None:
+        schedule(params.text_document.uri, edit=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(params: types.DidSaveTextDocumentParams) -> None:
+        configs.clear()  # a saved pyproject.toml may change the selection
+        schedule(params.text_document.uri, edit=False)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        scheduler.forget(uri)
+        documents.pop(uri, None)
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(params: None) -> None:
+        scheduler.close()
+
+    async def current_findings(uri: str, version: Optional[int]) -> Optional[Linted]:
+        """The last lint's findings when they are for `version`, waiting a little for a lint under way."""
+        deadline = time.monotonic() + CODE_ACTION_WAIT_SECONDS
+        while True:
+            state = documents.get(uri)
+            if state is None:
+                return None
+            if state.linted is not None and state.linted.version == version:
+                return state.linted
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(0.01)
+
+    async def fix_all_outcome(uri: str, linted: Linted, config: Config):
+        """The fixer's outcome for the linted text (run once per version, off the loop)."""
+        state = documents.get(uri)
+        if state is not None and state.fix_all is not None and state.fix_all[0] == linted.version:
+            return state.fix_all[1]
+        path = server.workspace.get_text_document(uri).path
+        outcome = await asyncio.get_running_loop().run_in_executor(None, fix_text, linted.text, path, config)
+        if state is not None:
+            state.fix_all = (linted.version, outcome)
+        return outcome
+
+    def fix_all_action(uri: str, text, outcome):
+        return types.CodeAction(
+            title="Fix all safe compile-lint findings",
+            kind=FIX_ALL_KIND,
+            edit=types.WorkspaceEdit(changes={uri: [_whole_document(types, text, outcome.text)]}),
+        )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
+    )
+    async def code_action(params: types.CodeActionParams) -> list:
+        uri = params.text_document.uri
+        document = server.workspace.get_text_document(uri)
+        linted = await current_findings(uri, document.version)
+        if linted is None:
+            return []  # the text changed since: the editor asks again when new diagnostics arrive
+        config = config_for(document.path)
+        text = _Text(server.workspace.position_codec, linted.text)
+        wanted = params.context.only
+        actions = []
+        findings = linted.findings
+        if not wanted or types.CodeActionKind.QuickFix in wanted:
+            for finding in findings:
+                if finding.fix is None:
+                    continue
+                lsp_diagnostic = _to_lsp(types, text, finding)
+                if not _overlaps(types, lsp_diagnostic.range, params.range):
+                    continue
+                unsafe = finding.fix.applicability == "unsafe"
+                actions.append(types.CodeAction(
+                    title=f"{finding.fix.message} ({finding.code}{', unsafe' if unsafe else ''})",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[lsp_diagnostic],
+                    is_preferred=not unsafe,
+                    edit=types.WorkspaceEdit(changes={uri: _text_edits(types, text, finding.fix.edits)}),
+                ))
+            actions += _noqa_actions(types, text, uri, findings, params.range)
+        wants_fix_all = not wanted or any(FIX_ALL_KIND.startswith(kind) for kind in wanted)
+        if wants_fix_all and any(is_applicable(d, unsafe=False) for d in findings):
+            if not wanted and _supports_resolve(server, types):
+                # Offered on every cursor move: the fixer runs only if the user picks it.
+                actions.append(types.CodeAction(title="Fix all safe compile-lint findings", kind=FIX_ALL_KIND,
+                                                data={"uri": uri, "version": linted.version}))
+            else:
+                outcome = await fix_all_outcome(uri, linted, config)
+                if outcome.error is None and outcome.changed:
+                    actions.append(fix_all_action(uri, text, outcome))
+        return actions
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve_code_action(action: types.CodeAction) -> types.CodeAction:
+        data = action.data if isinstance(action.data, dict) else {}
+        uri = data.get("uri")
+        state = documents.get(uri) if isinstance(uri, str) else None
+        if state is None or state.linted is None or state.linted.version != data.get("version"):
+            return action  # the text changed since: nothing to apply
+        document = server.workspace.get_text_document(uri)  # type: ignore[arg-type]
+        outcome = await fix_all_outcome(uri, state.linted, config_for(document.path))  # type: ignore[arg-type]
+        if outcome.error is None and outcome.changed:
+            text = _Text(server.workspace.position_codec, state.linted.text)
+            action.edit = fix_all_action(uri, text, outcome).edit
+        return action
+
+    return server
+
+
+def serve(argv: Optional[Sequence[str]] = None) -> int:
+    """`compile-lint server [--stdio]`: run the language server on stdin/stdout."""
+    parser = argparse.ArgumentParser(prog="compile-lint server", description="Run the compile-lint language server.")
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default and only transport)")
+    parser.parse_args(list(argv or ()))
+    try:
+        server = build_server()
+    except ImportError:
+        sys.stderr.write('compile-lint: error: the language server needs pygls: pip install "compile-lint[lsp]"\n')
+        return 2
+    server.start_io()
+    return 0

@@ -1,1 +1,0 @@
-"""The lint engine: files, config, analysis, suppressions, reporters and the CLI."""

@@ -1,0 +1,1 @@
+"""Reporters: findings as text, concise, JSON, GitHub annotations and SARIF; rule documentation (`--explain`, docs/rules.md)."""

@@ -1,0 +1,164 @@
+"""Output formats: full text, concise text, JSON (the contract), GitHub annotations, SARIF."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import urllib.parse
+from typing import Callable, Optional, Sequence
+
+from compile_lint import __version__
+from compile_lint.core.diagnostics import Diagnostic
+
+FORMATS = ("text", "concise", "json", "github", "sarif")
+
+
+def _fix_marker(diagnostic: Diagnostic) -> str:
+    if diagnostic.fix is None:
+        return ""
+    return " [*]" if diagnostic.fix.applicability == "safe" else " [unsafe fix]"
+
+
+def _confirmed(diagnostic: Diagnostic) -> str:
+    return " (confirmed at runtime)" if diagnostic.confirmed else ""
+
+
+def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """`path:line:col: CODE message`, one line per finding (editors' problem matchers)."""
+    return "".join(
+        f"{d.path}:{d.line}:{d.column}: {d.code}{_fix_marker(d)} {d.message}{_confirmed(d)}\n"
+        for d in diagnostics
+    )
+
+
+def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """The concise line, then the source line with a caret under the finding."""
+    out = []
+    for d in diagnostics:
+        out.append(f"{d.path}:{d.line}:{d.column}: {d.code}{_fix_marker(d)} {d.message}{_confirmed(d)}\n")
+        lines = sources.get(d.path, "").splitlines()
+        if 0 < d.line <= len(lines):
+            line = lines[d.line - 1].expandtabs(1)
+            width = (d.end_column - d.column) if d.end_line == d.line else len(line) - d.column + 1
+            gutter = f"{d.line:>5} | "
+            out.append(f"{gutter}{line}\n")
+            out.append(" " * (len(gutter) - 2) + "| " + " " * (d.column - 1) + "^" * max(1, width) + "\n")
+    return "".join(out)
+
+
+def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """A JSON array of findings, as docs/findings.schema.json specifies."""
+    return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
+
+
+def _escape_github(value: str, property_value: bool = False) -> str:
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if property_value:
+        value = value.replace(":", "%3A").replace(",", "%2C")
+    return value
+
+
+def format_github(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """GitHub Actions workflow commands: `::error file=...,line=...::message`."""
+    out = []
+    for d in diagnostics:
+        level = "warning" if d.kind == "perf" else "error"
+        props = (
+            f"file={_escape_github(d.path, True)},line={d.line},col={d.column},"
+            f"endLine={d.end_line},endColumn={d.end_column},title={_escape_github(d.code + ' ' + d.name, True)}"
+        )
+        out.append(f"::{level} {props}::{_escape_github(d.code + ' ' + d.message)}\n")
+    return "".join(out)
+
+
+def _artifact_uri(path: str) -> str:
+    """A SARIF artifact URI: `file:` for absolute paths, a percent-encoded relative reference otherwise."""
+    if os.path.isabs(path):
+        return pathlib.Path(path).as_uri()
+    relative = path.replace(os.sep, "/")
+    while relative.startswith("./"):
+        relative = relative[2:]
+    return urllib.parse.quote(relative)
+
+
+def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """SARIF 2.1.0, one run, with a rule entry per code that appears."""
+    from compile_lint.reporters.docs import graph_break_url
+    from compile_lint.rules import RULES_BY_CODE
+
+    codes = sorted({d.code for d in diagnostics})
+    rules = []
+    for code in codes:
+        rule = RULES_BY_CODE.get(code)
+        entry: dict = {"id": code}
+        if rule is not None:
+            entry["name"] = rule.name
+            entry["shortDescription"] = {"text": rule.message}
+            entry["fullDescription"] = {"text": rule.documentation() or rule.message}
+            if rule.gb_id:
+                entry["helpUri"] = graph_break_url(rule.gb_id)
+            entry["properties"] = {"kind": rule.kind}
+        rules.append(entry)
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for d in diagnostics:
+        uri = _artifact_uri(d.path)
+        result: dict = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": "warning" if d.kind == "perf" else "error",
+            "message": {"text": d.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri},
+                    "region": {
+                        "startLine": d.line, "startColumn": d.column,
+                        "endLine": d.end_line, "endColumn": d.end_column,
+                    },
+                }
+            }],
+        }
+        if d.fix is not None:
+            result["fixes"] = [{
+                "description": {"text": d.fix.message},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": uri},
+                    "replacements": [{
+                        "deletedRegion": {
+                            "startLine": e.line, "startColumn": e.column,
+                            "endLine": e.end_line, "endColumn": e.end_column,
+                        },
+                        "insertedContent": {"text": e.content},
+                    } for e in d.fix.edits],
+                }],
+            }]
+        results.append(result)
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "compile-lint",
+                "version": __version__,
+                "informationUri": "https://github.com/compile-lint/compile-lint",
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
+REPORTERS: dict[str, Callable[[Sequence[Diagnostic], dict[str, str]], str]] = {
+    "text": format_text,
+    "concise": format_concise,
+    "json": format_json,
+    "github": format_github,
+    "sarif": format_sarif,
+}
+
+
+def render(fmt: str, diagnostics: Sequence[Diagnostic], sources: Optional[dict[str, str]] = None) -> str:
+    """Render findings in one of FORMATS."""
+    return REPORTERS[fmt](diagnostics, sources or {})
