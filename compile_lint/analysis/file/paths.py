@@ -283,7 +283,8 @@ def static_condition(
     """The static part a finding needs: `a` of `if a and b:` when `b` (the culprit) breaks.
 
     The operands of the `and` chain before the one holding the culprit, when Python decides
-    them (`is_static`: a dtype, a shape, an argument that is None), joined with "and";
+    them (`is_static`: a dtype, a shape, an argument that is None; or a comparison with a
+    string, `config.rope_type != "default"`), joined with "and";
     `self.training` is left to the mode. None when there is no such part.
     """
     if culprit is None or culprit is test or not isinstance(test, cst.BooleanOperation):
@@ -293,8 +294,15 @@ def static_condition(
     if not holder:
         return None
     before = [operand for operand in operands[:holder]
-              if is_static(operand) and "self.training" not in _code(operand)]
+              if (is_static(operand) or _compares_with_string(operand)) and "self.training" not in _code(operand)]
     return " and ".join(_code(operand) for operand in before) or None
+
+
+def _compares_with_string(expr: cst.BaseExpression) -> bool:
+    """`config.rope_type != "default"`: a tensor compared with a string would raise, so Python decides it."""
+    return isinstance(expr, cst.Comparison) and any(
+        isinstance(side, (cst.SimpleString, cst.ConcatenatedString))
+        for side in (expr.left, *(target.comparator for target in expr.comparisons)))
 
 
 def _and_operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
