@@ -54,6 +54,9 @@ class Fix:
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
+    # `(source, evidence)` of each operand a rewrite into a torch op rests on; not in the
+    # JSON contract (benchmarks/fix_operands.py reads it through the API).
+    rests_on: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict:
         """The fix as the JSON contract spells it."""

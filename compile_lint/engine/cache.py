@@ -105,6 +105,7 @@ def _encode(diagnostic: Diagnostic) -> list:
         None if fix is None else [
             fix.applicability, fix.message,
             [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits],
+            [list(operand) for operand in fix.rests_on],
         ],
     ]
 
@@ -113,8 +114,9 @@ def _decode(path: str, item: list) -> Diagnostic:
     line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, fix = item
     decoded_fix = None
     if fix is not None:
-        applicability, fix_message, edits = fix
-        decoded_fix = Fix(applicability, fix_message, tuple(Edit(*edit) for edit in edits))
+        applicability, fix_message, edits, rests_on = fix
+        decoded_fix = Fix(applicability, fix_message, tuple(Edit(*edit) for edit in edits),
+                          tuple((source, evidence) for source, evidence in rests_on))
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
                       gb_type, gb_id, decoded_fix, mode=mode, condition=condition)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import gc
 import os
 import sys
@@ -345,6 +346,8 @@ def lint_module(
                 finding.fix.replacements, finding.fix.message,
                 finding.fix.applicability, finding.fix.imports, anchors,
             )
+            if fix is not None and finding.fix.rests_on:
+                fix = dataclasses.replace(fix, rests_on=tuple(finding.fix.rests_on))
         rule = finding.rule
         diagnostics.append(
             Diagnostic(

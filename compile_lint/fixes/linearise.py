@@ -57,6 +57,8 @@ from compile_lint.fixes.branch_code import (
 from compile_lint.fixes.conditions import (
     TensorCondition,
     certain_tensor,
+    converted_tensors,
+    operand_evidence,
     tensor_condition,
 )
 from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free
@@ -557,7 +559,7 @@ def linearise_assert(rule: Rule, node: cst.Assert) -> Linearised:
         return no_fix("a negated tensor assert")
     return Linearised(FixPlan([(node.test, condition.tensor)],
                               "Assert on the tensor (Dynamo compiles a tensor assert into a runtime check)",
-                              "unsafe"))
+                              "unsafe", (), operand_evidence(rule, *converted_tensors(rule, node.test))))
 
 
 class ElifTracker:

@@ -179,8 +179,10 @@ _CERTAINTY_DEPTH = 8
 _READ_BUDGET = 20000
 
 # Python `random` draws that Dynamo traces as 0-d tensors (its RandomVariable functions,
-# torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured).
-_TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
+# torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured). Eager
+# code gets a float or an int: a tensor only under Dynamo, which no fix may rest on
+# (rules/_conditions.tensor_evidence).
+TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
 
 
 def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
@@ -839,7 +841,7 @@ class Facts:
             func = expr.func
             qualified = self.imports.qualname(func)
             if qualified is not None:
-                return qualified.startswith("torch.") or qualified in _TRACED_RANDOM_DRAWS
+                return qualified.startswith("torch.") or qualified in TRACED_RANDOM_DRAWS
             if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
                 # A tensor method: only a tensor (or array) has it, whatever the receiver was taken for.
                 return self.kind(func.value, function).tensorish or self.kind(func.value, function) is Kind.NDARRAY
@@ -1356,7 +1358,7 @@ class Facts:
         return Kind.TENSOR
 
     def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
-        if qualified in _TRACED_RANDOM_DRAWS:
+        if qualified in TRACED_RANDOM_DRAWS:
             return Kind.TENSOR
         if qualified in _TORCH_NON_TENSOR:
             return _TORCH_NON_TENSOR[qualified]
