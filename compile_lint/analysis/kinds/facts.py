@@ -67,6 +67,10 @@ _TORCH_NON_TENSOR = {
     "torch.sym_max": Kind.SHAPE,
     "torch.sym_min": Kind.SHAPE,
     "torch._assert": Kind.PY,
+    # Python bools computed from data: torch tags them data_dependent_output (the rules'
+    # generated DATA_DEPENDENT_OUTPUT_FUNCTIONS; tests/test_torch_tables.py keeps the two equal).
+    "torch.equal": Kind.DATA,
+    "torch.allclose": Kind.DATA,
 }
 _TORCH_NON_TENSOR_PREFIXES = (
     "torch.compiler.",
@@ -106,7 +110,7 @@ TENSOR_PY_METHODS = frozenset(
     {"is_floating_point", "is_complex", "is_contiguous", "is_signed", "get_device",
      "is_pinned", "is_shared", "is_set_to", "has_names", "is_nonzero_shape"}
 )
-TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr"})
+TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr", "equal", "allclose"})  # see _TORCH_NON_TENSOR
 TENSOR_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
 TENSOR_PY_ATTRIBUTES = frozenset(
     {"dtype", "device", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",

@@ -229,6 +229,8 @@ class MathOnTensor(Rule):
         return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports, operand_evidence(self, operand))
 
 
+# Kept by hand: a meaning mapping (math.f -> torch.f), which no torch table holds; what
+# breaks is the call with a tensor argument, whatever the function.
 # math functions with a torch twin of the same meaning on a one-element tensor.
 _MATH_TO_TORCH = frozenset(
     {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "asin",
