@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Optional
 
 import pytest
 
@@ -45,6 +46,36 @@ class Gate(nn.Module):
             y = x / 2
         return y
 """
+
+
+def _first_file(*candidates: str) -> Optional[str]:
+    return next((path for path in candidates if os.path.isfile(path)), None)
+
+
+def own_home_environment(home: str) -> dict[str, str]:
+    """os.environ for a tool that writes per-user files (pip, virtualenv, pre-commit): a home of its own.
+
+    HOME and the XDG directories point under `home` (made here), so that nothing lands in the
+    user's $HOME (issue 25.16): pip runs `rustc --version`, whose rustup proxy writes
+    ~/.rustup; virtualenv and pip cache in ~/.cache. The user's pip and git configuration
+    (an index URL, safe.directory) is still read from where it is. No PYTHONPATH.
+    """
+    user_home = os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(user_home, ".config")
+    pip_config = os.environ.get("PIP_CONFIG_FILE") or _first_file(
+        os.path.join(config_home, "pip", "pip.conf"), os.path.join(user_home, ".pip", "pip.conf"))
+    git_config = os.environ.get("GIT_CONFIG_GLOBAL") or _first_file(
+        os.path.join(user_home, ".gitconfig"), os.path.join(config_home, "git", "config"))
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("XDG_") and key not in ("PYTHONPATH", "PIP_CONFIG_FILE", "GIT_CONFIG_GLOBAL")}
+    os.makedirs(home, exist_ok=True)
+    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"), XDG_CONFIG_HOME=os.path.join(home, ".config"),
+               XDG_DATA_HOME=os.path.join(home, ".local", "share"), XDG_STATE_HOME=os.path.join(home, ".local", "state"))
+    if pip_config:
+        env["PIP_CONFIG_FILE"] = pip_config
+    if git_config:
+        env["GIT_CONFIG_GLOBAL"] = git_config
+    return env
 
 
 def run_cli(*args: str, cwd=None, input_text=None, prefix=()) -> subprocess.CompletedProcess:

@@ -284,3 +284,13 @@ def test_the_server_honours_the_mode_setting(client, tmp_path):
     assert [(d["code"], d["range"]["start"]["line"]) for d in findings] == [("JIT101", 8)]
     assert findings[0]["message"].endswith("(only when not self.training)")
     assert client.close() == 0
+
+
+def test_a_file_level_noqa_exempts_the_file_in_the_editor_too(client, tmp_path):
+    # Issue 25.9: `# compile-lint: noqa` (and flake8's `# flake8: noqa`) silences the whole file.
+    text = Path(FIXTURE).read_text().replace("  # noqa: JIT102", "")
+    uri = _open(client, tmp_path / "gated.py", "# compile-lint: noqa: JIT101\n" + text)
+    assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["JIT102"]
+    other = _open(client, tmp_path / "other.py", "# flake8: noqa\n" + text)
+    assert client.diagnostics(other)["diagnostics"] == []
+    assert client.close() == 0

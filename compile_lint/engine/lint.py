@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import gc
 import os
 import sys
@@ -14,7 +15,8 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode, static_condition
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import is_imported_module_class
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import flat_walks
@@ -157,12 +159,15 @@ def lint_module(
     builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
     traced = context.regions.functions
     for finding, anchors in findings:
-        mode = None
+        mode = condition = None
         if finding.function is not None and finding.function in traced:
             modes = context.modes_at(finding.path_node or finding.node, finding.function)
             if modes == NEVER:
                 continue  # the code never runs under compile (both modes return before it)
             mode = only_mode(modes)
+            function = finding.function
+            condition = static_condition(finding.node, finding.path_node,
+                                         lambda expr: context.facts.kind(expr, function) in _STATIC_KINDS)
         line, column, end_line, end_column = positions.span(finding.node, anchors)
         fix = None
         if finding.fix is not None and builder is not None:
@@ -170,6 +175,8 @@ def lint_module(
                 finding.fix.replacements, finding.fix.message,
                 finding.fix.applicability, finding.fix.imports, anchors,
             )
+            if fix is not None and finding.fix.rests_on:
+                fix = dataclasses.replace(fix, rests_on=tuple(finding.fix.rests_on))
         rule = finding.rule
         diagnostics.append(
             Diagnostic(
@@ -179,11 +186,23 @@ def lint_module(
                 end_line=end_line,
                 end_column=end_column + 1,
                 code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
-                message=f"{finding.message} ({condition_text(mode)})" if mode else finding.message,
+                message=_with_conditions(finding.message, mode, condition),
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
+                condition=condition,
             )
         )
     return diagnostics
+
+
+# Kinds Python decides while tracing (guarded values), so a finding behind them needs them true.
+_STATIC_KINDS = frozenset({Kind.PY, Kind.SHAPE})
+
+
+def _with_conditions(message: str, mode: Optional[str], condition: Optional[str]) -> str:
+    """The message, with the mode it needs ("only when self.training") and its static condition."""
+    if mode:
+        message = f"{message} ({condition_text(mode)})"
+    return f"{message} (breaks only when `{condition}`)" if condition else message
 
 
 DEEP_STACK_BYTES = 512 * 1024 * 1024

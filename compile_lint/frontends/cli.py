@@ -6,9 +6,10 @@ import argparse
 import difflib
 import errno
 import os
+import re
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from compile_lint import __version__
@@ -110,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "against; --fix then prints the fixed source to stdout")
     parser.add_argument("--watch", action="store_true",
                         help="lint again whenever a Python file or the config changes (needs compile-lint[watch])")
-    parser.add_argument("--explain", metavar="CODE", help="explain a rule: what breaks, why, examples")
+    parser.add_argument("--explain", nargs="+", metavar="CODE",
+                        help="explain rules (one or more codes): what breaks, why, examples; lints nothing")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", action="append", metavar="PATH | 'KEY = VALUE'",
                         help="a pyproject.toml or compile-lint.toml to use, or a TOML `key = value` that overrides "
@@ -196,7 +198,7 @@ def _fix_one(job: FixJob) -> LintResult:
     if outcome is None:
         return LintResult(job.path, error=result.error)
     return LintResult(job.path, outcome.remaining, result.error, text=outcome.text,
-                       applied=outcome.applied, original=result.original)
+                      applied=outcome.applied, original=result.original, unwritten=result.write_failed)
 
 
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
@@ -238,6 +240,10 @@ def _error(message: str) -> None:
     sys.stderr.write(f"compile-lint: error: {message}\n")
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"compile-lint: warning: {message}\n")
+
+
 def _reads_stdin(args: argparse.Namespace) -> bool:
     return args.paths == [STDIN] or (not args.paths and args.stdin_filename is not None)
 
@@ -260,7 +266,51 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
         return f"{flag} works on files, not on stdin"
     if args.add_noqa and (args.fix or args.diff or args.statistics):
         return "--add-noqa rewrites files on its own: drop --fix, --diff and --statistics"
+    if args.statistics and args.diff:
+        return "--statistics counts findings and --diff prints a diff: use one of them"
     return None
+
+
+def _usage_warnings(args: argparse.Namespace) -> list[str]:
+    """Flags that do nothing in this combination: the run goes on, and says so."""
+    warnings = []
+    if args.show_fixes and not args.fix:
+        warnings.append("--show-fixes lists the fixes --fix applies: without --fix it shows nothing")
+    return warnings
+
+
+# Flags that do something other than explain: refused beside --explain.
+EXPLAIN_EXCLUSIVE = ("fix", "diff", "add_noqa", "watch", "statistics", "show_settings")
+CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
+
+
+def _explain_codes(args: argparse.Namespace) -> tuple[list[str], Optional[str]]:
+    """The codes `--explain` was given (commas split), or why the command line is not only codes."""
+    values = [code.strip() for value in args.explain for code in value.split(",") if code.strip()]
+    not_codes = [value for value in values if not CODE_SHAPE.match(value)] + list(args.paths or ())
+    if not_codes:
+        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (drop the paths)"
+    flags = [f"--{name.replace('_', '-')}" for name in EXPLAIN_EXCLUSIVE if getattr(args, name)]
+    if flags:
+        return [], f"--explain explains rule codes and lints nothing: drop {', '.join(flags)}"
+    return values, None
+
+
+def _explain_command(args: argparse.Namespace) -> int:
+    """`--explain CODE...`: each code's documentation, separated by a blank line."""
+    codes, problem = _explain_codes(args)
+    if problem:
+        _error(problem)
+        return EXIT_ERROR
+    texts = []
+    for code in codes:
+        text = explain(code)
+        if text is None:
+            _error(f"unknown rule code '{code}'")
+            return EXIT_ERROR
+        texts.append(text)
+    sys.stdout.write("\n".join(texts))
+    return EXIT_CLEAN
 
 
 def _config_start(args: argparse.Namespace, paths: list[str]) -> str:
@@ -278,10 +328,24 @@ def _split_config_arguments(values: Optional[list[str]]) -> tuple[Optional[str],
     return (files[0] if files else None), [value for value in values or () if value not in files]
 
 
+def _refuse_empty_code_lists(args: argparse.Namespace) -> None:
+    """An empty `--select ""` would select nothing and pass: a usage error, as in ruff."""
+    for flag in ("select", "extend_select", "ignore", "extend_ignore"):
+        for value in getattr(args, flag) or ():
+            if not _codes([value]):
+                raise ConfigError(f"--{flag.replace('_', '-')} '{value}': no rule code or prefix given "
+                                  "(e.g. JIT1, JIT101, or ALL)")
+
+
 def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
     """Defaults, then the config file, then `--config` overrides, then flags; raises ConfigError."""
+    _refuse_empty_code_lists(args)
     config_file, overrides = _split_config_arguments(args.config)
     config = apply_overrides(load_config(config_file, start=_config_start(args, paths)), overrides)
+    if config.source is None:
+        # No config file: patterns from the command line (and --config overrides) are relative
+        # to the working directory, as in ruff, so that a path copied from the report matches.
+        config = replace(config, patterns_root=os.path.abspath("."))
     select, extend = _codes(args.select), _codes(args.extend_select)
     ignore = _codes((args.ignore or []) + (args.extend_ignore or [])) if args.ignore or args.extend_ignore else None
     validate_codes((select or ()) + (extend or ()) + (ignore or ()), "command line")
@@ -359,12 +423,14 @@ def _report(
         else:
             report.append(listing)
     if args.statistics:
-        report.append(statistics(diagnostics, args.output_format))
+        report.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         report.append(render(args.output_format, diagnostics, sources))
     text_format = args.output_format in ("text", "concise") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
-        report.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors)))
+        unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
+        report.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
+                               unwritten=unwritten))
     if errors:
         return "".join(report), EXIT_ERROR
     if diagnostics and not args.exit_zero:
@@ -478,6 +544,8 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         return _check_stdin(args, config)
     errors: list[str] = []
     files = discover(paths, config, errors)
+    if not files and not errors and not args.quiet:
+        _warn("No Python files found under the given path(s)")  # ruff's words
     jobs = args.jobs or os.cpu_count() or 1
     if args.add_noqa:
         return _add_noqa(files, config, errors, args, jobs)
@@ -515,16 +583,13 @@ def check(argv: Sequence[str]) -> int:
     """`compile-lint [check] [PATHS...]`: lint, and with --fix/--diff, fix."""
     args = build_parser().parse_args(list(argv))
     if args.explain:
-        text = explain(args.explain)
-        if text is None:
-            _error(f"unknown rule code '{args.explain}'")
-            return EXIT_ERROR
-        sys.stdout.write(text)
-        return EXIT_CLEAN
+        return _explain_command(args)
     problem = _usage_problem(args)
     if problem:
         _error(problem)
         return EXIT_ERROR
+    for warning in _usage_warnings(args):
+        _warn(warning)
     unwritable = args.output_file is not None and _output_file_problem(args.output_file)
     if unwritable:
         # Refused up front: --fix must not rewrite files whose report would then be lost.
@@ -558,10 +623,11 @@ def check(argv: Sequence[str]) -> int:
 
 def clean_command(argv: Sequence[str]) -> int:
     """`compile-lint clean`: remove the project's lint cache."""
-    from compile_lint.engine.cache import cache_root, clean
+    from compile_lint.engine.cache import INDUCTOR_CACHE_NAME, cache_root, clean
 
     parser = argparse.ArgumentParser(prog="compile-lint clean", description=(
-        "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory."))
+        "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory "
+        f"(there the verifier's Inductor kernels, in {INDUCTOR_CACHE_NAME}/, are kept)."))
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
     args = parser.parse_args(list(argv))
     try:
@@ -570,7 +636,13 @@ def clean_command(argv: Sequence[str]) -> int:
         _error(str(error))
         return EXIT_ERROR
     root = cache_root(config)
-    sys.stdout.write(f"Removed {root}\n" if clean(root) else f"No cache at {root}\n")
+    kernels = os.path.join(root, INDUCTOR_CACHE_NAME)
+    if not clean(root):
+        sys.stdout.write(f"No cache at {root}\n")
+    elif os.path.isdir(kernels):
+        sys.stdout.write(f"Removed the lint cache in {root} (kept the verifier's Inductor kernels in {kernels})\n")
+    else:
+        sys.stdout.write(f"Removed {root}\n")
     return EXIT_CLEAN
 
 

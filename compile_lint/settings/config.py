@@ -57,6 +57,9 @@ class Config:
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
+    # Where exclude and per-file-ignores patterns are relative to, when not `root`: the CLI
+    # sets the working directory when there is no config file (as ruff does).
+    patterns_root: Optional[str] = None
     # Where each setting that is not a default came from: (field, origin). Not part of
     # what a run reports, so neither compared nor in the repr the cache keys on.
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
@@ -70,6 +73,11 @@ class Config:
         origins = dict(self.origins)
         origins.update((name, origin) for name in values)
         return replace(self, **values, origins=tuple(origins.items()))
+
+    @property
+    def match_root(self) -> str:
+        """The directory exclude and per-file-ignores patterns are relative to."""
+        return self.patterns_root or self.root
 
     def origin(self, name: str) -> str:
         """Where the setting `name` (a field) came from: "default", a config file, the command line."""
@@ -267,7 +275,7 @@ def describe_settings(config: Config) -> str:
     """The resolved settings as `[tool.compile-lint]` TOML, each with where it came from."""
     from compile_lint.settings.versions import installed_torch_version
 
-    lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.root)}",
+    lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.match_root)}",
              "[tool.compile-lint]"]
     for setting in SETTINGS:
         fields = setting.field if isinstance(setting.field, tuple) else (setting.field,)

@@ -32,7 +32,7 @@ def rule_enabled(code: str, default_enabled: bool, config: Config, path: Optiona
     ignored = _longest_match(code, config.ignore)
     if path is not None:
         for pattern, codes in config.per_file_ignores:
-            if path_matches(path, pattern, config.root):
+            if path_matches(path, pattern, config.match_root):
                 ignored = max(ignored, _longest_match(code, codes))
     if selected < 0 or ignored >= selected:
         return False

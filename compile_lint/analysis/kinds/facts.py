@@ -71,6 +71,10 @@ _TORCH_NON_TENSOR = {
     "torch.sym_max": Kind.SHAPE,
     "torch.sym_min": Kind.SHAPE,
     "torch._assert": Kind.PY,
+    # Python bools computed from data: torch tags them data_dependent_output (the rules'
+    # generated DATA_DEPENDENT_OUTPUT_FUNCTIONS; tests/test_torch_tables.py keeps the two equal).
+    "torch.equal": Kind.DATA,
+    "torch.allclose": Kind.DATA,
 }
 _TORCH_NON_TENSOR_PREFIXES = (
     "torch.compiler.",
@@ -110,7 +114,7 @@ TENSOR_PY_METHODS = frozenset(
     {"is_floating_point", "is_complex", "is_contiguous", "is_signed", "get_device",
      "is_pinned", "is_shared", "is_set_to", "has_names", "is_nonzero_shape"}
 )
-TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr"})
+TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr", "equal", "allclose"})  # see _TORCH_NON_TENSOR
 TENSOR_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
 TENSOR_PY_ATTRIBUTES = frozenset(
     {"dtype", "device", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",
@@ -179,8 +183,10 @@ _CERTAINTY_DEPTH = 8
 _READ_BUDGET = 20000
 
 # Python `random` draws that Dynamo traces as 0-d tensors (its RandomVariable functions,
-# torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured).
-_TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
+# torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured). Eager
+# code gets a float or an int: a tensor only under Dynamo, which no fix may rest on
+# (rules/_conditions.tensor_evidence).
+TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
 
 
 def annotation_kind(annotation: Optional[cst.Annotation], imports: ImportMap) -> Optional[Kind]:
@@ -820,7 +826,7 @@ class Facts:
             func = expr.func
             qualified = self.imports.qualname(func)
             if qualified is not None:
-                return qualified.startswith("torch.") or qualified in _TRACED_RANDOM_DRAWS
+                return qualified.startswith("torch.") or qualified in TRACED_RANDOM_DRAWS
             if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
                 # A tensor method: only a tensor (or array) has it, whatever the receiver was taken for.
                 return self.kind(func.value, function).tensorish or self.kind(func.value, function) is Kind.NDARRAY
@@ -1328,7 +1334,7 @@ class Facts:
         return Kind.TENSOR
 
     def _qualified_call_kind(self, qualified: str, call: cst.Call, function: cst.FunctionDef) -> Kind:
-        if qualified in _TRACED_RANDOM_DRAWS:
+        if qualified in TRACED_RANDOM_DRAWS:
             return Kind.TENSOR
         if qualified in _TORCH_NON_TENSOR:
             return _TORCH_NON_TENSOR[qualified]

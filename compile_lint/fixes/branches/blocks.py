@@ -16,7 +16,7 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
-from compile_lint.fixes.branches.conditions import TensorCondition
+from compile_lint.fixes.branches.conditions import EAGER_TENSOR, TensorCondition, operand_evidence, tensor_evidence
 from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free, spell
 from compile_lint.fixes.branches.hazards import (
     ShapeModel,
@@ -312,6 +312,7 @@ class TorchCalls:
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
         self.imports: list[str] = []
+        self.operands: list[tuple[str, str]] = []  # what each torch.where / torch.cond rests on
 
     def name(self, qualified: str) -> cst.BaseExpression:
         """`qualified` spelled through the file's imports (`T.where`), noting a missing import."""
@@ -328,11 +329,13 @@ class TorchCalls:
 
     def where(self, condition: cst.BaseExpression, if_true: cst.BaseExpression, if_false: cst.BaseExpression) -> cst.Call:
         """`torch.where(condition, if_true, if_false)`."""
+        self._rests_on(condition, if_true, if_false)
         return self.call("torch.where", condition, if_true, if_false)
 
     def cond(self, condition: cst.BaseExpression, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
              operands: Sequence[str]) -> cst.Call:
         """`torch.cond(condition, lambda ops: if_true, lambda ops: if_false, (ops,))`."""
+        self._rests_on(condition, if_true, if_false)
         params = cst.Parameters(params=[
             cst.Param(cst.Name(name), comma=_COMMA if i < len(operands) - 1 else cst.MaybeSentinel.DEFAULT)
             for i, name in enumerate(operands)])
@@ -346,6 +349,11 @@ class TorchCalls:
             cst.Lambda(params=params, body=self._output(if_false, if_true)),
             cst.Tuple(elements=elements),
         )
+
+    def _rests_on(self, *values: cst.BaseExpression) -> None:
+        for value in values:
+            parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+            self.operands.extend(operand_evidence(self.rule, *parts))
 
     def _output(self, value: cst.BaseExpression, other: cst.BaseExpression) -> cst.BaseExpression:
         """A torch.cond branch output: a new tensor, with the memory layout the other branch has.
@@ -368,7 +376,8 @@ class TorchCalls:
 
     def plan(self, replacements: list, message: str, applicability: str = "unsafe") -> BranchFix:
         """The fix: node replacements plus the imports the new code needs."""
-        return BranchFix(FixPlan(replacements, message, applicability, tuple(dict.fromkeys(self.imports))))
+        return BranchFix(FixPlan(replacements, message, applicability, tuple(dict.fromkeys(self.imports)),
+                                  tuple(dict.fromkeys(self.operands))))
 
 
 # Tensors `torch.cond` branches return must not alias an operand. New tensors: arithmetic,
@@ -478,6 +487,9 @@ class Arms:
                 return "one branch gives None"
             if kind not in (Kind.TENSOR, Kind.PY, Kind.SHAPE):
                 return f"cannot tell that `{short_code(value)}` is a tensor or a number"
+            if kind is Kind.TENSOR and tensor_evidence(self.rule, value) != EAGER_TENSOR:
+                return (f"`{short_code(value)}` is a {tensor_evidence(self.rule, value)}, no evidence it is one "
+                        "in eager code (torch.where would fail on, or change, what eager code passes)")
         if self.shapes.relation(if_true, if_false) == "differs":
             return (f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape (a reduction, reshape "
                     "or indexing on one side): torch.where would broadcast them")
@@ -494,6 +506,9 @@ class Arms:
             for value in (if_true, if_false):
                 if self._kind(value) is not Kind.TENSOR:
                     return f"`{short_code(value)}` is not certainly a tensor (torch.cond branches return tensors)"
+                if tensor_evidence(self.rule, value) != EAGER_TENSOR:
+                    return (f"`{short_code(value)}` is a {tensor_evidence(self.rule, value)}, no evidence it is one "
+                            "in eager code (torch.cond branches return tensors)")
             if self.shapes.relation(if_true, if_false) == "differs":
                 return f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape"
         return None

@@ -17,6 +17,8 @@ from compile_lint.fixes.branches.blocks import (
 )
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
+    converted_tensors,
+    operand_evidence,
     tensor_condition,
 )
 from compile_lint.fixes.plan import FixPlan
@@ -89,4 +91,4 @@ def linearise_assert(rule: Rule, node: cst.Assert) -> BranchFix:
         return no_fix("a negated tensor assert")
     return BranchFix(FixPlan([(node.test, condition.tensor)],
                               "Assert on the tensor (Dynamo compiles a tensor assert into a runtime check)",
-                              "unsafe"))
+                              "unsafe", (), operand_evidence(rule, *converted_tensors(rule, node.test))))
