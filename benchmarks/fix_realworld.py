@@ -39,7 +39,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -85,20 +85,29 @@ def changed_lines(original: str, fixed: str) -> set[int]:
     return lines
 
 
-def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
-    """Lint and fix one copied file in place; None when it has no finding."""
+def read_and_lint(path: str, relpath: str, select: tuple) -> Union[tuple[str, list, Any], dict]:
+    """(text, findings, config) of one file, or the error record of a file that fails to read or lint."""
     from compile_lint.engine.api import lint_source
     from compile_lint.engine.source import read_source
-    from compile_lint.fixes.apply import fix_text
     from compile_lint.settings.config import Config
 
-    path, relpath, select = job
     config = Config(select=select) if select else Config()
     try:
         text = read_source(path).text
-        findings = lint_source(text, path, config).diagnostics
+        return text, lint_source(text, path, config).diagnostics, config
     except Exception as error:  # noqa: BLE001 - an unreadable file is counted, not fatal
         return {"path": relpath, "error": f"{type(error).__name__}: {error}"[:300], "findings": [], "applied": []}
+
+
+def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
+    """Lint and fix one copied file in place; None when it has no finding."""
+    from compile_lint.fixes.apply import fix_text
+
+    path, relpath, select = job
+    linted = read_and_lint(path, relpath, select)
+    if isinstance(linted, dict):
+        return linted
+    text, findings, config = linted
     if not findings:
         return None
     record: dict[str, Any] = {

@@ -11,10 +11,10 @@ import json
 import os
 import random
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
+from typing import Optional
 
 import pytest
 
@@ -48,45 +48,67 @@ class Gate(nn.Module):
 """
 
 
-def run_cli(*args: str, cwd=None, input_text=None, user=None) -> subprocess.CompletedProcess:
-    """Run `python -m compile_lint ARGS` and capture its output; as uid and gid `user` when given."""
-    identity = {} if user is None else {"user": user, "group": user, "extra_groups": []}
+def _first_file(*candidates: str) -> Optional[str]:
+    return next((path for path in candidates if os.path.isfile(path)), None)
+
+
+def own_home_environment(home: str) -> dict[str, str]:
+    """os.environ for a tool that writes per-user files (pip, virtualenv, pre-commit): a home of its own.
+
+    HOME and the XDG directories point under `home` (made here), so that nothing lands in the
+    user's $HOME (issue 25.16): pip runs `rustc --version`, whose rustup proxy writes
+    ~/.rustup; virtualenv and pip cache in ~/.cache. The user's pip and git configuration
+    (an index URL, safe.directory) is still read from where it is. No PYTHONPATH.
+    """
+    user_home = os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(user_home, ".config")
+    pip_config = os.environ.get("PIP_CONFIG_FILE") or _first_file(
+        os.path.join(config_home, "pip", "pip.conf"), os.path.join(user_home, ".pip", "pip.conf"))
+    git_config = os.environ.get("GIT_CONFIG_GLOBAL") or _first_file(
+        os.path.join(user_home, ".gitconfig"), os.path.join(config_home, "git", "config"))
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("XDG_") and key not in ("PYTHONPATH", "PIP_CONFIG_FILE", "GIT_CONFIG_GLOBAL")}
+    os.makedirs(home, exist_ok=True)
+    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"), XDG_CONFIG_HOME=os.path.join(home, ".config"),
+               XDG_DATA_HOME=os.path.join(home, ".local", "share"), XDG_STATE_HOME=os.path.join(home, ".local", "state"))
+    if pip_config:
+        env["PIP_CONFIG_FILE"] = pip_config
+    if git_config:
+        env["GIT_CONFIG_GLOBAL"] = git_config
+    return env
+
+
+def run_cli(*args: str, cwd=None, input_text=None, prefix=()) -> subprocess.CompletedProcess:
+    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv)."""
     return subprocess.run(
-        [sys.executable, "-m", "compile_lint", *args],
-        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300, **identity,
+        [*prefix, sys.executable, "-m", "compile_lint", *args],
+        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300,
     )
 
 
-NOBODY = 65534  # the unprivileged uid and gid of most Linux systems
+# Root without the two capabilities that let it read, write and list whatever the file
+# modes say: file permissions then apply to it as to any user.
+WITHOUT_PERMISSION_BYPASS = ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
 
 
 @pytest.fixture
 def unprivileged_cli(tmp_path):
-    """`run_cli` as a user that file permissions apply to.
+    """`run_cli` as a process that file permissions apply to.
 
     Root reads a chmod-000 file or directory anyway, and CI runs as root: there the CLI runs
-    as uid/gid 65534 instead, with tmp_path listable and its parents traversable by that
-    user for the test's duration (their modes restored after). Files under tmp_path must be
-    readable by others (the default umask makes them so), and runs should pass --no-cache.
+    under `setpriv` with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped, still as root, so
+    the checkout, its venv and the interpreter (which may live under /root) stay reachable.
+    Runs should pass --no-cache.
     """
     if os.geteuid() != 0:
         yield run_cli
         return
-    opened = []
-    access = [(tmp_path, stat.S_IROTH | stat.S_IXOTH)] + [(parent, stat.S_IXOTH) for parent in tmp_path.parents]
-    for directory, needed in access:
-        mode = stat.S_IMODE(directory.stat().st_mode)
-        if mode & needed != needed:
-            os.chmod(directory, mode | needed)
-            opened.append((directory, mode))
-    try:
-        probe = run_cli("--version", cwd=tmp_path, user=NOBODY)
-        if probe.returncode != 0:
-            pytest.skip(f"uid {NOBODY} cannot run compile-lint from this checkout and venv: {probe.stderr.strip()}")
-        yield lambda *args, **kwargs: run_cli(*args, user=NOBODY, **kwargs)
-    finally:
-        for directory, mode in reversed(opened):
-            os.chmod(directory, mode)
+    if shutil.which(WITHOUT_PERMISSION_BYPASS[0]) is None:
+        pytest.skip("running as root without setpriv (util-linux): file permissions cannot apply")
+    probe = run_cli("--version", cwd=tmp_path, prefix=WITHOUT_PERMISSION_BYPASS)
+    if probe.returncode != 0:
+        pytest.skip(f"setpriv cannot drop root's permission bypass here: {probe.stderr.strip()}")
+    yield lambda *args, **kwargs: run_cli(*args, prefix=WITHOUT_PERMISSION_BYPASS, **kwargs)
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",

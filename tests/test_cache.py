@@ -186,3 +186,26 @@ def test_user_cache_directory_per_platform(monkeypatch, tmp_path):
     assert cache.user_cache_dir() == str(tmp_path / "local" / "compile-lint")
     assert cache.cache_root(Config(root=str(tmp_path), source=str(tmp_path / "pyproject.toml"))) == str(
         tmp_path / ".compile-lint-cache")
+
+
+def test_clean_outside_a_project_keeps_the_verifiers_inductor_kernels(tmp_path):
+    # Issue 25.14: the verifier keeps Inductor's kernels in the user's cache directory too
+    # (compile-lint/torchinductor); `clean` removes the lint cache only.
+    scratch, home = tmp_path / "scratch", tmp_path / "xdg"
+    scratch.mkdir()
+    (scratch / "bad.py").write_text(BREAKING)
+    kernels = home / "compile-lint" / "torchinductor" / "fxgraph"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.py").write_text("# compiled\n")
+    env = dict(os.environ, XDG_CACHE_HOME=str(home))
+    run = [sys.executable, "-m", "compile_lint"]
+    assert subprocess.run(run + ["bad.py"], cwd=scratch, env=env, capture_output=True, timeout=300).returncode == 1
+    assert glob.glob(str(home / "compile-lint" / "*" / "*" / "*.json"))
+    cleaned = subprocess.run(run + ["clean"], cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
+    assert cleaned.returncode == 0
+    assert cleaned.stdout == (f"Removed the lint cache in {home / 'compile-lint'} "
+                              f"(kept the verifier's Inductor kernels in {home / 'compile-lint' / 'torchinductor'})\n")
+    assert sorted(os.listdir(home / "compile-lint")) == ["torchinductor"]
+    assert (kernels / "kernel.py").read_text() == "# compiled\n"
+    again = subprocess.run(run + ["clean"], cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
+    assert again.stdout == f"No cache at {home / 'compile-lint'}\n"

@@ -62,7 +62,7 @@ def test_text_concise_and_github_formats(project):
     text = run_cli(str(project)).stdout
     assert f"{project / 'bad.py'}:7:12: JIT101 [unsafe fix]" in text
     assert "    7 |         if x.sum() > 0:" in text and "^^^^^^^^^^^" in text
-    assert "Found 1 finding in 1 of 2 files. 1 more with --unsafe-fixes." in text
+    assert "Found 1 finding in 1 of 2 files. 1 fixable with --unsafe-fixes." in text
     concise = run_cli("--output-format", "concise", str(project)).stdout.splitlines()
     assert concise[0].startswith(f"{project / 'bad.py'}:7:12: JIT101 ")
     github = run_cli("--output-format", "github", str(project)).stdout
@@ -77,6 +77,8 @@ def test_select_ignore_extend_select(project):
 
 def test_statistics(project):
     result = run_cli("--statistics", str(project))
+    assert result.stdout.split() == ["1", "JIT101", "tensor-valued-if"]  # its fix is unsafe
+    result = run_cli("--statistics", "--unsafe-fixes", str(project))
     assert result.stdout.split() == ["1", "JIT101", "[*]", "tensor-valued-if"]
 
 

@@ -88,8 +88,10 @@ def test_every_finding_url_is_a_section_of_docs_rules_md():
 def test_statistics_as_json(project, capsys):
     code, out, _ = lint(capsys, "--statistics", "--output-format", "json", "--select", "ALL", str(project / "src"))
     assert code == 1
-    assert json.loads(out) == [{"code": "JIT101", "name": "tensor-valued-if", "count": 1, "fixable": True,
-                                "fixable_count": 1}]
+    assert json.loads(out) == [{"code": "JIT101", "name": "tensor-valued-if", "count": 1, "fixable": False,
+                                "fixable_count": 0}]  # its fix is unsafe
+    code, out, _ = lint(capsys, "--statistics", "--output-format", "json", "--unsafe-fixes", str(project / "src"))
+    assert json.loads(out)[0]["fixable"] is True and json.loads(out)[0]["fixable_count"] == 1
     code, out, _ = lint(capsys, "--statistics", "--output-format", "json", str(project / "tests"))
     assert code == 0 and json.loads(out) == []
 
@@ -228,3 +230,147 @@ def test_help_lists_the_new_flags():
                  "--force-exclude", "--extend-ignore", "--per-file-ignores", "-q, --quiet", "--show-settings",
                  "--config PATH | 'KEY = VALUE'", "--watch"):
         assert flag in text, flag
+
+
+@pytest.mark.parametrize("flag", ["--select", "--extend-select", "--ignore", "--extend-ignore"])
+def test_an_empty_code_list_is_a_usage_error(project, flag):
+    # Issue 25.10: `--select ""` selected nothing and passed. ruff refuses an empty selector too.
+    result = run_cli(flag, "", "src", cwd=project)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"compile-lint: error: {flag} '': no rule code or prefix given "
+                             "(e.g. JIT1, JIT101, or ALL)\n")
+    assert run_cli(flag, " , ", "src", cwd=project).returncode == 2
+
+
+def test_explain_explains_every_code_given():
+    both = run_cli("--explain", "JIT101", "JIT201")
+    assert both.returncode == 0, both.stderr
+    assert both.stdout.startswith(explain("JIT101")) and both.stdout.endswith(explain("JIT201"))
+    assert both.stdout == explain("JIT101") + "\n" + explain("JIT201")
+    assert run_cli("--explain", "JIT101,JIT904").stdout == explain("JIT101") + "\n" + explain("JIT904")
+    unknown = run_cli("--explain", "JIT101", "JIT999")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr == "compile-lint: error: unknown rule code 'JIT999'\n"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--explain", "JIT101", "src"],
+     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+    (["src", "--explain", "JIT101"],
+     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+    (["--explain", "JIT101", "--fix"], "--explain explains rule codes and lints nothing: drop --fix"),
+    (["--statistics", "--diff", "src"], "--statistics counts findings and --diff prints a diff: use one of them"),
+])
+def test_meaningless_combinations_are_refused(project, flags, message):
+    result = run_cli(*flags, cwd=project)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"compile-lint: error: {message}\n"
+
+
+@pytest.mark.parametrize("flags", [["--show-fixes"], ["--show-fixes", "--diff"]])
+def test_show_fixes_without_fix_is_warned(project, flags):
+    result = run_cli(*flags, "--no-cache", "src", cwd=project)
+    assert result.returncode == (0 if "--diff" in flags else 1)  # JIT101's fix is unsafe: no diff
+    assert result.stderr.startswith(
+        "compile-lint: warning: --show-fixes lists the fixes --fix applies: without --fix it shows nothing\n")
+    assert run_cli("--show-fixes", "--fix", "--no-cache", "tests", cwd=project).stderr == ""
+
+
+def test_the_summary_counts_unsafe_fixes_as_fixable_not_as_more_findings(project):
+    # Issue 25.11: "1 more with --unsafe-fixes" read as one more finding.
+    result = run_cli("--no-cache", "src", cwd=project)
+    assert result.stdout.endswith("Found 1 finding in 1 file. 1 fixable with --unsafe-fixes.\n")
+
+
+def test_statistics_mark_fixable_only_what_fix_would_apply(project):
+    # JIT101's fix is unsafe: fixable only with --unsafe-fixes, as ruff counts it.
+    plain = run_cli("--no-cache", "--statistics", "--output-format", "json", "src", cwd=project)
+    assert json.loads(plain.stdout) == [{"code": "JIT101", "name": "tensor-valued-if", "count": 1,
+                                         "fixable": False, "fixable_count": 0}]
+    assert run_cli("--no-cache", "--statistics", "src", cwd=project).stdout == "    1  JIT101      tensor-valued-if\n"
+    unsafe = run_cli("--no-cache", "--statistics", "--unsafe-fixes", "src", cwd=project)
+    assert unsafe.stdout == "    1  JIT101  [*] tensor-valued-if\n"
+
+
+def test_a_fix_that_cannot_be_written_says_so(project, unprivileged_cli):
+    os.chmod(project / "src", 0o555)
+    try:
+        result = unprivileged_cli("--no-cache", "--fix", "--unsafe-fixes", "src", cwd=project)
+    finally:
+        os.chmod(project / "src", 0o755)
+    assert result.returncode == 2
+    assert "cannot write fixed file, left unchanged: Permission denied" in result.stderr
+    assert result.stdout.endswith("1 file could not be written (see the errors above).\n"), result.stdout
+    assert "could not be checked" not in result.stdout
+
+
+@pytest.mark.parametrize("call, words", [
+    ("time.sleep(0.1)", "sleeping breaks the graph"),
+    ("time.perf_counter()", "reading the clock breaks the graph"),
+])
+def test_jit403_says_what_the_call_does(tmp_path, call, words):
+    (tmp_path / "m.py").write_text(f"import time\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+                                   f"    def forward(self, x):\n        {call}\n        return x\n")
+    result = run_cli("--no-cache", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert f": JIT403 {words}" in result.stdout
+
+
+def test_jit201_on_a_returned_item_gives_the_real_reason(tmp_path):
+    (tmp_path / "m.py").write_text("from torch import nn\n\n\nclass M(nn.Module):\n"
+                                   "    def forward(self, x):\n        return x.sum().item()\n")
+    result = run_cli("--no-cache", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert ("no automatic fix: the number is returned (a tensor would change what the caller gets)"
+            in result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("layout", [{}, {"notes.txt": "no python\n"}, {"legacy/old.py": "x = 1\n"}])
+def test_no_python_files_is_a_warning(tmp_path, layout):
+    # Issue 25.13: as ruff, which says "No Python files found under the given path(s)".
+    for name, text in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    result = run_cli("--no-cache", "--extend-exclude", "legacy", ".", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == "compile-lint: warning: No Python files found under the given path(s)\n"
+    assert result.stdout == "All checks passed (0 files).\n"
+    assert run_cli("--no-cache", "-q", ".", cwd=tmp_path).stderr == ""
+    (tmp_path / "model.py").write_text("x = 1\n")
+    assert run_cli("--no-cache", ".", cwd=tmp_path).stderr == ""
+
+
+def test_command_line_patterns_are_relative_to_the_working_directory_without_a_config(tmp_path):
+    # Issue 25.8: with no config file, patterns were relative to the first path argument, so a
+    # path copied from the report ("proj/tests/test_bad.py") did not match. Relative to the cwd, as ruff.
+    (tmp_path / "proj" / "tests").mkdir(parents=True)
+    (tmp_path / "proj" / "tests" / "test_bad.py").write_text(BREAKING_GATE)
+    (tmp_path / "proj" / "model.py").write_text(BREAKING_GATE)
+    reported = run_cli("--no-cache", "--output-format", "concise", "proj", cwd=tmp_path)
+    assert "proj/tests/test_bad.py:7:12: JIT101" in reported.stdout
+    ignored = run_cli("--no-cache", "--output-format", "concise", "--per-file-ignores", "proj/tests/*:JIT101",
+                      "proj", cwd=tmp_path)
+    assert "test_bad.py" not in ignored.stdout and "proj/model.py:7:12: JIT101" in ignored.stdout
+    excluded = run_cli("--no-cache", "--output-format", "concise", "--extend-exclude", "proj/tests", "proj",
+                       cwd=tmp_path)
+    assert "test_bad.py" not in excluded.stdout and "proj/model.py:7:12: JIT101" in excluded.stdout
+    # A pattern relative to the first path no longer matches from here; a basename still does.
+    assert "test_bad.py" in run_cli("--no-cache", "--extend-exclude", "tests/test_bad.py", "proj",
+                                    cwd=tmp_path).stdout
+    assert "test_bad.py" not in run_cli("--no-cache", "--extend-exclude", "test_bad.py", "proj",
+                                        cwd=tmp_path).stdout
+    settings = run_cli("--show-settings", "proj", cwd=tmp_path).stdout
+    assert f"# config file: none; paths are relative to {tmp_path}\n" in settings
+
+
+@pytest.mark.parametrize("directive, left", [
+    ("# compile-lint: noqa", []),
+    ("# flake8: noqa", []),
+    ("# compile-lint: noqa: JIT1", []),
+    ("# compile-lint: noqa: JIT2", ["JIT101"]),
+    ("    # compile-lint: noqa", ["JIT101"]),  # indented: not an own-line file directive at column 1, as flake8
+    ("x = 1  # compile-lint: noqa", ["JIT101"]),  # after code: not a file directive
+])
+def test_a_file_level_noqa_exempts_the_file(tmp_path, directive, left):
+    # Issue 25.9: as `# ruff: noqa` and flake8's `# flake8: noqa` (which flake8 already honoured).
+    (tmp_path / "m.py").write_text(directive + "\n" + BREAKING_GATE)
+    result = run_cli("--no-cache", "--output-format", "json", "m.py", cwd=tmp_path)
+    assert [finding["code"] for finding in assert_findings_json(result.stdout)] == left

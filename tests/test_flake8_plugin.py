@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from compile_lint.settings.config import rule_enabled
+from compile_lint.settings.selection import rule_enabled
 from compile_lint.frontends.flake8_plugin import selection_from_flake8
 from compile_lint.rules import ALL_RULES
 
@@ -121,3 +121,13 @@ def test_flake8_matches_compile_lint_on_every_rule_example(tmp_path):
 @pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, "examples")), reason="examples/ not written yet")
 def test_flake8_matches_compile_lint_on_examples():
     _same_findings(os.path.join(ROOT, "examples"))
+
+
+@pytest.mark.parametrize("directive", ["# compile-lint: noqa: JIT101", "# compile-lint: noqa", "# flake8: noqa"])
+def test_file_level_noqa_gives_the_clis_findings(tmp_path, directive):
+    # Issue 25.9: flake8 honours `# flake8: noqa` itself; `# compile-lint: noqa` is the plugin's.
+    with open(os.path.join(FIXTURES, "gated.py"), encoding="utf-8") as handle:
+        (tmp_path / "gated.py").write_text(directive + "\n" + handle.read().replace("  # noqa: JIT102", ""))
+    ours = findings(compile_lint("--no-cache", "--output-format", "concise", "gated.py", cwd=str(tmp_path)).stdout)
+    assert findings(flake8("--select", "JIT", "gated.py", cwd=str(tmp_path)).stdout) == ours
+    assert [code for *_, code in ours] == (["JIT102"] if directive.endswith("JIT101") else [])

@@ -12,6 +12,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from compile_lint.settings.versions import installed_torch_version
+from conftest import own_home_environment
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +27,10 @@ def _read(name: str) -> str:
         return handle.read()
 
 
-def test_the_git_url_install_builds_with_an_spdx_license_and_no_deprecation(tmp_path):
+def test_the_git_url_install_builds_with_an_spdx_license_and_no_deprecation(tmp_path, monkeypatch):
+    user_home = tmp_path / "user-home"  # pip writes nothing in $HOME (issue 25.16)
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
         pytest.skip("the project is not a git checkout, so there is no commit to install")
@@ -36,7 +40,8 @@ def test_the_git_url_install_builds_with_an_spdx_license_and_no_deprecation(tmp_
     # `pip wheel` runs what `pip install` runs up to the install: clone, isolated build, metadata.
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-v",
                             "-w", str(tmp_path / "wheels"), url],
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=600,
+                           env=own_home_environment(str(tmp_path / "pip-home")))
     output = built.stdout + built.stderr
     assert built.returncode == 0, output[-3000:]
     assert "project.license" not in output and "License classifiers are deprecated" not in output
@@ -47,6 +52,7 @@ def test_the_git_url_install_builds_with_an_spdx_license_and_no_deprecation(tmp_
     assert "License-Expression: MIT" in metadata.splitlines()
     assert "License-File: LICENSE" in metadata.splitlines()
     assert "compile_lint-0.1.0.dist-info/licenses/LICENSE" in names
+    assert not list(user_home.iterdir())
 
 
 def test_the_supported_torch_range_is_the_tested_one():

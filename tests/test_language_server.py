@@ -14,7 +14,8 @@ from compile_lint.fixes.apply import fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Edit, Fix
-from compile_lint.engine.lint import LintCancelled, lint_text
+from compile_lint.engine.dispatch import LintCancelled
+from compile_lint.engine.lint import lint_text
 from compile_lint.frontends.server import LintScheduler, Snapshot
 from compile_lint.engine.suppressions import add_noqa
 from compile_lint.rules import RULES_BY_CODE
@@ -282,4 +283,14 @@ def test_the_server_honours_the_mode_setting(client, tmp_path):
     findings = client.diagnostics(uri)["diagnostics"]
     assert [(d["code"], d["range"]["start"]["line"]) for d in findings] == [("JIT101", 8)]
     assert findings[0]["message"].endswith("(only when not self.training)")
+    assert client.close() == 0
+
+
+def test_a_file_level_noqa_exempts_the_file_in_the_editor_too(client, tmp_path):
+    # Issue 25.9: `# compile-lint: noqa` (and flake8's `# flake8: noqa`) silences the whole file.
+    text = Path(FIXTURE).read_text().replace("  # noqa: JIT102", "")
+    uri = _open(client, tmp_path / "gated.py", "# compile-lint: noqa: JIT101\n" + text)
+    assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["JIT102"]
+    other = _open(client, tmp_path / "other.py", "# flake8: noqa\n" + text)
+    assert client.diagnostics(other)["diagnostics"] == []
     assert client.close() == 0

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from compile_lint.rules import ALL_RULES
+from conftest import own_home_environment
 
 pytest.importorskip("pre_commit")
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -28,8 +29,14 @@ SAFE_FIX_EXAMPLES = [
 
 
 def _environment(pre_commit_home: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("GIT_") and key not in ("PYTHONPATH", "PRE_COMMIT")}
+    """The environment of a pre-commit run: its own home under `pre_commit_home` (issue 25.16).
+
+    Building a hook's environment runs virtualenv (app data in the user's cache directory),
+    pip (its cache, and `rustc --version`, whose rustup proxy writes ~/.rustup) and git.
+    """
+    env = {key: value for key, value in own_home_environment(os.path.join(pre_commit_home, "home")).items()
+           if not key.startswith("GIT_") or key == "GIT_CONFIG_GLOBAL"}
+    env.pop("PRE_COMMIT", None)
     env.update(PRE_COMMIT_HOME=pre_commit_home, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com",
                GIT_COMMITTER_NAME="test", GIT_COMMITTER_EMAIL="test@example.com")
     return env
@@ -70,6 +77,22 @@ def test_lint_hook_fails_on_findings_and_prints_them(tmp_path, pre_commit_home):
     assert "JIT102" not in output  # its line carries `# noqa: JIT102`
     assert "Found 1 finding in 1 file." in output
     assert "Traceback" not in output
+
+
+def test_the_hooks_write_nothing_in_home(tmp_path, tmp_path_factory, monkeypatch):
+    # Issue 25.16: building the hook environment ran virtualenv (its app data in
+    # ~/.cache/virtualenv) and pip (which runs `rustc --version`: rustup's proxy writes
+    # ~/.rustup/settings.toml). A fresh pre-commit home, so that the environment is built here.
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    env = _environment(str(tmp_path_factory.mktemp("fresh-pre-commit-home")))
+    repository = tmp_path / "repository"
+    make_repository(repository, {"clean.py": "x = 1\n"}, env)
+    result = try_repo(repository, "compile-lint", "clean.py", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(path.relative_to(user_home).as_posix() for path in user_home.rglob("*")) == []
 
 
 def test_lint_hook_passes_a_clean_file(tmp_path, pre_commit_home):
@@ -115,7 +138,7 @@ def test_fix_hook_leaves_unsafe_fixes_alone(tmp_path, pre_commit_home):
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "model.py:7:25: JIT103 [unsafe fix]" in output
-    assert "1 more with --unsafe-fixes." in output
+    assert "1 fixable with --unsafe-fixes." in output
     assert "files were modified by this hook" not in output
     assert (tmp_path / "model.py").read_text() == source
 

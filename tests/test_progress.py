@@ -61,7 +61,7 @@ def test_bar_on_a_terminal_and_clean_stdout(many_files):
     assert result.returncode == 1
     assert "Linting" in shown and f"/{MIN_FILES + 5}" in shown
     assert "Linting" not in result.stdout
-    assert result.stdout.endswith(f"Found 3 findings in 3 of {MIN_FILES + 5} files. 3 more with --unsafe-fixes.\n")
+    assert result.stdout.endswith(f"Found 3 findings in 3 of {MIN_FILES + 5} files. 3 fixable with --unsafe-fixes.\n")
 
 
 def test_no_bar_in_ci_or_pipes(many_files):
@@ -100,7 +100,7 @@ def test_summary_counts_findings_fixable_findings_and_files(tmp_path):
     (tmp_path / "good.py").write_text(CLEAN)
     run = lambda *args: subprocess.run([sys.executable, "-m", "compile_lint", *args, "."], cwd=tmp_path,  # noqa: E731
                                        capture_output=True, text=True, timeout=300).stdout.splitlines()[-1]
-    assert run() == "Found 1 finding in 1 of 2 files. 1 more with --unsafe-fixes."
+    assert run() == "Found 1 finding in 1 of 2 files. 1 fixable with --unsafe-fixes."
     assert run("--unsafe-fixes") == "Found 1 finding in 1 of 2 files. 1 fixable with --fix."
     assert run("--select", "JIT102") == "All checks passed (2 files)."
     assert run("--fix", "--unsafe-fixes") == "Fixed 1 finding."

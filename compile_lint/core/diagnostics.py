@@ -54,6 +54,9 @@ class Fix:
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
+    # `(source, evidence)` of each operand a rewrite into a torch op rests on; not in the
+    # JSON contract (benchmarks/fix_operands.py reads it through the API).
+    rests_on: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict:
         """The fix as the JSON contract spells it."""
@@ -82,6 +85,9 @@ class Diagnostic:
     fix: Optional[Fix] = None
     confirmed: Optional[bool] = field(default=None, compare=False)
     mode: Mode = None
+    # The static part of the test a finding needs (`x.dtype == torch.float16` of
+    # `if x.dtype == torch.float16 and torch.isinf(x).any():`), as source; None: none.
+    condition: Optional[str] = None
     # How torch.compile reaches the function holding the finding when it is traced only from
     # other code (another file, a compiled method): the calls from the entry point to the
     # function's caller, each (path, line, calling function). Empty otherwise.
@@ -107,6 +113,7 @@ class Diagnostic:
             "gb_type": self.gb_type,
             "fix": self.fix.to_json() if self.fix else None,
             "mode": self.mode,
+            "condition": self.condition,
         }
         if self.reached_from:
             data["reached_from"] = [{"path": path, "line": line, "function": function}

@@ -16,7 +16,8 @@ class LintResult:
     could not be read, linted or fixed; `text`, the file's text (after fixing); `dependencies`,
     the other files the findings were computed from (the cache keys on their bytes too);
     `digest`, the content digest the cache keys on. A fix fills `applied` (the fixes made)
-    and `original` (the text before them, for `--diff`).
+    and `original` (the text before them, for `--diff`), and `unwritten` when the fixed text
+    could not be written back.
     """
 
     path: str
@@ -27,3 +28,4 @@ class LintResult:
     digest: Optional[str] = None
     applied: list[Diagnostic] = field(default_factory=list)
     original: str = ""
+    unwritten: bool = False  # fixed, but the fixed text could not be written back

@@ -101,23 +101,25 @@ def _encode(diagnostic: Diagnostic) -> list:
     return [
         diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column,
         diagnostic.code, diagnostic.name, diagnostic.kind, diagnostic.message,
-        diagnostic.gb_type, diagnostic.gb_id, diagnostic.mode,
+        diagnostic.gb_type, diagnostic.gb_id, diagnostic.mode, diagnostic.condition,
         [list(link) for link in diagnostic.reached_from],
         None if fix is None else [
             fix.applicability, fix.message,
             [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits],
+            [list(operand) for operand in fix.rests_on],
         ],
     ]
 
 
 def _decode(path: str, item: list) -> Diagnostic:
-    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, reached, fix = item
+    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, reached, fix = item
     decoded_fix = None
     if fix is not None:
-        applicability, fix_message, edits = fix
-        decoded_fix = Fix(applicability, fix_message, tuple(Edit(*edit) for edit in edits))
+        applicability, fix_message, edits, rests_on = fix
+        decoded_fix = Fix(applicability, fix_message, tuple(Edit(*edit) for edit in edits),
+                          tuple((source, evidence) for source, evidence in rests_on))
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
-                      gb_type, gb_id, decoded_fix, mode=mode,
+                      gb_type, gb_id, decoded_fix, mode=mode, condition=condition,
                       reached_from=tuple((path, line, function) for path, line, function in reached))
 
 
@@ -208,9 +210,23 @@ class LintCache:
             pass
 
 
+# The verifier's Inductor kernels, kept in the user's cache directory between runs
+# (verifier/isolation.py): not the lint cache, so `clean` leaves them.
+INDUCTOR_CACHE_NAME = "torchinductor"
+
+
 def clean(root: str) -> bool:
-    """Remove the cache directory `root`; True when there was one."""
+    """Remove the lint cache in `root` (all of it but the verifier's kernels); True when there was one."""
     if not os.path.isdir(root):
         return False
-    shutil.rmtree(root, ignore_errors=True)
-    return True
+    entries = [name for name in os.listdir(root) if name != INDUCTOR_CACHE_NAME]
+    if len(entries) == len(os.listdir(root)):
+        shutil.rmtree(root, ignore_errors=True)
+        return True
+    for name in entries:
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+    return bool(entries)

@@ -17,6 +17,11 @@ ruff's, with flake8's prefix matching:
 
 flake8 applies its own noqa to every plugin on top of this: it also reads a comment with
 a malformed list (`# noqa: foo`) as a blanket `# noqa`, for every plugin alike.
+
+A file-level directive, a comment line that starts at column 1 (as flake8 requires),
+exempts the whole file: `# compile-lint: noqa` (ruff's `# ruff: noqa`) or flake8's
+`# flake8: noqa` every code, `# compile-lint: noqa: JIT1, JIT203` the codes listed (as
+ruff reads `# ruff: noqa: CODES`); a malformed list exempts nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.text_offsets import split_lines
 
 _DIRECTIVE = re.compile(r"#\s*noqa", re.IGNORECASE)
+_FILE_DIRECTIVE = re.compile(r"#[ \t]*(?:compile-lint|flake8)[ \t]*[:=][ \t]*noqa(?![A-Za-z0-9_])", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+")
 _SPACE = " \t\f\v"
 
@@ -94,10 +100,25 @@ def is_suppressed(code: str, line: str) -> bool:
     return directive is not None and directive.covers(code)
 
 
+def file_noqa(line: str) -> Optional[Noqa]:
+    """The file-level directive `line` is (`# compile-lint: noqa[: CODES]`, `# flake8: noqa`), or None."""
+    match = _FILE_DIRECTIVE.match(line)
+    if match is None:
+        return None
+    rest = line[match.end():]
+    stripped = rest.lstrip(_SPACE)
+    if not stripped.startswith(":"):
+        return Noqa(0, match.end(), None)
+    return _parse_codes(line, 0, match.end() + len(rest) - len(stripped) + 1)
+
+
 def without_suppressed(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
-    """The findings whose line (counted as the parser counts lines) carries no noqa for them."""
+    """The findings that no file-level directive and no noqa on their line (as the parser counts lines) cover."""
     lines = split_lines(text)
-    return [d for d in diagnostics if not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))]
+    exemptions = [found for line in lines if line.startswith("#") for found in (file_noqa(line),) if found]
+    return [d for d in diagnostics
+            if not any(exemption.covers(d.code) for exemption in exemptions)
+            and not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))]
 
 
 # --- Writing directives (`--add-noqa`, the language server's "add noqa" action) ---

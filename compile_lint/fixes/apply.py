@@ -75,6 +75,7 @@ class FileFix:
     outcome: Optional[FixOutcome] = None
     error: Optional[str] = None
     written: bool = False
+    write_failed: bool = False  # fixed, but writing the fixed text failed (the file is unchanged)
 
 
 def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True,
@@ -101,5 +102,6 @@ def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True
         except (OSError, UnicodeError) as error:
             reason = getattr(error, "strerror", None) or str(error)
             result.error = f"{path}: cannot write fixed file, left unchanged: {reason}"
+            result.write_failed = True
             result.outcome = FixOutcome(source.text, [], outcome.remaining + outcome.applied)
     return result

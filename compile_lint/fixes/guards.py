@@ -1,4 +1,4 @@
-"""Helpers rules share to build fixes: spelling torch names, purity checks, torch.where, eager-only guards."""
+"""Helpers rules share to build fixes: spelling torch names, purity checks, eager-only guards."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import is_compiling_helper
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.plan import FixPlan
@@ -64,46 +63,6 @@ def is_side_effect_free(context: "FileContext", expr: cst.BaseExpression) -> boo
 
     visit(expr, _Check())
     return not impure
-
-
-def where_call(
-    context: "FileContext",
-    condition: cst.BaseExpression,
-    if_true: cst.BaseExpression,
-    if_false: cst.BaseExpression,
-) -> Optional[tuple[cst.BaseExpression, tuple[str, ...]]]:
-    """`torch.where(condition, if_true, if_false)` when both values are safe to evaluate.
-
-    Returns None unless at least one value is certainly a tensor, neither may be None or
-    a non-tensor container, and both are free of side effects.
-    """
-    kinds = [context.kind(if_true), context.kind(if_false)]
-    if Kind.TENSOR not in kinds:
-        return None
-    if any(kind not in (Kind.TENSOR, Kind.PY, Kind.SHAPE) for kind in kinds):
-        return None
-    for value in (if_true, if_false):
-        if isinstance(value, cst.Name) and value.value == "None":
-            return None
-        if not is_side_effect_free(context, value):
-            return None
-    if not is_side_effect_free(context, condition):
-        return None
-    name, imports = spell(context, "torch.where")
-    call = cst.Call(
-        func=cst.parse_expression(name),
-        args=[
-            cst.Arg(condition.with_changes(lpar=[], rpar=[]) if _redundant_parens(condition) else condition,
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(if_true, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(if_false),
-        ],
-    )
-    return call, imports
-
-
-def _redundant_parens(expr: cst.BaseExpression) -> bool:
-    return bool(getattr(expr, "lpar", None)) and not isinstance(expr, (cst.Tuple, cst.GeneratorExp))
 
 
 GUARD_PREDICATE = "torch.compiler.is_compiling"

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import visit
+from compile_lint.fixes.branches.conditions import BY_DEFAULT, EAGER_TENSOR, operand_evidence, tensor_evidence, unsafe_operand
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
@@ -31,15 +31,23 @@ def tensor_arithmetic_operand(rule: Rule, node: cst.CSTNode) -> bool:
     """True when `node` is an operand of `+ - * / // % **` whose other operand is a tensor.
 
     `t += node` (and `-= *= /=`) on a tensor `t` counts too: in-place ops keep `t`'s dtype.
+    The other operand must not be a random draw, a float in eager code, which the kept
+    tensor would turn into a tensor.
     """
     parent = rule.context.parent(node)
     if isinstance(parent, cst.AugAssign):
         return (parent.value is node and isinstance(parent.operator, AUGMENTED_ARITHMETIC)
-                and rule.context.kind(parent.target).tensorish)
+                and tensor_evidence(rule, parent.target) in _PARTNERS)
     if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
         return False
     other = parent.right if parent.left is node else parent.left
-    return rule.context.kind(other) is Kind.TENSOR
+    return tensor_evidence(rule, other) in _PARTNERS
+
+
+# What the other operand of the arithmetic may be: a tensor, or an untyped parameter taken
+# for one (no torch call is written on it: it meets a 0-d tensor instead of a number), never
+# a Python random draw (a float in eager code, which a kept tensor would turn into a tensor).
+_PARTNERS = frozenset({EAGER_TENSOR, BY_DEFAULT})
 
 
 class NameOccurrences(cst.CSTVisitor):
@@ -97,7 +105,8 @@ def only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
 KEEP_TENSOR_MESSAGE = "Keep the 0-d tensor (detached) instead of a Python number"
 
 
-def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpression) -> Optional[FixPlan]:
+def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpression,
+                    operand: cst.BaseExpression) -> Optional[FixPlan]:
     """Replace a tensor-to-number conversion by `replacement` when only tensor arithmetic uses it.
 
     Unsafe, as measured by benchmarks/keep_tensor_fix_dtypes.py (CPU, eager and Inductor):
@@ -106,9 +115,20 @@ def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpre
     float64 `t` gives `t`'s dtype instead of float32; `t.detach().float()` equals
     `float(t)` except that a float64 `t` is rounded to float32. Against another 0-d
     tensor, a 0-d tensor promotes where a Python number would not.
+
+    `operand`, the tensor converted, must be one in eager code too (`float(random.uniform(...))`
+    is a float there, which has no `.detach()`).
     """
-    if not only_feeds_tensor_arithmetic(rule, conversion):
+    if not only_feeds_tensor_arithmetic(rule, conversion) or unsafe_operand(rule, operand):
         return None
     replacement = replacement.with_changes(lpar=conversion.lpar, rpar=conversion.rpar)
-    return FixPlan([(conversion, replacement)], KEEP_TENSOR_MESSAGE, "unsafe")
+    return FixPlan([(conversion, replacement)], KEEP_TENSOR_MESSAGE, "unsafe", (), operand_evidence(rule, operand))
 
+
+RETURNED_NUMBER = "the number is returned (a tensor would change what the caller gets)"
+
+
+def unkept_reason(rule: Rule, conversion: cst.Call, otherwise: str) -> str:
+    """Why `keep_tensor_fix` kept no tensor for `conversion`: returned as it is, else `otherwise`."""
+    parent = rule.context.parent(conversion)
+    return RETURNED_NUMBER if isinstance(parent, cst.Return) else otherwise

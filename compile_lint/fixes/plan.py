@@ -16,3 +16,6 @@ class FixPlan:
     message: str
     applicability: str = "safe"
     imports: Sequence[str] = field(default_factory=tuple)
+    # `(source, evidence)` of each operand a rewrite into a torch op rests on
+    # (fixes/conditions.tensor_evidence); benchmarks/fix_operands.py audits them.
+    rests_on: Sequence[tuple[str, str]] = field(default_factory=tuple)

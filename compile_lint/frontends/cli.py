@@ -5,15 +5,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
-import gc
-import json
-import multiprocessing
 import os
+import re
 import signal
 import sys
-from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from compile_lint import __version__
@@ -23,7 +19,8 @@ from compile_lint.settings.config import (
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintResult
 from compile_lint.engine.files import discover, is_excluded
-from compile_lint.frontends.progress import track
+from compile_lint.frontends.pool import by_size_descending, parallel_map
+from compile_lint.frontends.summary import plural, statistics, summary
 from compile_lint.reporters.formats import FORMATS, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -31,10 +28,6 @@ SUBCOMMANDS = ("check", "verify", "clean", "server")
 STDIN = "-"
 # Formats a program reads: nothing but the report may be printed beside them.
 MACHINE_FORMATS = ("json", "github", "sarif")
-# Below this many files a process pool costs more than it saves.
-PARALLEL_THRESHOLD = 8
-# Work items per worker: enough that the big files, sent first, even out at the end.
-CHUNKS_PER_JOB = 16
 
 
 def _codes(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
@@ -121,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "against; --fix then prints the fixed source to stdout")
     parser.add_argument("--watch", action="store_true",
                         help="lint again whenever a Python file or the config changes (needs compile-lint[watch])")
-    parser.add_argument("--explain", metavar="CODE", help="explain a rule: what breaks, why, examples")
+    parser.add_argument("--explain", nargs="+", metavar="CODE",
+                        help="explain rules (one or more codes): what breaks, why, examples; lints nothing")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", action="append", metavar="PATH | 'KEY = VALUE'",
                         help="a pyproject.toml or compile-lint.toml to use, or a TOML `key = value` that overrides "
@@ -208,60 +202,7 @@ def _fix_one(job: FixJob) -> LintResult:
     if outcome is None:
         return LintResult(job.path, error=result.error)
     return LintResult(job.path, outcome.remaining, result.error, text=outcome.text,
-                       applied=outcome.applied, original=result.original)
-
-
-def _by_size_descending(paths: Sequence[str]) -> list[str]:
-    """Largest files first, so that no worker is left with a big file at the end."""
-    def size(path: str) -> int:
-        try:
-            return os.stat(path).st_size
-        except OSError:
-            return 0
-    return sorted(paths, key=size, reverse=True)
-
-
-_WORKER: dict = {}  # in a worker process: the function to run and what every call shares
-
-
-def _start_worker(function, shared) -> None:
-    _WORKER["function"], _WORKER["shared"] = function, shared
-
-
-def _run_chunk(chunk: list) -> list:
-    function, shared = _WORKER["function"], _WORKER["shared"]
-    return [function(item) if shared is None else function(item, shared) for item in chunk]
-
-
-def _map(function, items: list, jobs: int, description: str = "Linting", shared=None):
-    """`function(item[, shared])` for each item, in order; with `jobs` > 1, in a pool of forked workers.
-
-    Workers are forked once (the engine and every rule imported already), receive
-    `shared` once, then items in chunks, and send back one list of results per chunk.
-    """
-    call = (lambda item: function(item)) if shared is None else (lambda item: function(item, shared))
-    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return list(track((call(item) for item in items), len(items), description))
-    # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
-    import compile_lint.fixes.apply  # noqa: F401
-    from compile_lint.engine.lint import warm_up
-
-    warm_up()
-
-    jobs = min(jobs, len(items))
-    size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
-    chunks = [items[start:start + size] for start in range(0, len(items), size)]
-    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    # What the workers inherit (libcst, every rule) is never garbage: freezing it keeps their
-    # collector from walking it, and from copying every page it touches on the way.
-    gc.freeze()
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
-                                 initargs=(function, shared)) as pool:
-            results = (result for chunk in pool.map(_run_chunk, chunks) for result in chunk)
-            return list(track(results, len(items), description))
-    finally:
-        gc.unfreeze()
+                      applied=outcome.applied, original=result.original, unwritten=result.write_failed)
 
 
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
@@ -295,60 +236,17 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
                 continue
         outcomes.append(LintResult(path, cached, text=text))
     settings = LintSettings(config, cache.root if cache is not None else None)
-    outcomes.extend(_map(_lint_one, _by_size_descending(misses), jobs, shared=settings))
+    outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0) -> str:
-    """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
-
-    `failed` counts paths that could not be checked (missing, unreadable, undecodable):
-    then the run never says "All checks passed".
-    """
-    safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
-    hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
-    parts = []
-    if fixed:
-        parts.append(f"Fixed {_plural(fixed, 'finding')}.")
-    if diagnostics:
-        with_findings = len({d.path for d in diagnostics})
-        where = _plural(files, "file") if with_findings == files else f"{with_findings} of {_plural(files, 'file')}"
-        parts.append(f"Found {_plural(len(diagnostics), 'finding')} in {where}.")
-        # With --unsafe-fixes on the command line already, unsafe fixes only need --fix.
-        fixable = safe + hidden if unsafe else safe
-        if fixable:
-            parts.append(f"{fixable} fixable with --fix.")
-        if hidden and not unsafe:
-            parts.append(f"{hidden} more with --unsafe-fixes.")
-    if failed:
-        checked = files - min(failed, files)
-        clean_rest = f"; no findings in the other {_plural(checked, 'file')}" if checked and not diagnostics else ""
-        parts.append(f"{_plural(failed, 'path')} could not be checked (see the errors above){clean_rest}.")
-    elif not diagnostics and not fixed:
-        parts.append(f"All checks passed ({_plural(files, 'file')}).")
-    return " ".join(parts) + "\n"
-
-
-def _statistics(diagnostics: Sequence[Diagnostic], output_format: str) -> str:
-    """A count per code, most frequent first: a table, or with json an array as ruff prints it."""
-    counts = Counter(d.code for d in diagnostics)
-    names = {d.code: d.name for d in diagnostics}
-    fixable = Counter(d.code for d in diagnostics if d.fix is not None)
-    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    if output_format == "json":
-        return json.dumps([{"code": code, "name": names[code], "count": count, "fixable": code in fixable,
-                            "fixable_count": fixable[code]} for code, count in ordered], indent=2) + "\n"
-    return "".join(f"{count:>5}  {code}  {'[*] ' if code in fixable else '    '}{names[code]}\n"
-                   for code, count in ordered)
-
-
 def _error(message: str) -> None:
     sys.stderr.write(f"compile-lint: error: {message}\n")
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"compile-lint: warning: {message}\n")
 
 
 def _reads_stdin(args: argparse.Namespace) -> bool:
@@ -373,7 +271,51 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
         return f"{flag} works on files, not on stdin"
     if args.add_noqa and (args.fix or args.diff or args.statistics):
         return "--add-noqa rewrites files on its own: drop --fix, --diff and --statistics"
+    if args.statistics and args.diff:
+        return "--statistics counts findings and --diff prints a diff: use one of them"
     return None
+
+
+def _usage_warnings(args: argparse.Namespace) -> list[str]:
+    """Flags that do nothing in this combination: the run goes on, and says so."""
+    warnings = []
+    if args.show_fixes and not args.fix:
+        warnings.append("--show-fixes lists the fixes --fix applies: without --fix it shows nothing")
+    return warnings
+
+
+# Flags that do something other than explain: refused beside --explain.
+EXPLAIN_EXCLUSIVE = ("fix", "diff", "add_noqa", "watch", "statistics", "show_settings")
+CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
+
+
+def _explain_codes(args: argparse.Namespace) -> tuple[list[str], Optional[str]]:
+    """The codes `--explain` was given (commas split), or why the command line is not only codes."""
+    values = [code.strip() for value in args.explain for code in value.split(",") if code.strip()]
+    not_codes = [value for value in values if not CODE_SHAPE.match(value)] + list(args.paths or ())
+    if not_codes:
+        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (drop the paths)"
+    flags = [f"--{name.replace('_', '-')}" for name in EXPLAIN_EXCLUSIVE if getattr(args, name)]
+    if flags:
+        return [], f"--explain explains rule codes and lints nothing: drop {', '.join(flags)}"
+    return values, None
+
+
+def _explain_command(args: argparse.Namespace) -> int:
+    """`--explain CODE...`: each code's documentation, separated by a blank line."""
+    codes, problem = _explain_codes(args)
+    if problem:
+        _error(problem)
+        return EXIT_ERROR
+    texts = []
+    for code in codes:
+        text = explain(code)
+        if text is None:
+            _error(f"unknown rule code '{code}'")
+            return EXIT_ERROR
+        texts.append(text)
+    sys.stdout.write("\n".join(texts))
+    return EXIT_CLEAN
 
 
 def _config_start(args: argparse.Namespace, paths: list[str]) -> str:
@@ -391,10 +333,24 @@ def _split_config_arguments(values: Optional[list[str]]) -> tuple[Optional[str],
     return (files[0] if files else None), [value for value in values or () if value not in files]
 
 
+def _refuse_empty_code_lists(args: argparse.Namespace) -> None:
+    """An empty `--select ""` would select nothing and pass: a usage error, as in ruff."""
+    for flag in ("select", "extend_select", "ignore", "extend_ignore"):
+        for value in getattr(args, flag) or ():
+            if not _codes([value]):
+                raise ConfigError(f"--{flag.replace('_', '-')} '{value}': no rule code or prefix given "
+                                  "(e.g. JIT1, JIT101, or ALL)")
+
+
 def _configure(args: argparse.Namespace, paths: list[str]) -> Config:
     """Defaults, then the config file, then `--config` overrides, then flags; raises ConfigError."""
+    _refuse_empty_code_lists(args)
     config_file, overrides = _split_config_arguments(args.config)
     config = apply_overrides(load_config(config_file, start=_config_start(args, paths)), overrides)
+    if config.source is None:
+        # No config file: patterns from the command line (and --config overrides) are relative
+        # to the working directory, as in ruff, so that a path copied from the report matches.
+        config = replace(config, patterns_root=os.path.abspath("."))
     select, extend = _codes(args.select), _codes(args.extend_select)
     ignore = _codes((args.ignore or []) + (args.extend_ignore or [])) if args.ignore or args.extend_ignore else None
     validate_codes((select or ()) + (extend or ()) + (ignore or ()), "command line")
@@ -431,13 +387,13 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
 def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
     fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
     if not args.verify:
-        return _map(_fix_one, fix_jobs, jobs, "Fixing")
+        return parallel_map(_fix_one, fix_jobs, jobs, "Fixing")
     from compile_lint.verifier.isolation import stop_on_termination
 
     # Verification runs the user's code in a subprocess per target: one file at a time, and
     # SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
     with stop_on_termination():
-        return _map(_fix_one, fix_jobs, 1, "Fixing")
+        return parallel_map(_fix_one, fix_jobs, 1, "Fixing")
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
@@ -450,7 +406,7 @@ def _report_diff(outcomes: Sequence[LintResult], errors: Sequence[str], args: ar
     fixed = sum(len(outcome.applied) for outcome in outcomes)
     diff = "".join(_unified_diff(o.path, o.original, o.text) for o in outcomes if o.applied)
     if not args.quiet:
-        sys.stderr.write(f"Would fix {_plural(fixed, 'finding')}.\n" if fixed else "No fixes available.\n")
+        sys.stderr.write(f"Would fix {plural(fixed, 'finding')}.\n" if fixed else "No fixes available.\n")
     if errors:
         return diff, EXIT_ERROR
     return diff, EXIT_FINDINGS if fixed and not args.exit_zero else EXIT_CLEAN
@@ -472,12 +428,14 @@ def _report(
         else:
             report.append(listing)
     if args.statistics:
-        report.append(_statistics(diagnostics, args.output_format))
+        report.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         report.append(render(args.output_format, diagnostics, sources))
     text_format = args.output_format in ("text", "concise") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
-        report.append(_summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors)))
+        unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
+        report.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
+                               unwritten=unwritten))
     if errors:
         return "".join(report), EXIT_ERROR
     if diagnostics and not args.exit_zero:
@@ -568,7 +526,7 @@ def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: arg
     """`--add-noqa`: a directive for every finding; exit 1 when some findings could not get one."""
     from compile_lint.frontends.add_noqa import add_noqa_file
 
-    results = _map(add_noqa_file, [(path, config) for path in files], jobs, "Adding noqa")
+    results = parallel_map(add_noqa_file, [(path, config) for path in files], jobs, "Adding noqa")
     errors.extend(result.error for result in results if result.error)
     for error in errors:
         _error(error)
@@ -578,8 +536,8 @@ def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: arg
     if not args.quiet:
         lines = sum(result.lines for result in results)
         added = sum(len(result.added) for result in results)
-        sys.stderr.write(f"Added `# noqa` for {_plural(added, 'finding')} on {_plural(lines, 'line')}."
-                         + (f" {_plural(len(skipped), 'finding')} left as is." if skipped else "") + "\n")
+        sys.stderr.write(f"Added `# noqa` for {plural(added, 'finding')} on {plural(lines, 'line')}."
+                         + (f" {plural(len(skipped), 'finding')} left as is." if skipped else "") + "\n")
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if skipped and not args.exit_zero else EXIT_CLEAN
@@ -591,6 +549,8 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         return _check_stdin(args, config)
     errors: list[str] = []
     files = discover(paths, config, errors)
+    if not files and not errors and not args.quiet:
+        _warn("No Python files found under the given path(s)")  # ruff's words
     jobs = args.jobs or os.cpu_count() or 1
     problem = _prepare_project(files, config, args, jobs)
     if problem is not None:
@@ -621,7 +581,7 @@ def _prepare_project(files: Sequence[str], config: Config, args: argparse.Namesp
     cache_dir = None if args.no_cache else cache_root(config)
 
     def map_function(function, items):
-        return _map(function, list(items), jobs, description="Indexing")
+        return parallel_map(function, list(items), jobs, description="Indexing")
 
     try:
         prepare_project(files, config, cache_dir, map_function)
@@ -650,16 +610,13 @@ def check(argv: Sequence[str]) -> int:
     """`compile-lint [check] [PATHS...]`: lint, and with --fix/--diff, fix."""
     args = build_parser().parse_args(list(argv))
     if args.explain:
-        text = explain(args.explain)
-        if text is None:
-            _error(f"unknown rule code '{args.explain}'")
-            return EXIT_ERROR
-        sys.stdout.write(text)
-        return EXIT_CLEAN
+        return _explain_command(args)
     problem = _usage_problem(args)
     if problem:
         _error(problem)
         return EXIT_ERROR
+    for warning in _usage_warnings(args):
+        _warn(warning)
     unwritable = args.output_file is not None and _output_file_problem(args.output_file)
     if unwritable:
         # Refused up front: --fix must not rewrite files whose report would then be lost.
@@ -693,10 +650,11 @@ def check(argv: Sequence[str]) -> int:
 
 def clean_command(argv: Sequence[str]) -> int:
     """`compile-lint clean`: remove the project's lint cache."""
-    from compile_lint.engine.cache import cache_root, clean
+    from compile_lint.engine.cache import INDUCTOR_CACHE_NAME, cache_root, clean
 
     parser = argparse.ArgumentParser(prog="compile-lint clean", description=(
-        "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory."))
+        "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory "
+        f"(there the verifier's Inductor kernels, in {INDUCTOR_CACHE_NAME}/, are kept)."))
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")
     args = parser.parse_args(list(argv))
     try:
@@ -705,7 +663,13 @@ def clean_command(argv: Sequence[str]) -> int:
         _error(str(error))
         return EXIT_ERROR
     root = cache_root(config)
-    sys.stdout.write(f"Removed {root}\n" if clean(root) else f"No cache at {root}\n")
+    kernels = os.path.join(root, INDUCTOR_CACHE_NAME)
+    if not clean(root):
+        sys.stdout.write(f"No cache at {root}\n")
+    elif os.path.isdir(kernels):
+        sys.stdout.write(f"Removed the lint cache in {root} (kept the verifier's Inductor kernels in {kernels})\n")
+    else:
+        sys.stdout.write(f"Removed {root}\n")
     return EXIT_CLEAN
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -14,7 +13,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from compile_lint.core.diagnostics import CODE_PREFIX
-from compile_lint.fixes.branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
+from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
@@ -61,6 +60,9 @@ class Config:
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
+    # Where exclude and per-file-ignores patterns are relative to, when not `root`: the CLI
+    # sets the working directory when there is no config file (as ruff does).
+    patterns_root: Optional[str] = None
     # Where each setting that is not a default came from: (field, origin). Not part of
     # what a run reports, so neither compared nor in the repr the cache keys on.
     origins: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
@@ -74,6 +76,11 @@ class Config:
         origins = dict(self.origins)
         origins.update((name, origin) for name in values)
         return replace(self, **values, origins=tuple(origins.items()))
+
+    @property
+    def match_root(self) -> str:
+        """The directory exclude and per-file-ignores patterns are relative to."""
+        return self.patterns_root or self.root
 
     def origin(self, name: str) -> str:
         """Where the setting `name` (a field) came from: "default", a config file, the command line."""
@@ -267,48 +274,6 @@ def load_config(path: Optional[str] = None, start: str = ".") -> Config:
     return parse_config(data, path, os.path.dirname(os.path.abspath(path)))
 
 
-def _longest_match(code: str, selectors: Sequence[str]) -> int:
-    best = -1
-    for selector in selectors:
-        if selector == "ALL":
-            best = max(best, 0)
-        elif code.startswith(selector):
-            best = max(best, len(selector))
-    return best
-
-
-def rule_enabled(code: str, default_enabled: bool, config: Config, path: Optional[str] = None) -> bool:
-    """Whether a rule code is on: the most specific of select/extend-select/ignore wins.
-
-    Rules that are off by default (perf hints, noisy rules) need a selector more specific
-    than the bare prefix, e.g. `--extend-select JIT8` or `--select JIT801`, or `ALL`.
-    """
-    selected = max(_longest_match(code, config.select), _longest_match(code, config.extend_select))
-    ignored = _longest_match(code, config.ignore)
-    if path is not None:
-        for pattern, codes in config.per_file_ignores:
-            if path_matches(path, pattern, config.root):
-                ignored = max(ignored, _longest_match(code, codes))
-    if selected < 0 or ignored >= selected:
-        return False
-    if not default_enabled and 0 < selected <= len(CODE_PREFIX):
-        return False
-    return True
-
-
-def path_matches(path: str, pattern: str, root: str = ".") -> bool:
-    """Glob match a file path against a pattern, relative to the config's root or by basename."""
-    absolute = os.path.abspath(path)
-    relative = os.path.relpath(absolute, os.path.abspath(root)).replace(os.sep, "/")
-    pattern = pattern.rstrip("/")
-    return (
-        fnmatch.fnmatch(relative, pattern)
-        or fnmatch.fnmatch(os.path.basename(path), pattern)
-        or fnmatch.fnmatch(relative, pattern + "/*")
-        or any(fnmatch.fnmatch(part, pattern) for part in relative.split("/")[:-1])
-    )
-
-
 def _toml_value(value: Any) -> str:
     """A setting's value spelled as TOML (JSON strings are valid TOML basic strings)."""
     import json
@@ -324,7 +289,7 @@ def describe_settings(config: Config) -> str:
     """The resolved settings as `[tool.compile-lint]` TOML, each with where it came from."""
     from compile_lint.settings.versions import installed_torch_version
 
-    lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.root)}",
+    lines = [f"# config file: {config.source or 'none'}; paths are relative to {os.path.abspath(config.match_root)}",
              "[tool.compile-lint]"]
     for setting in SETTINGS:
         fields = setting.field if isinstance(setting.field, tuple) else (setting.field,)

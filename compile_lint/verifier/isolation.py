@@ -20,7 +20,7 @@ import threading
 from typing import Iterator, Optional
 
 import compile_lint
-from compile_lint.engine.cache import user_cache_dir
+from compile_lint.engine.cache import INDUCTOR_CACHE_NAME, user_cache_dir
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -107,7 +107,7 @@ def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) 
         # Inductor's kernels go to the user's cache directory (kept between runs) unless the
         # user chose a place; whatever else the run puts in the temp dir (Inductor's
         # precompiled headers ignore its cache setting) goes into this run's own, removed below.
-        env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(user_cache_dir(), "torchinductor"))
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(user_cache_dir(), INDUCTOR_CACHE_NAME))
         worker_tmp = os.path.join(directory, "tmp")
         os.mkdir(worker_tmp)
         env["TMPDIR"] = worker_tmp

@@ -65,3 +65,17 @@ TENSOR_METHODS = frozenset(
     vsplit where xlogy xlogy_ xpu zero_
     """.split()
 )
+
+
+
+# The tensor methods that PIL images (what image transforms also take) or Python builtins
+# (numbers, str, list, tuple, dict, set, bytes) have too (Pillow 13): calling one proves
+# nothing about a value. Generated with `TENSOR_METHODS & set().union(*(dir(t) for t in
+# (PIL.Image.Image, float, int, complex, bool, list, tuple, str, dict, set, bytes)))`.
+# numpy arrays share many more (`sum`, `mean`, `reshape`): `x.sum()` tells a tensor from an
+# image or a number, not from an array, which a forward is not passed in practice.
+SHARED_METHODS = frozenset("add histogram index mode resize size sort split transpose values".split())
+
+# Methods no image or builtin has: `x.amax()` in a function is evidence, in eager code too,
+# that `x` is a tensor; `img.resize(...)` is not.
+TENSOR_ONLY_METHODS = TENSOR_METHODS - SHARED_METHODS

@@ -7,7 +7,13 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.analysis.syntax.walk import walk
+from compile_lint.analysis.syntax.walk import iter_nodes, walk
+from compile_lint.fixes.branches.conditions import (
+    EAGER_TENSOR,
+    SAFE_OPERANDS,
+    operand_evidence,
+    receives_tensor_only_method,
+)
 from compile_lint.fixes.guards import spell
 from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.fixes.plan import FixPlan
@@ -59,7 +65,7 @@ class MinMaxKeyOverTensors(Rule):
                     super().__init__()
                     self.score = nn.Linear(8, 1)
 
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     samples = [x + 0.1 * i for i in range(3)]
                     return max(samples, key=lambda s: self.score(s).mean())
             """,
@@ -72,7 +78,7 @@ class MinMaxKeyOverTensors(Rule):
                     super().__init__()
                     self.score = nn.Linear(8, 1)
 
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     samples = [x + 0.1 * i for i in range(3)]
                     return torch.stack(samples)[torch.stack([self.score(s).mean() for s in samples]).argmax(0, keepdim=True)][0]
             """,
@@ -209,8 +215,15 @@ class MinMaxKeyOverTensors(Rule):
             return None
         if not _only_read(function, items.value):
             return None
+        element = values[0].elt
         lam: cst.Lambda = key.value  # type: ignore[assignment]
         param = lam.params.params[0].name.value
+        # torch.stack rests on the candidates being tensors in eager code too: on evidence, or
+        # the key calls a method only tensors have on each (`key=lambda s: s.abs().sum()`)
+        keyed = any(receives_tensor_only_method(n, param) for n in iter_nodes(lam.body))
+        rests_on = ((cst.Module([]).code_for_node(element), EAGER_TENSOR),) if keyed else operand_evidence(self, element)
+        if any(evidence not in SAFE_OPERANDS for _, evidence in rests_on):
+            return None
         stack, imports = spell(self.context, "torch.stack")
         pick = "argmax" if self.context.qualname(node.func) == "builtins.max" else "argmin"
         body = cst.Module([]).code_for_node(lam.body)
@@ -218,7 +231,7 @@ class MinMaxKeyOverTensors(Rule):
             f"{stack}({items.value})[{stack}([{body} for {param} in {items.value}]).{pick}(0, keepdim=True)][0]"
         )
         return FixPlan([(node, replacement.with_changes(lpar=node.lpar, rpar=node.rpar))],
-                       f"Stack the candidates and pick with `{pick}`", "unsafe", imports)
+                       f"Stack the candidates and pick with `{pick}`", "unsafe", imports, rests_on)
 
     def _same_shapes(self, comprehension: cst.ListComp) -> bool:
         """True when every element the comprehension makes has one shape and dtype: a tensor

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.fixes.branch_code import with_reason
-from compile_lint.fixes.conditions import data_dependent
-from compile_lint.fixes.linearise import ElifTracker, linearise_if
+from compile_lint.fixes.branches.blocks import with_reason
+from compile_lint.fixes.branches.conditions import data_dependent
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_if
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -262,7 +262,7 @@ class TensorValuedIf(ElifTracker, Rule):
             from torch import nn
 
             class Piecewise(nn.Module):
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     m = x.mean()
                     if m > 0.1:
                         y = x * 2
@@ -278,7 +278,7 @@ class TensorValuedIf(ElifTracker, Rule):
             from torch import nn
 
             class Piecewise(nn.Module):
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     m = x.mean()
                     y = torch.where(m > 0.1, x * 2, torch.where(m < -0.1, -x, x))
                     return y
@@ -357,7 +357,7 @@ class TensorValuedIf(ElifTracker, Rule):
                     self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
                     self.drop_prob = 0.5
 
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     for block in self.blocks:
                         if self.drop_prob > 0:
                             draw = torch.rand([])
@@ -376,7 +376,7 @@ class TensorValuedIf(ElifTracker, Rule):
                     self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
                     self.drop_prob = 0.5
 
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     for block in self.blocks:
                         if self.drop_prob > 0:
                             draw = torch.rand([])
@@ -400,7 +400,7 @@ class TensorValuedIf(ElifTracker, Rule):
                     self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
                     self.layerdrop = 0.5
 
-                def forward(self, hidden_states):
+                def forward(self, hidden_states: torch.Tensor):
                     for layer in self.layers:
                         to_drop = False
                         if self.layerdrop > 0.0:
@@ -422,7 +422,7 @@ class TensorValuedIf(ElifTracker, Rule):
                     self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
                     self.layerdrop = 0.5
 
-                def forward(self, hidden_states):
+                def forward(self, hidden_states: torch.Tensor):
                     for layer in self.layers:
                         to_drop = False
                         if self.layerdrop > 0.0:
@@ -738,6 +738,29 @@ class TensorValuedIf(ElifTracker, Rule):
             entry="Router",
             lines=[11],
             note="arms that call submodules get torch.cond under the default `tensor-branch-fix = \"auto\"`: torch.where would run both (measured slower on an H200)",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            def hflip(img):
+                return img.flip(-1) if isinstance(img, torch.Tensor) else img.transpose(0)
+
+            class RandomHorizontalFlip(nn.Module):
+                def __init__(self, p=0.5):
+                    super().__init__()
+                    self.p = p
+
+                def forward(self, img):
+                    if torch.rand(1) < self.p:
+                        return hflip(img)
+                    return img
+            """,
+            entry="RandomHorizontalFlip",
+            lines=[13],
+            note=("No fix: `img` is a tensor only by the untyped-parameter default (the transform also "
+                  "takes PIL images, which torch.where rejects, and the original returns `img` itself)."),
         ),
     ]
     valid = [

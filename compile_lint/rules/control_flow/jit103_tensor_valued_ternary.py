@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.fixes.branch_code import with_reason
-from compile_lint.fixes.conditions import data_dependent
-from compile_lint.fixes.linearise import linearise_ifexp
+from compile_lint.fixes.branches.blocks import with_reason
+from compile_lint.fixes.branches.conditions import data_dependent
+from compile_lint.fixes.branches.dispatch import linearise_ifexp
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -81,7 +81,7 @@ class TensorValuedTernary(Rule):
             """
             import torch
 
-            def pick(x, y):
+            def pick(x: torch.Tensor, y: torch.Tensor):
                 return x if (x - y).abs().sum() < 1 else y
 
             compiled = torch.compile(pick, backend="eager")
@@ -89,7 +89,7 @@ class TensorValuedTernary(Rule):
             fixed="""
             import torch
 
-            def pick(x, y):
+            def pick(x: torch.Tensor, y: torch.Tensor):
                 return torch.where((x - y).abs().sum() < 1, x, y)
 
             compiled = torch.compile(pick, backend="eager")
@@ -108,7 +108,7 @@ class TensorValuedTernary(Rule):
                     super().__init__()
                     self.use_gate = True
 
-                def forward(self, x, h):
+                def forward(self, x: torch.Tensor, h: torch.Tensor):
                     return (x + h if self.use_gate and h.mean() > 0 else x - h) * 2
             """,
             calls="[(torch.randn(4, 8), torch.randn(4, 8) + 1), (torch.randn(4, 8), torch.randn(4, 8) - 1)]",
@@ -121,7 +121,7 @@ class TensorValuedTernary(Rule):
                     super().__init__()
                     self.use_gate = True
 
-                def forward(self, x, h):
+                def forward(self, x: torch.Tensor, h: torch.Tensor):
                     return (torch.where(h.mean() > 0, x + h, x - h) if self.use_gate else x - h) * 2
             """,
             entry="ResidualGate",

@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.fixes.guards import spell
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -22,7 +23,10 @@ class MathOnTensor(Rule):
 
     Instead: the torch twin keeps it in the graph: `torch.exp(t)`, `t.sqrt()`. The fix
     (unsafe: the result becomes a 0-d tensor, computed in the tensor's dtype instead of
-    float64) rewrites one-argument calls with a torch twin.
+    float64) rewrites one-argument calls with a torch twin, where the argument is a tensor
+    in eager code too: not a `random.uniform/randint/randrange` draw (Dynamo traces it as a
+    0-d tensor and fails on `math.*` of it, eager code gets a float that `torch.sqrt`
+    rejects), nor an untyped parameter only taken for a tensor.
     """
 
     code = "JIT404"
@@ -105,6 +109,40 @@ class MathOnTensor(Rule):
             """,
             lines=[7],
         ),
+        Invalid(
+            """
+            import math
+            import random
+
+            from torch import nn
+
+            class Jitter(nn.Module):
+                def forward(self, x):
+                    f = random.uniform(0.9, 1.1)
+                    f = math.sqrt(f)
+                    return x * f
+            """,
+            entry="Jitter",
+            lines=[9],
+            note=("No fix: Dynamo traces the draw as a 0-d tensor input (and fails on `math.sqrt` of it), "
+                  "but eager code gets a float, which `torch.sqrt` rejects."),
+        ),
+        Invalid(
+            """
+            import math
+            import random
+
+            from torch import nn
+
+            class Shift(nn.Module):
+                def forward(self, x):
+                    d = x.shape[-1] // 2
+                    return x.roll(int(math.copysign(random.randint(0, abs(d)), d)), -1)
+            """,
+            entry="Shift",
+            lines=[9],
+            note="No fix: a random draw is a tensor only under Dynamo; `math.copysign` of it still fails there.",
+        ),
     ]
     valid = [
         Valid(
@@ -155,6 +193,22 @@ class MathOnTensor(Rule):
             """,
             entry="Flatten",
         ),
+        Valid(
+            """
+            import random
+
+            import torch
+            from torch import nn
+
+            class Jitter(nn.Module):
+                def forward(self, x):
+                    f = random.uniform(0.9, 1.1)
+                    return x * f
+            """,
+            calls="[(torch.randn(4, 8),)]",
+            entry="Jitter",
+            note="A random draw in tensor arithmetic compiles (`f ** 0.5` of it does not: a builtin op on a tensor).",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -167,11 +221,16 @@ class MathOnTensor(Rule):
     def _torch_twin(self, node: cst.Call, function: str) -> Optional[FixPlan]:
         if function not in _MATH_TO_TORCH or len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
             return None
+        operand = node.args[0].value
+        if unsafe_operand(self, operand):
+            return None  # a random draw or an untyped parameter: eager code may pass torch.* a float
         twin, imports = spell(self.context, f"torch.{function}")
         call = node.with_changes(func=cst.parse_expression(twin))
-        return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports)
+        return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports, operand_evidence(self, operand))
 
 
+# Kept by hand: a meaning mapping (math.f -> torch.f), which no torch table holds; what
+# breaks is the call with a tensor argument, whatever the function.
 # math functions with a torch twin of the same meaning on a one-element tensor.
 _MATH_TO_TORCH = frozenset(
     {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "asin",

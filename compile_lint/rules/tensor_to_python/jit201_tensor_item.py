@@ -8,9 +8,10 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
-from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
+from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -158,7 +159,7 @@ class TensorItem(ElifTracker, Rule):
             from torch import nn
 
             class Gate(nn.Module):
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     if x.mean().item() > 0:
                         x = x * 2
                     return x
@@ -169,7 +170,7 @@ class TensorItem(ElifTracker, Rule):
             from torch import nn
 
             class Gate(nn.Module):
-                def forward(self, x):
+                def forward(self, x: torch.Tensor):
                     x = torch.where(x.mean() > 0, x * 2, x)
                     return x
             """,
@@ -302,7 +303,7 @@ class TensorItem(ElifTracker, Rule):
         if self.context.kind(receiver) in NOT_ARRAYS:
             return
         if not self.context.kind(receiver).tensorish:
-            reason = Linearised(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
+            reason = BranchFix(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
             self.report(node, message=with_reason(self.message, reason))
             return
         outcome = linearise_data_read(self, node, self.is_elif)
@@ -310,8 +311,10 @@ class TensorItem(ElifTracker, Rule):
             self.report(node, message=with_reason(self.message, outcome), fix=outcome.fix)
             return
         assert isinstance(node.func, cst.Attribute)
-        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))))
-        self.report(node, message=with_reason(self.message, Linearised(fix, UNUSED_NUMBER)), fix=fix)
+        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
+                              receiver)
+        reason = unsafe_operand(self, receiver) or unkept_reason(self, node, UNUSED_NUMBER)
+        self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
-from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
+from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     builtin_conversion,
 )
@@ -174,7 +175,7 @@ class TensorToPythonScalar(ElifTracker, Rule):
             from torch import nn
 
             class MaskedScale(nn.Module):
-                def forward(self, x, mask):
+                def forward(self, x: torch.Tensor, mask: torch.Tensor):
                     if int(mask.sum()) == 0:
                         return torch.zeros_like(x)
                     scaled = x * mask
@@ -186,7 +187,7 @@ class TensorToPythonScalar(ElifTracker, Rule):
             from torch import nn
 
             class MaskedScale(nn.Module):
-                def forward(self, x, mask):
+                def forward(self, x: torch.Tensor, mask: torch.Tensor):
                     scaled = x * mask
                     return torch.where(mask.sum().long() == 0, torch.zeros_like(x), scaled * 2)
             """,
@@ -300,9 +301,10 @@ class TensorToPythonScalar(ElifTracker, Rule):
             return
         fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:
-            fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"))
-        reason = UNUSED_NUMBER if name == "float" else f"only `float()` of a tensor is kept a tensor, not `{name}()`"
-        self.report(node, message=with_reason(message, Linearised(fix, reason)), fix=fix)
+            fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"), value)
+        reason = (unsafe_operand(self, value) or unkept_reason(self, node, UNUSED_NUMBER)) if name == "float" else \
+            f"only `float()` of a tensor is kept a tensor, not `{name}()`"
+        self.report(node, message=with_reason(message, BranchFix(fix, reason)), fix=fix)
 
 
 def _chain(value: cst.BaseExpression, *methods: str) -> cst.BaseExpression:

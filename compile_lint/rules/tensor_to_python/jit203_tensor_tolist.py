@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import walk
+from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -182,7 +184,12 @@ class TensorTolist(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         receiver = method_call(node, frozenset({"tolist"}))
         if receiver is not None and self.context.kind(receiver) not in NOT_ARRAYS:
-            self.report(node, fix=_RowLoop(self.context, node, receiver).vectorised())
+            fix = _RowLoop(self.context, node, receiver).vectorised()
+            if fix is not None:
+                # `T.double().unbind(-1)` rests on `T` being a tensor in eager code too (an array has `.tolist()`)
+                fix = None if unsafe_operand(self, receiver) else dataclasses.replace(
+                    fix, rests_on=operand_evidence(self, receiver))
+            self.report(node, fix=fix)
 
 
 class _RowLoop:
