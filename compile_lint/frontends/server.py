@@ -338,18 +338,20 @@ class CompileLintServer:
         state.reach = reach_digest(job.config, job.path)
         findings = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
                                cancelled=cancelled, render_cache=state.renderings).diagnostics
-        relint_reached(job.uri)
+        self.relint_reached(job.uri)
         return findings
 
-    def relint_reached(linted: str) -> None:
-        # On the worker: a saved caller may change what reaches another open document (the
-        # project index reads files from disk): lint those again.
-        for uri, other in list(documents.items()):
-            if uri == linted or "loop" not in loop_holder:
+    def relint_reached(self, linted: str) -> None:
+        """On the worker: lint again the open documents whose reach a saved caller changed.
+
+        The project index reads files from disk, so only a save changes what reaches another file.
+        """
+        for uri, other in list(self.documents.items()):
+            if uri == linted or self.loop is None:
                 continue
-            document = server.workspace.get_text_document(uri)
-            if reach_digest(config_for(document.path), document.path) != other.reach:
-                loop_holder["loop"].call_soon_threadsafe(schedule, uri, False)
+            document = self.server.workspace.get_text_document(uri)
+            if reach_digest(self.config_for(document.path), document.path) != other.reach:
+                self.loop.call_soon_threadsafe(self.schedule, uri, False)
 
     def deliver(self, job: Snapshot, findings: list[Diagnostic]) -> None:
         # On the worker: convert positions for this version's text, then publish on the loop.
