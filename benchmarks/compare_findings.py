@@ -1,6 +1,6 @@
 """Findings before and after a restructure: the CLI's JSON (fixes included) and its --unsafe-fixes --diff.
 
-    python benchmarks/compare_findings.py write OUT [--work DIR] [--jobs N]
+    python benchmarks/compare_findings.py write OUT [--work DIR] [--jobs N] [--trees examples,rule-examples]
     python benchmarks/compare_findings.py compare BEFORE AFTER
 
 `write` lints three trees with `python -m compile_lint --select ALL --no-cache`, once with
@@ -30,6 +30,7 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUBTREES = {"transformers": "transformers/models", "timm": "timm", "diffusers": "diffusers"}
+TREES = ("examples", "rule-examples", "realworld")
 
 
 def _copy_tree(source: str, target: str) -> int:
@@ -59,27 +60,31 @@ def _write_rule_examples(target: str) -> int:
     return count
 
 
-def prepare(work: str) -> dict[str, int]:
-    """The three trees under `work`; their file counts."""
+def prepare(work: str, trees: tuple[str, ...] = TREES) -> dict[str, int]:
+    """The trees under `work`; their file counts."""
     shutil.rmtree(work, ignore_errors=True)
-    counts = {"examples": _copy_tree(os.path.join(REPO, "examples"), os.path.join(work, "examples")),
-              "rule-examples": _write_rule_examples(os.path.join(work, "rule-examples"))}
+    counts = {}
+    if "examples" in trees:
+        counts["examples"] = _copy_tree(os.path.join(REPO, "examples"), os.path.join(work, "examples"))
+    if "rule-examples" in trees:
+        counts["rule-examples"] = _write_rule_examples(os.path.join(work, "rule-examples"))
     real = 0
-    for package, subtree in SUBTREES.items():
+    for package, subtree in SUBTREES.items() if "realworld" in trees else ():
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
             sys.exit(f"{package} is not installed (pip install -e .[realworld])")
         root = os.path.dirname(list(spec.submodule_search_locations)[0])
         real += _copy_tree(os.path.join(root, subtree), os.path.join(work, "realworld", subtree))
-    counts["realworld"] = real
+    if "realworld" in trees:
+        counts["realworld"] = real
     for tree in counts:
         with open(os.path.join(work, tree, "compile-lint.toml"), "w", encoding="utf-8") as handle:
             handle.write("respect-gitignore = false\n")
     return counts
 
 
-def write(out: str, work: str, jobs: int) -> None:
-    counts = prepare(work)
+def write(out: str, work: str, jobs: int, trees: tuple[str, ...] = TREES) -> None:
+    counts = prepare(work, trees)
     sections = []
     for tree, count in counts.items():
         for extra in (["--output-format", "json"], ["--unsafe-fixes", "--diff"]):
@@ -116,6 +121,7 @@ def main() -> int:
     writer.add_argument("out")
     writer.add_argument("--work", default=None)
     writer.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    writer.add_argument("--trees", default=",".join(TREES), help="a quick check: only these of " + ", ".join(TREES))
     comparer = commands.add_parser("compare")
     comparer.add_argument("before")
     comparer.add_argument("after")
@@ -123,7 +129,7 @@ def main() -> int:
     if args.command == "compare":
         return compare(args.before, args.after)
     work = args.work or tempfile.mkdtemp(prefix="compare-findings-")
-    write(args.out, work, args.jobs)
+    write(args.out, work, args.jobs, tuple(args.trees.split(",")))
     return 0
 
 

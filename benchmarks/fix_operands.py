@@ -43,7 +43,7 @@ sys.path.insert(0, HERE)
 
 from fix_realworld import LIBRARIES, installed_root, read_and_lint  # noqa: E402
 
-from compile_lint.fixes.conditions import SAFE_OPERANDS  # noqa: E402
+from compile_lint.fixes.branches.conditions import SAFE_OPERANDS  # noqa: E402
 
 DEFAULT_OUT = os.path.join(HERE, "results", "fix_operands")
 # Rules whose unsafe fixes turn Python calls or values into torch ops, or select with

@@ -124,7 +124,8 @@ def lint_files(paths: Iterable[str]) -> tuple[dict[str, list[dict]], dict[str, l
     """
     from compile_lint.engine.api import lint_file
     from compile_lint.rules import ALL_RULES
-    from compile_lint.settings.config import Config, rule_enabled
+    from compile_lint.settings.config import Config
+    from compile_lint.settings.selection import rule_enabled
 
     default_on = {rule.code for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, Config())}
     every: dict[str, list[dict]] = {}

@@ -137,7 +137,8 @@ def lint(files: list[str], sources: str, jobs: int, use_cache: bool) -> tuple[li
 
 def rule_table() -> dict[str, dict]:
     """code -> name, kind, gb types and default state, from this checkout's rules."""
-    from compile_lint.settings.config import Config, rule_enabled
+    from compile_lint.settings.config import Config
+    from compile_lint.settings.selection import rule_enabled
     from compile_lint.rules import ALL_RULES
 
     table = {}

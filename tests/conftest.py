@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 from typing import Optional
 
 import pytest

@@ -19,7 +19,8 @@ from compile_lint.rules import ALL_RULES
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import compare_compiled_outputs, probe_example  # noqa: E402
 
-INVALID = example_cases("invalid", lambda rule, example: rule.kind != "perf")
+INVALID = example_cases("invalid", lambda rule, example: rule.kind != "perf" and rule.fails_at == "compile")
+INVALID_AT_IMPORT = example_cases("invalid", lambda rule, example: rule.fails_at == "import")
 INVALID_PERF = example_cases("invalid", lambda rule, example: rule.kind == "perf")
 VALID = example_cases("valid")
 
@@ -49,6 +50,17 @@ def test_invalid_example_is_flagged_and_really_breaks(case):
     if rule.gb_type and seen:
         expected = {rule.gb_type, *rule.gb_types}
         assert seen & expected, f"{rule.code} predicts {sorted(expected)}, Dynamo reported {sorted(seen)}"
+
+
+@pytest.mark.parametrize("case", INVALID_AT_IMPORT, ids=[case_id(c) for c in INVALID_AT_IMPORT])
+def test_invalid_example_that_fails_at_import_is_flagged_and_really_fails(case):
+    """Python is the judge here: importing the example's module raises, before any compile."""
+    rule, _, example = case
+    _assert_flagged(rule, example)
+    with pytest.raises(Exception) as raised:
+        probe_example(example.code, example.entry, example.calls)
+    assert not isinstance(raised.value, AssertionError), raised.value
+    assert "torch._dynamo" not in str(type(raised.value).__module__), f"raised by the compiler: {raised.value!r}"
 
 
 @pytest.mark.parametrize("case", INVALID_PERF, ids=[case_id(c) for c in INVALID_PERF])

@@ -2,7 +2,9 @@
 
 import pytest
 
-from compile_lint.settings.config import Config, ConfigError, load_config, parse_config, rule_enabled
+from compile_lint.settings.config import Config, ConfigError, load_config, parse_config
+
+from compile_lint.settings.selection import rule_enabled
 
 
 def test_defaults_enable_default_rules_only():
@@ -64,7 +66,7 @@ def test_bad_configs_are_one_line_errors(body, message):
 
 
 def test_tensor_branch_fix_defaults_to_one_constant_and_reads_cond(tmp_path):
-    from compile_lint.fixes.branch_choice import DEFAULT_BRANCH_FIX
+    from compile_lint.fixes.branches.choice import DEFAULT_BRANCH_FIX
 
     assert Config().tensor_branch_fix == DEFAULT_BRANCH_FIX
     (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\ntensor-branch-fix = "cond"\n')

@@ -272,3 +272,39 @@ def test_custom_op_call_forms_are_checked():
     scale3.register_fake(lambda x: torch.empty_like(x))
     """
     assert _codes(code, "JIT701") == [("JIT701", 9), ("JIT701", 10)]
+
+
+def test_impl_abstract_on_a_custom_op_is_reported_where_it_fails_not_as_a_missing_fake():
+    code = """
+    import torch
+    from torch.library import custom_op
+
+    @custom_op("t::my_fast_op", mutates_args=())
+    def my_fast_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + b
+
+    @my_fast_op.impl_abstract("t::my_fast_op")
+    def my_fast_op_abstract(a, b):
+        return torch.empty_like(a)
+
+    scale = torch.library.custom_op("t::scale", lambda x: x * 2, mutates_args=())
+    scale.impl_abstract(lambda x: torch.empty_like(x))
+    """
+    assert _codes(code, "JIT701") == []
+    assert _codes(code, "JIT706") == [("JIT706", 8), ("JIT706", 13)]
+    assert "@my_fast_op.register_fake\ndef my_fast_op_abstract" in _fixed(code, "JIT706", unsafe=False)
+    assert "scale.impl_abstract(lambda" in _fixed(code, "JIT706", unsafe=False)  # not a decorator: no fix
+
+
+def test_register_fake_of_a_custom_op_takes_only_the_function():
+    """JIT706's fix drops the qualname: torch 2.13's CustomOpDef.register_fake(self, fn, /)."""
+    import inspect
+
+    torch = pytest.importorskip("torch")
+    from torch._library.custom_ops import CustomOpDef
+
+    assert not hasattr(CustomOpDef, "impl_abstract")
+    parameters = list(inspect.signature(CustomOpDef.register_fake).parameters.values())
+    assert [p.name for p in parameters] == ["self", "fn"]
+    assert parameters[1].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert torch.library.custom_op is not None

@@ -15,6 +15,7 @@ import pytest
 from conftest import real_files
 
 from compile_lint.engine import lint as engine
+from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import NodePositions
 from compile_lint.rules import ALL_RULES
@@ -54,7 +55,7 @@ def _fixes_both_ways(code: str, rule_classes) -> list[tuple]:
     module = cst.parse_module(code)
     context = engine.FileContext("m.py", module, (), code)
     rules = [rule_class(context) for rule_class in rule_classes]
-    dispatcher = engine._Dispatcher(context, rules, prune=False)
+    dispatcher = Dispatcher(context, rules, prune=False)
     for rule in rules:
         rule.findings = engine._AnchoredFindings(dispatcher.anchors)
     dispatcher.run(module)

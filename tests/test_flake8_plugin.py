@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from compile_lint.settings.config import rule_enabled
+from compile_lint.settings.selection import rule_enabled
 from compile_lint.frontends.flake8_plugin import selection_from_flake8
 from compile_lint.rules import ALL_RULES
 

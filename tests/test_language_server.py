@@ -14,7 +14,8 @@ from compile_lint.fixes.apply import fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Edit, Fix
-from compile_lint.engine.lint import LintCancelled, lint_text
+from compile_lint.engine.dispatch import LintCancelled
+from compile_lint.engine.lint import lint_text
 from compile_lint.frontends.server import LintScheduler, Snapshot
 from compile_lint.engine.suppressions import add_noqa
 from compile_lint.rules import RULES_BY_CODE

@@ -172,3 +172,30 @@ def test_a_flag_that_is_a_tensor_only_past_self_training_needs_training():
     findings = lint_text(textwrap.dedent(code), "encoder.py", Config(select=("JIT101",)))
     # the second `if` is eager-only on its right side: `first.any()` never runs under compile
     assert [(d.line, d.mode) for d in findings] == [(10, "training")]
+
+
+def test_a_finding_behind_a_static_test_names_it_in_the_message_and_the_json():
+    code = textwrap.dedent("""
+    import torch
+    from torch import nn
+
+    class Clamp(nn.Module):
+        def forward(self, x, pixel_values=None):
+            if x.dtype == torch.float16 and torch.isinf(x).any():
+                x = x.clamp(-1, 1)
+            if self.training and pixel_values is not None and (pixel_values > 0).all():
+                x = x * 2
+            if x.sum() > 0:
+                x = x / 2
+            if self.config["rope_type"] != "default" and x.mean() > 0:
+                x = x + 1
+            return x
+    """)
+    findings = lint_text(code, "m.py", Config(select=("JIT101",)))
+    assert [(d.line, d.mode, d.condition) for d in findings] == [
+        (7, None, "x.dtype == torch.float16"), (9, TRAINING, "pixel_values is not None"), (11, None, None),
+        (13, None, 'self.config["rope_type"] != "default"')]
+    assert findings[0].message.endswith("(breaks only when `x.dtype == torch.float16`)")
+    assert findings[1].message.endswith("(only when self.training) (breaks only when `pixel_values is not None`)")
+    report = assert_findings_json(json.dumps([d.to_json() for d in findings]))
+    assert [d["condition"] for d in report][:3] == ["x.dtype == torch.float16", "pixel_values is not None", None]

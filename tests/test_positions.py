@@ -18,6 +18,7 @@ from conftest import real_files
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from compile_lint.engine import lint as engine
+from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.positions import NodePositions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
@@ -46,7 +47,7 @@ def _placed(code: str) -> tuple[list, list]:
     module = cst.parse_module(code)
     context = engine.FileContext("m.py", module, (), code)
     rule = _EveryNode(context)
-    dispatcher = engine._Dispatcher(context, [rule], prune=False)
+    dispatcher = Dispatcher(context, [rule], prune=False)
     rule.findings = engine._AnchoredFindings(dispatcher.anchors)
     dispatcher.run(module)
     positions = NodePositions(module, code)

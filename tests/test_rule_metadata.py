@@ -32,6 +32,7 @@ def test_codes_and_names_are_unique_and_well_formed():
         assert rule.fix_applicability in (None, "safe", "unsafe"), rule.code
         assert rule.message and rule.documentation(), rule.code
         assert rule.scope in ("region", "module"), rule.code
+        assert rule.fails_at in ("compile", "import"), rule.code
         if any(ex.fixed is not None for ex in rule.invalid):
             assert rule.fix_applicability is not None, rule.code
 
@@ -59,3 +60,10 @@ def test_other_graph_break_types_are_torch_types():
         assert rule.gb_type or not rule.gb_types, f"{rule.code}: gb_types without a gb_type"
         for gb_type in rule.gb_types:
             assert gb_type in known, f"{rule.code}: {gb_type!r} is not a graph-break type torch knows"
+
+
+def test_every_graph_break_type_a_rule_predicts_is_one_torch_knows():
+    known = {entry["Gb_type"] for entries in _registry().values() for entry in entries}
+    for rule in ALL_RULES:
+        if rule.gb_type is not None:
+            assert rule.gb_type in known, f"{rule.code}: {rule.gb_type!r} is not in torch's graph-break registry"

@@ -407,3 +407,15 @@ def test_row_loop_fix_gives_identical_values_on_float_half_and_integer_rows():
 def test_row_loop_fix_is_withheld_where_the_list_or_the_body_is_not_elementwise(body):
     assert codes_in_forward(body, "JIT203") == ["JIT203"]
     assert fixed(body) == textwrap.dedent(body).strip("\n")
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_data_dependent_size_test_is_where_fullgraph_fails(index):
+    """JIT212's invalid examples also break at JIT207's op by default: the size test is the fullgraph failure."""
+    pytest.importorskip("torch")
+    from compile_lint.rules.tensor_to_python.jit212_data_dependent_size_test import DataDependentSizeTest
+    from compile_lint.verifier.probe import probe_example
+
+    example = DataDependentSizeTest.invalid[index]
+    result = probe_example(example.code, example.entry, example.calls)
+    assert result.fullgraph_error and "Could not guard on data-dependent expression" in result.fullgraph_error

@@ -89,6 +89,9 @@ class Diagnostic:
     fix: Optional[Fix] = None
     confirmed: Optional[bool] = field(default=None, compare=False)
     mode: Mode = None
+    # The static part of the test a finding needs (`x.dtype == torch.float16` of
+    # `if x.dtype == torch.float16 and torch.isinf(x).any():`), as source; None: none.
+    condition: Optional[str] = None
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -110,6 +113,7 @@ class Diagnostic:
             "gb_type": self.gb_type,
             "fix": self.fix.to_json() if self.fix else None,
             "mode": self.mode,
+            "condition": self.condition,
         }
         if self.confirmed is not None:
             data["confirmed"] = self.confirmed

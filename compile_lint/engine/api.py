@@ -19,7 +19,8 @@ import libcst as cst
 
 from compile_lint.core.results import LintResult
 from compile_lint.engine.files import discover
-from compile_lint.engine.lint import SYNTAX_ERROR_CODE, LintCancelled, lint_text, symbol_index
+from compile_lint.engine.dispatch import LintCancelled
+from compile_lint.engine.lint import SYNTAX_ERROR_CODE, lint_text, symbol_index
 from compile_lint.engine.positions import RenderCache
 from compile_lint.engine.source import SourceError, read_source
 from compile_lint.settings.config import Config

@@ -30,7 +30,7 @@ from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic, Edit, Fix
 
 CACHE_DIR_NAME = ".compile-lint-cache"
-FORMAT = 2
+FORMAT = 3
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprint: Optional[str] = None
 _RUN_CACHES: dict = {}
@@ -101,7 +101,7 @@ def _encode(diagnostic: Diagnostic) -> list:
     return [
         diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column,
         diagnostic.code, diagnostic.name, diagnostic.kind, diagnostic.message,
-        diagnostic.gb_type, diagnostic.gb_id, diagnostic.mode,
+        diagnostic.gb_type, diagnostic.gb_id, diagnostic.mode, diagnostic.condition,
         None if fix is None else [
             fix.applicability, fix.message,
             [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits],
@@ -111,14 +111,14 @@ def _encode(diagnostic: Diagnostic) -> list:
 
 
 def _decode(path: str, item: list) -> Diagnostic:
-    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, fix = item
+    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, fix = item
     decoded_fix = None
     if fix is not None:
         applicability, fix_message, edits, rests_on = fix
         decoded_fix = Fix(applicability, fix_message, tuple(Edit(*edit) for edit in edits),
                           tuple((source, evidence) for source, evidence in rests_on))
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
-                      gb_type, gb_id, decoded_fix, mode=mode)
+                      gb_type, gb_id, decoded_fix, mode=mode, condition=condition)
 
 
 class LintCache:

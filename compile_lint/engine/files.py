@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from compile_lint.settings.config import Config, path_matches
+from compile_lint.settings.config import Config
+
+from compile_lint.settings.selection import path_matches
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 

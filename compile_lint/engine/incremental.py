@@ -28,7 +28,7 @@ whenever that cannot be shown from the old tree:
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from typing import Optional
 
 import libcst as cst
 
@@ -55,10 +55,6 @@ def _opens_block(statement: cst.CSTNode) -> bool:
             parts.append(part.body)
             parts.append(getattr(part, "orelse", None))
     return False
-
-
-def _only_simple(statements: Sequence[cst.CSTNode]) -> bool:
-    return all(isinstance(statement, cst.SimpleStatementLine) for statement in statements)
 
 
 class IncrementalParser:

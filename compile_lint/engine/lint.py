@@ -15,12 +15,15 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode
+from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode, static_condition
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import is_imported_module_class
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, flat_walks, walk
-from compile_lint.settings.config import Config, rule_enabled
+from compile_lint.analysis.syntax.walk import flat_walks
+from compile_lint.settings.config import Config
+from compile_lint.settings.selection import rule_enabled
 from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.engine.dispatch import Dispatcher, LintCancelled
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
@@ -31,10 +34,6 @@ from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
 
 SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
-
-
-class LintCancelled(Exception):
-    """A lint stopped because its host no longer wants the result (a newer version of the text arrived)."""
 
 
 def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
@@ -71,174 +70,6 @@ def rules_for(config: Config, path: Optional[str] = None) -> list[type[Rule]]:
         rule for rule in ALL_RULES
         if rule_enabled(rule.code, rule.default_enabled, config, path) and holds_for(rule.torch_versions, version)
     ]
-
-
-# Nodes that can contain a function definition; outside compiled regions nothing else
-# needs walking when only region-scoped rules run.
-_DEF_CONTAINERS = concrete_types(
-    cst.Module, cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler,
-    cst.ExceptStarHandler, cst.Finally, cst.MatchCase,
-)
-
-
-_HOOK_NAMES: dict[tuple[type, str], tuple[str, ...]] = {}
-
-
-def _hooks(rule: Rule, prefix: str) -> dict[str, object]:
-    """Node type name -> the rule's bound `visit_`/`leave_` method that it defines itself."""
-    key = (type(rule), prefix)
-    names = _HOOK_NAMES.get(key)
-    if names is None:  # once per rule class: `dir` of a class is not cheap, and every file asks
-        names = tuple(
-            attribute for attribute in dir(type(rule))
-            if attribute.startswith(prefix) and not attribute.startswith("__")
-            and callable(getattr(type(rule), attribute))
-            and getattr(type(rule), attribute) is not getattr(Rule, attribute, None)
-        )
-        _HOOK_NAMES[key] = names
-    return {attribute[len(prefix):]: getattr(rule, attribute) for attribute in names}
-
-
-def warm_up() -> None:
-    """Fill the per-class tables every lint reads (rule hooks, node fields), e.g. before forking workers.
-
-    Each is built on first need; a process that forks workers builds them once here
-    instead of once per worker.
-    """
-    for rule in ALL_RULES:
-        for prefix in ("visit_", "leave_"):
-            _hooks(rule.__new__(rule), prefix)
-    for node_type in concrete_types(cst.CSTNode):
-        if not getattr(node_type, "__abstractmethods__", None):
-            code_fields(node_type)
-
-
-class _Dispatcher:
-    """Walks the tree once and calls every rule's visit_/leave_ methods for each node.
-
-    Region-scoped rules see only nodes inside traced functions and outside eager-only
-    branches; with no module-scoped rule, the walk skips everything outside the
-    statements that can hold a function, and files without a traced function are not
-    walked at all.
-    """
-
-    def __init__(
-        self, context: FileContext, rules: Sequence[Rule], prune: bool = True,
-        cancelled: Optional[Callable[[], bool]] = None,
-    ) -> None:
-        self.context = context
-        self.prune = prune
-        self.cancelled = cancelled
-        self.region_visitors: dict[str, list] = {}
-        self.module_visitors: dict[str, list] = {}
-        self.region_leavers: dict[str, list] = {}
-        self.module_leavers: dict[str, list] = {}
-        for rule in rules:
-            module_scoped = rule.scope == "module"
-            visit_table = self.module_visitors if module_scoped else self.region_visitors
-            leave_table = self.module_leavers if module_scoped else self.region_leavers
-            for name, method in _hooks(rule, "visit_").items():
-                visit_table.setdefault(name, []).append(method)
-            for name, method in _hooks(rule, "leave_").items():
-                leave_table.setdefault(name, []).append(method)
-        self.needs_regions = bool(self.region_visitors or self.region_leavers)
-        self.has_module_rules = bool(self.module_visitors or self.module_leavers)
-        hooked = set(self.region_visitors) | set(self.module_visitors) | set(self.region_leavers) | set(self.module_leavers)
-        self.skip_whitespace = not (hooked & {t.__name__ for t in WHITESPACE_TYPES})
-        self.eager_depth = 0
-        self.traced_depth = 0
-        self.functions: frozenset = frozenset()
-        self.eager_only: frozenset = frozenset()
-        # Where the walk is, for placing findings without positioning the whole module:
-        # the top-level statement, then every statement of a block around the current node
-        # (functions included), each with the indentation libcst's codegen has at its start.
-        self.anchors: list[Anchor] = []
-        self.block_statements: set[int] = set()  # ids of the statements of the blocks walked into
-        self.indents: list[str] = []
-        self.top_level: frozenset = frozenset()
-        self.default_indent = "    "
-
-    def run(self, module: cst.Module) -> None:
-        """Walk `module` once, dispatching to the rules."""
-        # Sets of ids: a libcst node hashes by identity, but through a Python-level __hash__,
-        # which on every node of the walk cost more than the walk.
-        self.top_level = frozenset(map(id, module.body))
-        self.default_indent = module.default_indent
-        if self.needs_regions:
-            regions = self.context.regions
-            self.functions = frozenset(map(id, regions.functions))
-            self.eager_only = frozenset(map(id, regions.eager_only))
-        if not self.prune:
-            walk(module, self.on_visit, self.on_leave)
-            return
-        if not self.has_module_rules and not self.functions:
-            return
-        walk(
-            module, self.on_visit, self.on_leave,
-            WHITESPACE_TYPES if self.skip_whitespace else None,
-            None if self.has_module_rules else self._descend,
-        )
-
-    def _descend(self, node: cst.CSTNode) -> bool:
-        return self.traced_depth > 0 or type(node) in _DEF_CONTAINERS
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        """Enter `node`: track functions and eager-only branches, call the visitors."""
-        name = type(node).__name__
-        key = id(node)
-        if name == "FunctionDef":
-            self.context.function_stack.append(node)  # type: ignore[arg-type]
-            self.anchors.append((node, tuple(self.indents)))
-            if key in self.functions:
-                self.traced_depth += 1
-        elif key in self.top_level:
-            self.anchors.append((node, ()))
-            if self.cancelled is not None and self.cancelled():
-                raise LintCancelled()
-        elif key in self.block_statements:
-            self.anchors.append((node, tuple(self.indents)))
-        if name == "IndentedBlock" or name == "Match":
-            indent = node.indent  # type: ignore[attr-defined]
-            self.indents.append(self.default_indent if indent is None else indent)
-            if name == "IndentedBlock":
-                self.block_statements.update(map(id, node.body))  # type: ignore[attr-defined]
-        if key in self.eager_only:
-            self.eager_depth += 1
-        visitors = self.module_visitors.get(name)
-        if visitors:
-            for visitor in visitors:
-                visitor(node)
-        if self.traced_depth > 0 and self.eager_depth == 0:
-            visitors = self.region_visitors.get(name)
-            if visitors:
-                for visitor in visitors:
-                    visitor(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        """Leave `original_node`: call the leavers, then undo what on_visit tracked."""
-        name = type(original_node).__name__
-        if self.traced_depth > 0 and self.eager_depth == 0:
-            leavers = self.region_leavers.get(name)
-            if leavers:
-                for leaver in leavers:
-                    leaver(original_node)
-        leavers = self.module_leavers.get(name)
-        if leavers:
-            for leaver in leavers:
-                leaver(original_node)
-        key = id(original_node)
-        if key in self.eager_only:
-            self.eager_depth -= 1
-        if name == "FunctionDef":
-            self.context.function_stack.pop()
-            self.anchors.pop()
-            if key in self.functions:
-                self.traced_depth -= 1
-        elif key in self.top_level or key in self.block_statements:
-            self.anchors.pop()
-        if name == "IndentedBlock" or name == "Match":
-            self.indents.pop()
 
 
 def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> Diagnostic:
@@ -303,10 +134,9 @@ def lint_module(
     `symbols` lets the analysis follow base classes and helpers into other files.
     `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
     """
-    context = FileContext(path, module, module_bases, source if prune else None, symbols)
-    context.branch_fix = branch_fix
+    context = FileContext(path, module, module_bases, source if prune else None, symbols, branch_fix)
     rules = [rule_class(context) for rule_class in rule_classes]
-    dispatcher = _Dispatcher(context, rules, prune, cancelled)
+    dispatcher = Dispatcher(context, rules, prune, cancelled)
     for rule in rules:
         rule.findings = _AnchoredFindings(dispatcher.anchors)
     try:
@@ -329,12 +159,15 @@ def lint_module(
     builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
     traced = context.regions.functions
     for finding, anchors in findings:
-        mode = None
+        mode = condition = None
         if finding.function is not None and finding.function in traced:
             modes = context.modes_at(finding.path_node or finding.node, finding.function)
             if modes == NEVER:
                 continue  # the code never runs under compile (both modes return before it)
             mode = only_mode(modes)
+            function = finding.function
+            condition = static_condition(finding.node, finding.path_node,
+                                         lambda expr: context.facts.kind(expr, function) in _STATIC_KINDS)
         line, column, end_line, end_column = positions.span(finding.node, anchors)
         fix = None
         if finding.fix is not None and builder is not None:
@@ -353,11 +186,23 @@ def lint_module(
                 end_line=end_line,
                 end_column=end_column + 1,
                 code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
-                message=f"{finding.message} ({condition_text(mode)})" if mode else finding.message,
+                message=_with_conditions(finding.message, mode, condition),
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
+                condition=condition,
             )
         )
     return diagnostics
+
+
+# Kinds Python decides while tracing (guarded values), so a finding behind them needs them true.
+_STATIC_KINDS = frozenset({Kind.PY, Kind.SHAPE})
+
+
+def _with_conditions(message: str, mode: Optional[str], condition: Optional[str]) -> str:
+    """The message, with the mode it needs ("only when self.training") and its static condition."""
+    if mode:
+        message = f"{message} ({condition_text(mode)})"
+    return f"{message} (breaks only when `{condition}`)" if condition else message
 
 
 DEEP_STACK_BYTES = 512 * 1024 * 1024

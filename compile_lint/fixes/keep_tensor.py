@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.conditions import BY_DEFAULT, EAGER_TENSOR, operand_evidence, tensor_evidence, unsafe_operand
+from compile_lint.fixes.branches.conditions import BY_DEFAULT, EAGER_TENSOR, operand_evidence, tensor_evidence, unsafe_operand
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:

@@ -5,15 +5,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
-import gc
-import json
-import multiprocessing
 import os
 import re
 import signal
 import sys
-from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
@@ -24,7 +19,8 @@ from compile_lint.settings.config import (
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintResult
 from compile_lint.engine.files import discover, is_excluded
-from compile_lint.frontends.progress import track
+from compile_lint.frontends.pool import by_size_descending, parallel_map
+from compile_lint.frontends.summary import plural, statistics, summary
 from compile_lint.reporters.formats import FORMATS, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -32,10 +28,6 @@ SUBCOMMANDS = ("check", "verify", "clean", "server")
 STDIN = "-"
 # Formats a program reads: nothing but the report may be printed beside them.
 MACHINE_FORMATS = ("json", "github", "sarif")
-# Below this many files a process pool costs more than it saves.
-PARALLEL_THRESHOLD = 8
-# Work items per worker: enough that the big files, sent first, even out at the end.
-CHUNKS_PER_JOB = 16
 
 
 def _codes(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
@@ -211,59 +203,6 @@ def _fix_one(job: FixJob) -> LintResult:
                       applied=outcome.applied, original=result.original, unwritten=result.write_failed)
 
 
-def _by_size_descending(paths: Sequence[str]) -> list[str]:
-    """Largest files first, so that no worker is left with a big file at the end."""
-    def size(path: str) -> int:
-        try:
-            return os.stat(path).st_size
-        except OSError:
-            return 0
-    return sorted(paths, key=size, reverse=True)
-
-
-_WORKER: dict = {}  # in a worker process: the function to run and what every call shares
-
-
-def _start_worker(function, shared) -> None:
-    _WORKER["function"], _WORKER["shared"] = function, shared
-
-
-def _run_chunk(chunk: list) -> list:
-    function, shared = _WORKER["function"], _WORKER["shared"]
-    return [function(item) if shared is None else function(item, shared) for item in chunk]
-
-
-def _map(function, items: list, jobs: int, description: str = "Linting", shared=None):
-    """`function(item[, shared])` for each item, in order; with `jobs` > 1, in a pool of forked workers.
-
-    Workers are forked once (the engine and every rule imported already), receive
-    `shared` once, then items in chunks, and send back one list of results per chunk.
-    """
-    call = (lambda item: function(item)) if shared is None else (lambda item: function(item, shared))
-    if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return list(track((call(item) for item in items), len(items), description))
-    # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
-    import compile_lint.fixes.apply  # noqa: F401
-    from compile_lint.engine.lint import warm_up
-
-    warm_up()
-
-    jobs = min(jobs, len(items))
-    size = max(1, len(items) // (jobs * CHUNKS_PER_JOB))
-    chunks = [items[start:start + size] for start in range(0, len(items), size)]
-    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    # What the workers inherit (libcst, every rule) is never garbage: freezing it keeps their
-    # collector from walking it, and from copying every page it touches on the way.
-    gc.freeze()
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
-                                 initargs=(function, shared)) as pool:
-            results = (result for chunk in pool.map(_run_chunk, chunks) for result in chunk)
-            return list(track(results, len(items), description))
-    finally:
-        gc.unfreeze()
-
-
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
     """The outcome for each file, in the order given, from the cache where it can."""
     from compile_lint.engine.cache import LintCache, cache_root, content_digest
@@ -296,64 +235,9 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
         outcomes.append(LintResult(path, cached, text=text if cached else "",
                                    malformed_noqa=malformed_noqa(text)))
     settings = LintSettings(config, cache.root if cache is not None else None)
-    outcomes.extend(_map(_lint_one, _by_size_descending(misses), jobs, shared=settings))
+    outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,
-             unwritten: int = 0) -> str:
-    """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
-
-    `failed` counts paths that could not be checked (missing, unreadable, undecodable) and
-    `unwritten` the files among them that were fixed but could not be written back: then
-    the run never says "All checks passed".
-    """
-    safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
-    hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
-    parts = []
-    if fixed:
-        parts.append(f"Fixed {_plural(fixed, 'finding')}.")
-    if diagnostics:
-        with_findings = len({d.path for d in diagnostics})
-        where = _plural(files, "file") if with_findings == files else f"{with_findings} of {_plural(files, 'file')}"
-        parts.append(f"Found {_plural(len(diagnostics), 'finding')} in {where}.")
-        # With --unsafe-fixes on the command line already, unsafe fixes only need --fix.
-        fixable = safe + hidden if unsafe else safe
-        if fixable:
-            parts.append(f"{fixable} fixable with --fix.")
-        if hidden and not unsafe:
-            parts.append(f"{hidden} fixable with --unsafe-fixes.")
-    if unwritten:
-        parts.append(f"{_plural(unwritten, 'file')} could not be written (see the errors above).")
-    if failed > unwritten:
-        checked = files - min(failed, files)
-        clean_rest = f"; no findings in the other {_plural(checked, 'file')}" if checked and not diagnostics else ""
-        parts.append(f"{_plural(failed - unwritten, 'path')} could not be checked (see the errors above){clean_rest}.")
-    elif not diagnostics and not fixed and not unwritten:
-        parts.append(f"All checks passed ({_plural(files, 'file')}).")
-    return " ".join(parts) + "\n"
-
-
-def _statistics(diagnostics: Sequence[Diagnostic], output_format: str, unsafe: bool = False) -> str:
-    """A count per code, most frequent first: a table, or with json an array as ruff prints it.
-
-    Fixable is what `--fix` would apply with these flags: an unsafe fix only with --unsafe-fixes.
-    """
-    counts = Counter(d.code for d in diagnostics)
-    names = {d.code: d.name for d in diagnostics}
-    fixable = Counter(d.code for d in diagnostics
-                      if d.fix is not None and (unsafe or d.fix.applicability == "safe"))
-    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    if output_format == "json":
-        return json.dumps([{"code": code, "name": names[code], "count": count, "fixable": code in fixable,
-                            "fixable_count": fixable[code]} for code, count in ordered], indent=2) + "\n"
-    return "".join(f"{count:>5}  {code}  {'[*] ' if code in fixable else '    '}{names[code]}\n"
-                   for code, count in ordered)
 
 
 def _error(message: str) -> None:
@@ -502,13 +386,13 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
 def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
     fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
     if not args.verify:
-        return _map(_fix_one, fix_jobs, jobs, "Fixing")
+        return parallel_map(_fix_one, fix_jobs, jobs, "Fixing")
     from compile_lint.verifier.isolation import stop_on_termination
 
     # Verification runs the user's code in a subprocess per target: one file at a time, and
     # SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
     with stop_on_termination():
-        return _map(_fix_one, fix_jobs, 1, "Fixing")
+        return parallel_map(_fix_one, fix_jobs, 1, "Fixing")
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
@@ -521,7 +405,7 @@ def _report_diff(outcomes: Sequence[LintResult], errors: Sequence[str], args: ar
     fixed = sum(len(outcome.applied) for outcome in outcomes)
     diff = "".join(_unified_diff(o.path, o.original, o.text) for o in outcomes if o.applied)
     if not args.quiet:
-        sys.stderr.write(f"Would fix {_plural(fixed, 'finding')}.\n" if fixed else "No fixes available.\n")
+        sys.stderr.write(f"Would fix {plural(fixed, 'finding')}.\n" if fixed else "No fixes available.\n")
     if errors:
         return diff, EXIT_ERROR
     return diff, EXIT_FINDINGS if fixed and not args.exit_zero else EXIT_CLEAN
@@ -543,13 +427,13 @@ def _report(
         else:
             report.append(listing)
     if args.statistics:
-        report.append(_statistics(diagnostics, args.output_format, args.unsafe_fixes))
+        report.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         report.append(render(args.output_format, diagnostics, sources))
     text_format = args.output_format in ("text", "concise") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
         unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
-        report.append(_summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
+        report.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
                                unwritten=unwritten))
     if errors:
         return "".join(report), EXIT_ERROR
@@ -641,7 +525,7 @@ def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: arg
     """`--add-noqa`: a directive for every finding; exit 1 when some findings could not get one."""
     from compile_lint.frontends.add_noqa import add_noqa_file
 
-    results = _map(add_noqa_file, [(path, config) for path in files], jobs, "Adding noqa")
+    results = parallel_map(add_noqa_file, [(path, config) for path in files], jobs, "Adding noqa")
     errors.extend(result.error for result in results if result.error)
     for error in errors:
         _error(error)
@@ -651,8 +535,8 @@ def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: arg
     if not args.quiet:
         lines = sum(result.lines for result in results)
         added = sum(len(result.added) for result in results)
-        sys.stderr.write(f"Added `# noqa` for {_plural(added, 'finding')} on {_plural(lines, 'line')}."
-                         + (f" {_plural(len(skipped), 'finding')} left as is." if skipped else "") + "\n")
+        sys.stderr.write(f"Added `# noqa` for {plural(added, 'finding')} on {plural(lines, 'line')}."
+                         + (f" {plural(len(skipped), 'finding')} left as is." if skipped else "") + "\n")
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if skipped and not args.exit_zero else EXIT_CLEAN

@@ -273,88 +273,116 @@ def _noqa_actions(types, document, uri: str, findings: Sequence[Diagnostic], wan
     return actions
 
 
-def build_server():
-    """The pygls LanguageServer with compile-lint's handlers registered."""
-    from lsprotocol import types
-    from pygls.lsp.server import LanguageServer
+def _plain(method: Callable) -> Callable:
+    """A plain function that calls `method` (pygls marks its handlers with attributes, which a bound method refuses)."""
+    if asyncio.iscoroutinefunction(method):
+        async def handler(params):
+            return await method(params)
+    else:
+        def handler(params):
+            return method(params)
+    return handler
 
-    server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-    configs: dict[str, Config] = {}
-    documents: dict[str, _Document] = {}
-    loop_holder: dict[str, asyncio.AbstractEventLoop] = {}
 
-    def config_for(path: str) -> Config:
+class CompileLintServer:
+    """compile-lint's language server: one method per LSP handler, over the open documents' state.
+
+    Lints run on one worker thread (`LintScheduler`); their diagnostics are converted there
+    and published on the event loop. Code actions are built from the last lint of the
+    version asked about.
+    """
+
+    def __init__(self) -> None:
+        from lsprotocol import types
+        from pygls.lsp.server import LanguageServer
+
+        self.types = types
+        self.server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.configs: dict[str, Config] = {}
+        self.documents: dict[str, _Document] = {}
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.scheduler = LintScheduler(self.lint, self.deliver)
+        feature = self.server.feature
+        feature(types.TEXT_DOCUMENT_DID_OPEN)(_plain(self.did_open))
+        feature(types.TEXT_DOCUMENT_DID_CHANGE)(_plain(self.did_change))
+        feature(types.TEXT_DOCUMENT_DID_SAVE)(_plain(self.did_save))
+        feature(types.TEXT_DOCUMENT_DID_CLOSE)(_plain(self.did_close))
+        feature(types.SHUTDOWN)(_plain(self.shutdown))
+        feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
+                                        resolve_provider=True))(_plain(self.code_action))
+        feature(types.CODE_ACTION_RESOLVE)(_plain(self.resolve_code_action))
+
+    # ----- linting ---------------------------------------------------------------------
+    def config_for(self, path: str) -> Config:
+        """The settings for a file: its directory's config, read once (until a save)."""
         directory = os.path.dirname(os.path.abspath(path))
-        if directory not in configs:
+        if directory not in self.configs:
             try:
-                configs[directory] = load_config(start=directory)
+                self.configs[directory] = load_config(start=directory)
             except ConfigError as error:
-                server.window_show_message(types.ShowMessageParams(
-                    type=types.MessageType.Error, message=f"compile-lint: {error}; using the defaults"))
-                configs[directory] = Config(root=directory)
-        return configs[directory]
+                self.server.window_show_message(self.types.ShowMessageParams(
+                    type=self.types.MessageType.Error, message=f"compile-lint: {error}; using the defaults"))
+                self.configs[directory] = Config(root=directory)
+        return self.configs[directory]
 
-    def snapshot(uri: str) -> Snapshot:
-        document = server.workspace.get_text_document(uri)
-        return Snapshot(uri, document.path, document.source, document.version, config_for(document.path))
+    def snapshot(self, uri: str) -> Snapshot:
+        document = self.server.workspace.get_text_document(uri)
+        return Snapshot(uri, document.path, document.source, document.version, self.config_for(document.path))
 
-    def lint(job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
-        state = documents.get(job.uri)
+    def lint(self, job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
+        state = self.documents.get(job.uri)
         if state is None:
             return lint_source(job.text, job.path, job.config, cancelled=cancelled).diagnostics
         return lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
                            cancelled=cancelled, render_cache=state.renderings).diagnostics
 
-    def deliver(job: Snapshot, findings: list[Diagnostic]) -> None:
+    def deliver(self, job: Snapshot, findings: list[Diagnostic]) -> None:
         # On the worker: convert positions for this version's text, then publish on the loop.
-        text = _Text(server.workspace.position_codec, job.text)
-        diagnostics = [_to_lsp(types, text, d) for d in findings]
-        loop_holder["loop"].call_soon_threadsafe(publish, job, findings, diagnostics)
+        text = _Text(self.server.workspace.position_codec, job.text)
+        diagnostics = [_to_lsp(self.types, text, d) for d in findings]
+        self.loop.call_soon_threadsafe(self.publish, job, findings, diagnostics)  # type: ignore[union-attr]
 
-    def publish(job: Snapshot, findings: list[Diagnostic], diagnostics: list) -> None:
-        state = documents.get(job.uri)
+    def publish(self, job: Snapshot, findings: list[Diagnostic], diagnostics: list) -> None:
+        state = self.documents.get(job.uri)
         if state is None:
             return  # closed meanwhile
         state.linted = Linted(job.version, job.text, findings)
-        server.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=job.uri, diagnostics=diagnostics, version=job.version))
+        self.server.text_document_publish_diagnostics(
+            self.types.PublishDiagnosticsParams(uri=job.uri, diagnostics=diagnostics, version=job.version))
 
-    scheduler = LintScheduler(lint, deliver)
+    def schedule(self, uri: str, edit: bool) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        self.documents.setdefault(uri, _Document())
+        self.scheduler.submit(self.snapshot(uri), edit=edit)
 
-    def schedule(uri: str, edit: bool) -> None:
-        loop_holder.setdefault("loop", asyncio.get_running_loop())
-        documents.setdefault(uri, _Document())
-        scheduler.submit(snapshot(uri), edit=edit)
+    # ----- documents -------------------------------------------------------------------
+    async def did_open(self, params) -> None:
+        self.schedule(params.text_document.uri, edit=False)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(params: types.DidOpenTextDocumentParams) -> None:
-        schedule(params.text_document.uri, edit=False)
+    async def did_change(self, params) -> None:
+        self.schedule(params.text_document.uri, edit=True)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(params: types.DidChangeTextDocumentParams) -> None:
-        schedule(params.text_document.uri, edit=True)
+    async def did_save(self, params) -> None:
+        self.configs.clear()  # a saved pyproject.toml may change the selection
+        self.schedule(params.text_document.uri, edit=False)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        configs.clear()  # a saved pyproject.toml may change the selection
-        schedule(params.text_document.uri, edit=False)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(params: types.DidCloseTextDocumentParams) -> None:
+    def did_close(self, params) -> None:
         uri = params.text_document.uri
-        scheduler.forget(uri)
-        documents.pop(uri, None)
-        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        self.scheduler.forget(uri)
+        self.documents.pop(uri, None)
+        self.server.text_document_publish_diagnostics(self.types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
-    @server.feature(types.SHUTDOWN)
-    def shutdown(params: None) -> None:
-        scheduler.close()
+    def shutdown(self, params: None) -> None:
+        self.scheduler.close()
 
-    async def current_findings(uri: str, version: Optional[int]) -> Optional[Linted]:
+    # ----- code actions ----------------------------------------------------------------
+    async def current_findings(self, uri: str, version: Optional[int]) -> Optional[Linted]:
         """The last lint's findings when they are for `version`, waiting a little for a lint under way."""
         deadline = time.monotonic() + CODE_ACTION_WAIT_SECONDS
         while True:
-            state = documents.get(uri)
+            state = self.documents.get(uri)
             if state is None:
                 return None
             if state.linted is not None and state.linted.version == version:
@@ -363,82 +391,88 @@ def build_server():
                 return None
             await asyncio.sleep(0.01)
 
-    async def fix_all_outcome(uri: str, linted: Linted, config: Config):
+    async def fix_all_outcome(self, uri: str, linted: Linted, config: Config):
         """The fixer's outcome for the linted text (run once per version, off the loop)."""
-        state = documents.get(uri)
+        state = self.documents.get(uri)
         if state is not None and state.fix_all is not None and state.fix_all[0] == linted.version:
             return state.fix_all[1]
-        path = server.workspace.get_text_document(uri).path
+        path = self.server.workspace.get_text_document(uri).path
         outcome = await asyncio.get_running_loop().run_in_executor(None, fix_text, linted.text, path, config)
         if state is not None:
             state.fix_all = (linted.version, outcome)
         return outcome
 
-    def fix_all_action(uri: str, text, outcome):
+    def fix_all_action(self, uri: str, text, outcome):
+        types = self.types
         return types.CodeAction(
             title="Fix all safe compile-lint findings",
             kind=FIX_ALL_KIND,
             edit=types.WorkspaceEdit(changes={uri: [_whole_document(types, text, outcome.text)]}),
         )
 
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
-    )
-    async def code_action(params: types.CodeActionParams) -> list:
+    def quick_fixes(self, uri: str, text: "_Text", findings: list[Diagnostic], wanted_range) -> list:
+        """A code action per finding with a fix under the range, then the `# noqa` ones."""
+        types = self.types
+        actions = []
+        for finding in findings:
+            if finding.fix is None:
+                continue
+            lsp_diagnostic = _to_lsp(types, text, finding)
+            if not _overlaps(types, lsp_diagnostic.range, wanted_range):
+                continue
+            unsafe = finding.fix.applicability == "unsafe"
+            actions.append(types.CodeAction(
+                title=f"{finding.fix.message} ({finding.code}{', unsafe' if unsafe else ''})",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[lsp_diagnostic],
+                is_preferred=not unsafe,
+                edit=types.WorkspaceEdit(changes={uri: _text_edits(types, text, finding.fix.edits)}),
+            ))
+        return actions + _noqa_actions(types, text, uri, findings, wanted_range)
+
+    async def code_action(self, params) -> list:
+        types = self.types
         uri = params.text_document.uri
-        document = server.workspace.get_text_document(uri)
-        linted = await current_findings(uri, document.version)
+        document = self.server.workspace.get_text_document(uri)
+        linted = await self.current_findings(uri, document.version)
         if linted is None:
             return []  # the text changed since: the editor asks again when new diagnostics arrive
-        config = config_for(document.path)
-        text = _Text(server.workspace.position_codec, linted.text)
+        config = self.config_for(document.path)
+        text = _Text(self.server.workspace.position_codec, linted.text)
         wanted = params.context.only
         actions = []
         findings = linted.findings
         if not wanted or types.CodeActionKind.QuickFix in wanted:
-            for finding in findings:
-                if finding.fix is None:
-                    continue
-                lsp_diagnostic = _to_lsp(types, text, finding)
-                if not _overlaps(types, lsp_diagnostic.range, params.range):
-                    continue
-                unsafe = finding.fix.applicability == "unsafe"
-                actions.append(types.CodeAction(
-                    title=f"{finding.fix.message} ({finding.code}{', unsafe' if unsafe else ''})",
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[lsp_diagnostic],
-                    is_preferred=not unsafe,
-                    edit=types.WorkspaceEdit(changes={uri: _text_edits(types, text, finding.fix.edits)}),
-                ))
-            actions += _noqa_actions(types, text, uri, findings, params.range)
+            actions += self.quick_fixes(uri, text, findings, params.range)
         wants_fix_all = not wanted or any(FIX_ALL_KIND.startswith(kind) for kind in wanted)
         if wants_fix_all and any(is_applicable(d, unsafe=False) for d in findings):
-            if not wanted and _supports_resolve(server, types):
+            if not wanted and _supports_resolve(self.server, types):
                 # Offered on every cursor move: the fixer runs only if the user picks it.
                 actions.append(types.CodeAction(title="Fix all safe compile-lint findings", kind=FIX_ALL_KIND,
                                                 data={"uri": uri, "version": linted.version}))
             else:
-                outcome = await fix_all_outcome(uri, linted, config)
+                outcome = await self.fix_all_outcome(uri, linted, config)
                 if outcome.error is None and outcome.changed:
-                    actions.append(fix_all_action(uri, text, outcome))
+                    actions.append(self.fix_all_action(uri, text, outcome))
         return actions
 
-    @server.feature(types.CODE_ACTION_RESOLVE)
-    async def resolve_code_action(action: types.CodeAction) -> types.CodeAction:
+    async def resolve_code_action(self, action):
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
-        state = documents.get(uri) if isinstance(uri, str) else None
+        state = self.documents.get(uri) if isinstance(uri, str) else None
         if state is None or state.linted is None or state.linted.version != data.get("version"):
             return action  # the text changed since: nothing to apply
-        document = server.workspace.get_text_document(uri)  # type: ignore[arg-type]
-        outcome = await fix_all_outcome(uri, state.linted, config_for(document.path))  # type: ignore[arg-type]
+        document = self.server.workspace.get_text_document(uri)  # type: ignore[arg-type]
+        outcome = await self.fix_all_outcome(uri, state.linted, self.config_for(document.path))  # type: ignore[arg-type]
         if outcome.error is None and outcome.changed:
-            text = _Text(server.workspace.position_codec, state.linted.text)
-            action.edit = fix_all_action(uri, text, outcome).edit
+            text = _Text(self.server.workspace.position_codec, state.linted.text)
+            action.edit = self.fix_all_action(uri, text, outcome).edit
         return action
 
-    return server
+
+def build_server():
+    """The pygls LanguageServer with compile-lint's handlers registered."""
+    return CompileLintServer().server
 
 
 def serve(argv: Optional[Sequence[str]] = None) -> int:

@@ -32,6 +32,13 @@ HEADER = (
 KIND_WORDS = {"break": "graph break", "recompile": "recompile", "perf": "performance hint"}
 
 
+def kind_words(rule: type[Rule]) -> str:
+    """How the docs name a rule's kind: an import-time failure is no graph break."""
+    if rule.fails_at == "import":
+        return "error at import"
+    return KIND_WORDS.get(rule.kind, rule.kind)
+
+
 def graph_break_url(gb_id: str) -> str:
     """The page of Dynamo's graph-break site for a GB id such as "GB0170"."""
     return GRAPH_BREAK_PAGE.format(gb=gb_id.lower())
@@ -58,7 +65,7 @@ def _fix_words(rule: type[Rule]) -> str:
 
 def _facts(rule: type[Rule], markdown: bool = True) -> list[tuple[str, str]]:
     """(label, value) pairs: the table of docs/rules.md, the header lines of `--explain`."""
-    facts = [("Kind", KIND_WORDS.get(rule.kind, rule.kind))]
+    facts = [("Kind", kind_words(rule))]
     facts.append(("On by default", "yes" if rule.default_enabled
                   else f"no: enable with `--extend-select {rule.code}`"))
     if rule.gb_type:
@@ -169,7 +176,7 @@ def generate(rules: Sequence[type[Rule]] = ALL_RULES) -> str:
     lines += ["", "| Code | Name | Kind | Fix | On by default |", "| --- | --- | --- | --- | --- |"]
     for rule in rules:
         lines.append(
-            f"| [{rule.code}](#{_anchor(rule)}) | {rule.name} | {KIND_WORDS.get(rule.kind, rule.kind)} "
+            f"| [{rule.code}](#{_anchor(rule)}) | {rule.name} | {kind_words(rule)} "
             f"| {rule.fix_applicability or '-'} | {'yes' if rule.default_enabled else 'no'} |"
         )
     lines += ["", "Codes that are not rules: a file that does not parse, and what `compile-lint verify` "

@@ -78,6 +78,9 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     kind: ClassVar[str]  # "break" | "recompile" | "perf"
+    # Where the invalid code fails: "compile" (Dynamo breaks or recompiles), or "import"
+    # (Python raises when the module is imported, before anything is compiled).
+    fails_at: ClassVar[str] = "compile"
     message: ClassVar[str]
     gb_type: ClassVar[Optional[str]] = None
     gb_id: ClassVar[Optional[str]] = None

@@ -19,7 +19,8 @@ from compile_lint.analysis.file.module_index import ModuleIndex
 from compile_lint.analysis.file.paths import PathModes
 from compile_lint.analysis.file.regions import Regions, find_regions, predicate_sense
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.analysis.syntax.walk import children, visit
+from compile_lint.analysis.syntax.calls import calls_in
+from compile_lint.analysis.syntax.walk import children
 
 
 def dependency_context(
@@ -60,7 +61,7 @@ class FileContext:
 
     def __init__(
         self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
-        symbols: Optional[SymbolIndex] = None,
+        symbols: Optional[SymbolIndex] = None, branch_fix: Optional[str] = None,
     ) -> None:
         self.path = path
         self.module = module
@@ -73,7 +74,7 @@ class FileContext:
         self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
         self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
         # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
-        self.branch_fix: Optional[str] = None
+        self.branch_fix = branch_fix
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property
@@ -89,7 +90,7 @@ class FileContext:
     @cached_property
     def facts(self) -> Facts:
         """Kinds of expressions inside traced functions."""
-        return Facts(self.imports, self.regions, self._imported_function if self.symbols is not None else None,
+        return Facts(self.imports, self.regions, self.imported_function if self.symbols is not None else None,
                      self.type_aliases)
 
     @cached_property
@@ -99,7 +100,11 @@ class FileContext:
                 if isinstance(values[-1], cst.Subscript)}
 
     def imported_function(self, call: cst.Call) -> Optional[tuple["FileContext", cst.FunctionDef]]:
-        """The function of another file `call` runs through an import, with that file's context."""
+        """The function of another file `call` runs through an import, with that file's context.
+
+        The one lookup of an imported helper: rules ask it (JIT201's helper that calls
+        `.item()`), and so do the facts (a helper's return kind, `context.facts`).
+        """
         qualified = self.imports.qualname(call.func)
         if qualified is None or self.symbols is None:
             return None
@@ -111,27 +116,8 @@ class FileContext:
         # file (its context is shared by the process): walk it once.
         found = self._calls_in.get(function)
         if found is None:
-            found = self._calls_in[function] = self._walk_calls(function)
+            found = self._calls_in[function] = calls_in(function, self.regions.eager_only)
         return list(found)
-
-    def _walk_calls(self, function: cst.FunctionDef) -> list[cst.Call]:
-        eager_only = self.regions.eager_only
-        calls: list[cst.Call] = []
-
-        class _Calls(cst.CSTVisitor):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                if node in eager_only or (isinstance(node, cst.FunctionDef) and node is not function):
-                    return False
-                if isinstance(node, cst.Call):
-                    calls.append(node)
-                return True
-
-        visit(function, _Calls())
-        return calls
-
-    def _imported_function(self, qualified: str) -> Optional[tuple[Facts, cst.FunctionDef]]:
-        found = self._imported(qualified)
-        return (found[0].facts, found[1]) if found is not None else None
 
     def _imported(self, qualified: str) -> Optional[tuple["FileContext", cst.FunctionDef]]:
         if qualified.startswith(("torch.", "numpy.", "builtins.", "math.")):
@@ -345,7 +331,7 @@ class FileContext:
         if key not in self._inherited_makers:
             # Rules ask once per `self.attr` read (JIT409 asks for every one); the answer
             # depends only on the class and the attribute, so resolve the bases once.
-            symbol = self.symbols.local(self.path, cls.name.value)
+            symbol = self.symbols.resolve_in_file(self.path, cls.name.value)
             found = None
             if symbol is not None and symbol.kind == "class":
                 found = self.symbols.inherited_makers(symbol, expr.attr.value)

@@ -103,6 +103,12 @@ def fake_registrations(index: ModuleIndex, imports: ImportMap) -> set[str]:
     return collector.registered
 
 
+# Methods of an op object that register its fake. `impl_abstract` exists only on the old
+# `torch._custom_ops` objects; on a `custom_op` it raises at import, which is JIT706's,
+# so the op is not also reported as having no fake (JIT701).
+FAKE_METHODS = frozenset({"register_fake", "impl_abstract"})
+
+
 class _FakeRegistrations:
     """Every op this file gives a fake (abstract) implementation, by name or "ns::name"."""
 
@@ -115,14 +121,14 @@ class _FakeRegistrations:
             reference = op_reference(node.args[0].value)
             if reference:
                 self.registered.add(reference)
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "register_fake":
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in FAKE_METHODS:
             owner = dotted_name(node.func.value)
             if owner:
                 self.registered.add(owner)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator
-        if isinstance(expr, cst.Attribute) and expr.attr.value == "register_fake":
+        if isinstance(expr, cst.Attribute) and expr.attr.value in FAKE_METHODS:
             owner = dotted_name(expr.value)
             if owner:
                 self.registered.add(owner)

@@ -275,3 +275,45 @@ def _body(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     if isinstance(block, cst.IndentedBlock):
         return block.body
     return [block]  # a one-line suite: `if x: return y`
+
+
+def static_condition(
+    test: cst.CSTNode, culprit: Optional[cst.CSTNode], is_static: Callable[[cst.BaseExpression], bool]
+) -> Optional[str]:
+    """The static part a finding needs: `a` of `if a and b:` when `b` (the culprit) breaks.
+
+    The operands of the `and` chain before the one holding the culprit, when Python decides
+    them (`is_static`: a dtype, a shape, an argument that is None; or a comparison with a
+    string, `config.rope_type != "default"`), joined with "and";
+    `self.training` is left to the mode. None when there is no such part.
+    """
+    if culprit is None or culprit is test or not isinstance(test, cst.BooleanOperation):
+        return None
+    operands = _and_operands(test)
+    holder = next((index for index, operand in enumerate(operands) if _contains(operand, culprit)), None)
+    if not holder:
+        return None
+    before = [operand for operand in operands[:holder]
+              if (is_static(operand) or _compares_with_string(operand)) and "self.training" not in _code(operand)]
+    return " and ".join(_code(operand) for operand in before) or None
+
+
+def _compares_with_string(expr: cst.BaseExpression) -> bool:
+    """`config.rope_type != "default"`: a tensor compared with a string would raise, so Python decides it."""
+    return isinstance(expr, cst.Comparison) and any(
+        isinstance(side, (cst.SimpleString, cst.ConcatenatedString))
+        for side in (expr.left, *(target.comparator for target in expr.comparisons)))
+
+
+def _and_operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And) and not expr.lpar:
+        return _and_operands(expr.left) + _and_operands(expr.right)
+    return [expr]
+
+
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    return node is target or any(_contains(child, target) for child in node.children)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module(body=[]).code_for_node(node).split())

@@ -21,6 +21,7 @@ import libcst as cst
 
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile", "torch._dynamo.optimize"})
@@ -224,47 +225,6 @@ class _CompileCalls(cst.CSTVisitor):
             name = dotted_name(node.args[0].value)
             if name:
                 self.names.add(name.split(".")[-1])
-
-
-def _calls_in(function: cst.FunctionDef, eager_only: set[cst.CSTNode]) -> Iterator[cst.Call]:
-    """Calls in `function`'s body, skipping nested defs and eager-only branches."""
-    if not eager_only:  # nothing to prune but definitions: a visitor's hook table walks faster
-        collector = _Calls(function)
-        visit(function, collector)
-        return iter(collector.found)
-    found: list[cst.Call] = []
-
-    def on_visit(node: cst.CSTNode) -> bool:
-        if node in eager_only:
-            return False
-        kind = type(node)
-        if kind is cst.Call:
-            found.append(node)  # type: ignore[arg-type]
-        elif kind is cst.FunctionDef:
-            return node is function
-        elif kind is cst.ClassDef:
-            return False
-        return True
-
-    walk(function, on_visit, None, WHITESPACE_TYPES)
-    return iter(found)
-
-
-class _Calls(cst.CSTVisitor):
-    """The calls of one function's body, nested functions and classes left out."""
-
-    def __init__(self, function: cst.FunctionDef) -> None:
-        self.function = function
-        self.found: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.found.append(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.function
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 class _EagerBranches(cst.CSTVisitor):
@@ -662,7 +622,7 @@ class _RegionFinder:
         """Same-file functions `function` calls: by name, `self.method()` or `super().method()`."""
         owner = self.index.owner.get(function)
         nested = self.index.nested.get(function, {})
-        for call in _calls_in(function, self.regions.eager_only):
+        for call in calls_in(function, self.regions.eager_only, into_classes=False):
             func = call.func
             target: Optional[cst.FunctionDef] = None
             if isinstance(func, cst.Name):

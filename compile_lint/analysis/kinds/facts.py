@@ -10,7 +10,7 @@ parameters take the kinds the calls pass and calls the kinds their targets retur
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 import libcst as cst
 
@@ -18,7 +18,11 @@ from compile_lint.analysis.file.callees import Callees, parameters_passed, passe
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.reaching import Binding, ReachingBindings, target_bindings
 from compile_lint.analysis.file.regions import Regions
+from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.analysis.syntax.walk import visit
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.file.context import FileContext
 
 
 class Kind(enum.Enum):
@@ -67,6 +71,10 @@ _TORCH_NON_TENSOR = {
     "torch.sym_max": Kind.SHAPE,
     "torch.sym_min": Kind.SHAPE,
     "torch._assert": Kind.PY,
+    # Python bools computed from data: torch tags them data_dependent_output (the rules'
+    # generated DATA_DEPENDENT_OUTPUT_FUNCTIONS; tests/test_torch_tables.py keeps the two equal).
+    "torch.equal": Kind.DATA,
+    "torch.allclose": Kind.DATA,
 }
 _TORCH_NON_TENSOR_PREFIXES = (
     "torch.compiler.",
@@ -106,7 +114,7 @@ TENSOR_PY_METHODS = frozenset(
     {"is_floating_point", "is_complex", "is_contiguous", "is_signed", "get_device",
      "is_pinned", "is_shared", "is_set_to", "has_names", "is_nonzero_shape"}
 )
-TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr"})
+TENSOR_DATA_METHODS = frozenset({"item", "tolist", "data_ptr", "equal", "allclose"})  # see _TORCH_NON_TENSOR
 TENSOR_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
 TENSOR_PY_ATTRIBUTES = frozenset(
     {"dtype", "device", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",
@@ -387,20 +395,6 @@ class _SelfAssignments(cst.CSTVisitor):
                 self.attributes.buffers.add(name.evaluated_value)
 
 
-class _CallsOf(cst.CSTVisitor):
-    """The calls in one function, nested functions left out."""
-
-    def __init__(self, function: cst.FunctionDef) -> None:
-        self.function = function
-        self.calls: list[cst.Call] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.function
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-
-
 class _ReturnsOf(cst.CSTVisitor):
     """The returned values of one function, nested functions and lambdas left out."""
 
@@ -431,15 +425,15 @@ class Facts:
 
     def __init__(
         self, imports: ImportMap, regions: Regions,
-        imported_function: Optional[Callable[[str], Optional[tuple["Facts", cst.FunctionDef]]]] = None,
+        imported_function: Optional[Callable[[cst.Call], Optional[tuple["FileContext", cst.FunctionDef]]]] = None,
         type_aliases: Optional[dict[str, cst.BaseExpression]] = None,
     ) -> None:
         self.imports = imports
         self.regions = regions
         # Module-level `Size_ = Tuple[int, int]`: an annotation naming one means its value.
         self.type_aliases = type_aliases or {}
-        # A qualified name -> the function another file defines under it, with that file's
-        # facts (None: the file is analysed on its own).
+        # A call -> the function of another file it runs through an import, with that file's
+        # context: `FileContext.imported_function` (None: the file is analysed on its own).
         self.imported_function = imported_function
         self._param_bindings: dict[tuple[cst.FunctionDef, str], Kind] = {}
         self._argument_kinds: dict[tuple, Optional[Kind]] = {}
@@ -594,7 +588,7 @@ class Facts:
                 by_name.setdefault(function.name.value, []).append(function)
             sites: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]] = {}
             for caller in self.regions.functions:
-                for call in self._calls_of(caller):
+                for call in calls_in(caller):
                     func = call.func
                     name = func.value if isinstance(func, cst.Name) else (
                         func.attr.value if isinstance(func, cst.Attribute) else None)
@@ -613,7 +607,7 @@ class Facts:
                     if target is not None and (caller, call) not in sites.get(target, []):
                         sites.setdefault(target, []).append((caller, call))
             for caller in self.regions.functions:
-                for call in self._calls_of(caller):
+                for call in calls_in(caller):
                     forward = self.callees.module_forward(call, caller)
                     if forward is not None and forward in self.regions.functions:
                         sites.setdefault(forward, []).append((caller, call))
@@ -637,11 +631,6 @@ class Facts:
             if target is not None:
                 return target
         return self.callees.module_forward(call, function)
-
-    def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
-        collector = _CallsOf(function)  # a module-level visitor: no closure cycle keeps the tree alive
-        visit(function, collector)
-        return collector.calls
 
     # ----- reads, flow-sensitively ---------------------------------------------
     def reaching(self, function: cst.FunctionDef) -> ReachingBindings:
@@ -1015,15 +1004,6 @@ class Facts:
                 bindings[param.name.value] = self.kind(passed, function)
         return bindings
 
-    def imported_call(self, call: cst.Call) -> Optional[tuple["Facts", cst.FunctionDef]]:
-        """The function of another file `call` runs (through an import), with that file's facts."""
-        if self.imported_function is None:
-            return None
-        qualified = self.imports.qualname(call.func)
-        if qualified is None or qualified.startswith(("torch.", "numpy.", "builtins.", "math.")):
-            return None
-        return self.imported_function(qualified)
-
     def _unpacked_iteration_kind(self, value: object, index: int, function: cst.FunctionDef) -> Optional[Kind]:
         """Kind of `b` in `for a, b in enumerate(xs)` / `zip(xs, ys)` / `d.items()`, or None."""
         if not (isinstance(value, tuple) and value[0] == "iter" and isinstance(value[1], cst.Call)):
@@ -1376,11 +1356,11 @@ class Facts:
         if qualified.startswith("math."):
             return Kind.DATA if any(self.kind(a.value, function).tensorish for a in call.args) else Kind.PY
         if not qualified.startswith("builtins."):
-            imported = self.imported_call(call)
+            imported = self.imported_function(call) if self.imported_function is not None else None
             if imported is not None:
                 # A helper of another file: its returns, with the kinds this call passes.
-                facts, target = imported
-                return facts.return_kind_with(target, self.passed_kinds(call, function, target))
+                other, target = imported
+                return other.facts.return_kind_with(target, self.passed_kinds(call, function, target))
         if qualified.startswith("builtins."):
             name = qualified[len("builtins."):]
             arg_kinds = [self.kind(a.value, function) for a in call.args]

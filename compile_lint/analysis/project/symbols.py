@@ -274,7 +274,7 @@ class SymbolIndex:
         self._memo[(path, key)] = (stamp, value)
         return value
 
-    def consult(self, from_path: str, path: str) -> None:
+    def record_read(self, from_path: str, path: str) -> None:
         """Record that the analysis of `from_path` read `path`."""
         if from_path != path:
             self._edges.setdefault(os.path.abspath(from_path), set()).add(os.path.abspath(path))
@@ -354,12 +354,12 @@ class SymbolIndex:
         file, rest = self.module_file(qualified, from_path)
         if file is None or not rest:
             return None
-        self.consult(from_path, file)
+        self.record_read(from_path, file)
         return self._in_module(file, rest, depth)
 
-    def local(self, path: str, dotted: str, depth: int = 0) -> Optional[Symbol]:
+    def resolve_in_file(self, path: str, dotted: str, depth: int = 0) -> Optional[Symbol]:
         """What the dotted name `dotted` means inside the source file `path`."""
-        self.consult(path, path)
+        self.record_read(path, path)
         return self._in_module(path, tuple(dotted.split(".")), depth)
 
     def _in_module(self, file: str, parts: tuple[str, ...], depth: int) -> Optional[Symbol]:
@@ -383,7 +383,7 @@ class SymbolIndex:
             # A submodule of the package that the package did not import by name.
             found, remaining = self._descend(os.path.dirname(file), file, parts)
             if found is not None and found != file and remaining:
-                self.consult(file, found)
+                self.record_read(file, found)
                 return self._in_module(found, remaining, depth + 1)
         return None
 
@@ -414,7 +414,7 @@ class SymbolIndex:
             qualified = self.qualify(symbol.path, base)
             if qualified.startswith(prefix) or base.rsplit(".", 1)[-1] in base_names:
                 return True
-            found = self.local(symbol.path, base)
+            found = self.resolve_in_file(symbol.path, base)
             if found is not None and found.kind == "class" and self._module_class(found, base_names, prefix, depth + 1, seen):
                 return True
         return False
@@ -429,7 +429,7 @@ class SymbolIndex:
             if cls is None:
                 continue
             for base in cls.bases:
-                resolved = self.local(current.path, base)
+                resolved = self.resolve_in_file(current.path, base)
                 if resolved is not None and resolved.kind == "class" and resolved not in found and resolved != symbol:
                     found.append(resolved)
                     pending.append(resolved)

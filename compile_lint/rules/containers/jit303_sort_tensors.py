@@ -43,6 +43,22 @@ class SortTensors(Rule):
             import torch
             from torch import nn
 
+            def merge(scores):
+                return torch.stack(sorted(scores))
+
+            class Pool(nn.Module):
+                def forward(self, x):
+                    return merge([x.sum(), x.mean(), x.amax()])
+            """,
+            entry="Pool",
+            lines=[5],
+            note="the list of tensors comes from the caller",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
             class MultiTaskHead(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -126,6 +142,22 @@ class SortTensors(Rule):
         ),
     ]
     valid = [
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            def ordered(sizes):
+                return sorted(sizes)
+
+            class Pad(nn.Module):
+                def forward(self, x):
+                    widths = ordered([x.shape[-1], 4, 2])
+                    return x * widths[0]
+            """,
+            entry="Pad",
+            note="the callers pass Python ints",
+        ),
         Valid(
             """
             import torch
@@ -217,7 +249,8 @@ class SortTensors(Rule):
                         or _filled_with_tensors(self, items_of)):
                     self.report(node, fix=self._key_fix(node) if allow_fix else None)
                 return
-            if self.context.facts.element_kind(iterable, self.context.function).tensorish:
+            if (self.context.facts.element_kind(iterable, self.context.function).tensorish
+                    or _callers_pass_tensors(self, iterable)):
                 self.report(node)
             return
         if _key_kind(self, key.value, iterable) in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.DATA):
@@ -244,6 +277,42 @@ class SortTensors(Rule):
         )
         new = node.with_changes(args=[first.with_changes(comma=first_comma), key, *rest])
         return FixPlan([(node, new)], "Sort by key only: key=lambda kv: kv[0]", "safe")
+
+
+def _callers_pass_tensors(rule: Rule, expr: cst.BaseExpression) -> bool:
+    """`expr` is a parameter never rebound, and every call of its function in this file passes
+    a list whose elements are tensors (`merge([a.sum(), b.sum()])` for `def merge(xs)`)."""
+    context = rule.context
+    function = context.function
+    if not isinstance(expr, cst.Name) or function is None or context.local_values(expr.value):
+        return False
+    if not isinstance(context.parent(function), cst.Module):  # calls by its bare name are its own
+        return False
+    params = function.params
+    names = [param.name.value for param in (*params.posonly_params, *params.params)]
+    if expr.value not in names and expr.value not in [p.name.value for p in params.kwonly_params]:
+        return False
+    position = names.index(expr.value) if expr.value in names else None
+    calls = context.calls_named(function.name.value)
+    if not calls:
+        return False
+    for call in calls:
+        caller = context.module_index.enclosing_function.get(call)
+        argument = _argument(call, expr.value, position)
+        if caller is None or argument is None or not context.facts.element_kind(argument, caller) is Kind.TENSOR:
+            return False
+    return True
+
+
+def _argument(call: cst.Call, name: str, position: Optional[int]) -> Optional[cst.BaseExpression]:
+    """What `call` passes to parameter `name` (at `position`), or None."""
+    if any(arg.star for arg in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    return positional[position] if position is not None and position < len(positional) else None
 
 
 def _items_receiver(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

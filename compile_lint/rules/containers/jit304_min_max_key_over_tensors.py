@@ -8,7 +8,7 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes, walk
-from compile_lint.fixes.conditions import (
+from compile_lint.fixes.branches.conditions import (
     EAGER_TENSOR,
     SAFE_OPERANDS,
     operand_evidence,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.fixes.conditions import data_dependent
+from compile_lint.fixes.branches.conditions import data_dependent
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.fixes.branch_code import with_reason
-from compile_lint.fixes.conditions import data_dependent
-from compile_lint.fixes.linearise import linearise_ifexp
+from compile_lint.fixes.branches.blocks import with_reason
+from compile_lint.fixes.branches.conditions import data_dependent
+from compile_lint.fixes.branches.dispatch import linearise_ifexp
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

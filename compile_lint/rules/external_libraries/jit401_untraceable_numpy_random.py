@@ -162,6 +162,9 @@ class UntraceableNumpyRandom(Rule):
 
 # numpy.random functions torch._numpy implements, and which argument carries `size`:
 # "*" = any positional argument is part of the shape; None = no size needed.
+# Kept by hand: torch has no table of these. numpy is on Dynamo's skip list, yet its calls
+# are traced through torch._numpy, which models some numpy.random draws and not others;
+# which ones (and how their size is passed) was measured on torch 2.13.
 _TRACED_NUMPY_DRAWS: dict[str, object] = {
     "seed": None, "shuffle": None, "rand": "*", "randn": "*", "random_sample": 0,
     "random": 0, "uniform": 2, "normal": 2, "randint": 2,

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.conditions import operand_evidence, unsafe_operand
+from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.fixes.guards import spell
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -229,6 +229,8 @@ class MathOnTensor(Rule):
         return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports, operand_evidence(self, operand))
 
 
+# Kept by hand: a meaning mapping (math.f -> torch.f), which no torch table holds; what
+# breaks is the call with a tensor argument, whatever the function.
 # math functions with a torch twin of the same meaning on a one-element tensor.
 _MATH_TO_TORCH = frozenset(
     {"exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos", "tan", "asin",

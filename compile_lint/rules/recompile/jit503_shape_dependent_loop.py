@@ -452,6 +452,8 @@ class ShapeDependentLoop(Rule):
 _VARYING_DIMS = (0, 1)
 
 
+# Kept by hand: what an op returns (a tuple, not a tensor) is in its schema, not in a tag or
+# trace rule, and this list names the Python spellings, several of them Python-level.
 # Ops that return a tuple of a fixed length (values, indices), not a tensor to iterate.
 _TUPLE_RESULTS = frozenset({
     "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "aminmax", "std_mean",

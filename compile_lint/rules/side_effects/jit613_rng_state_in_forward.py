@@ -7,6 +7,7 @@ import libcst as cst
 from compile_lint.rules.support.bindings import call_name, made_only_by
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.torch_tables import SKIPPED_TORCH_FUNCTIONS
 
 
 class RngStateInForward(Rule):
@@ -141,7 +142,7 @@ class RngStateInForward(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = call_name(self.context, node) or ""
-        if name in _RNG_STATE_FUNCTIONS:
+        if name in RNG_STATE_FUNCTIONS:
             self.report(node)
             return
         func = node.func
@@ -154,9 +155,13 @@ class RngStateInForward(Rule):
             self.report(generator.value)
 
 
-_RNG_STATE_FUNCTIONS = frozenset({
-    "torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
-    "torch.get_rng_state", "torch.set_rng_state", "torch.random.get_rng_state", "torch.random.set_rng_state",
+# The seeding and RNG-state functions Dynamo skips, from its trace rules (the generated
+# table), plus what the table does not name: the `torch.random` spellings of the same
+# functions, `initial_seed` and the Generator constructor (measured breaking on 2.13).
+# The table's other skipped functions are JIT616's.
+RNG_STATE_FUNCTIONS = frozenset({
+    *(name for name in SKIPPED_TORCH_FUNCTIONS if "rng_state" in name or "manual_seed" in name),
+    "torch.random.manual_seed", "torch.random.get_rng_state", "torch.random.set_rng_state",
     "torch.initial_seed", "torch.random.initial_seed", "torch.Generator", "torch._C.Generator",
 })
 

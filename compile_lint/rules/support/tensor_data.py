@@ -12,7 +12,7 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind, annotation_kind, returned_values
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.conditions import data_dependent
+from compile_lint.fixes.branches.conditions import data_dependent
 from compile_lint.rules.support.syntax import class_method
 from compile_lint.rules.base import Rule
 

@@ -8,10 +8,10 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.fixes.conditions import unsafe_operand
+from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
+from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
-from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -303,7 +303,7 @@ class TensorItem(ElifTracker, Rule):
         if self.context.kind(receiver) in NOT_ARRAYS:
             return
         if not self.context.kind(receiver).tensorish:
-            reason = Linearised(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
+            reason = BranchFix(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
             self.report(node, message=with_reason(self.message, reason))
             return
         outcome = linearise_data_read(self, node, self.is_elif)
@@ -314,7 +314,7 @@ class TensorItem(ElifTracker, Rule):
         fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
                               receiver)
         reason = unsafe_operand(self, receiver) or unkept_reason(self, node, UNUSED_NUMBER)
-        self.report(node, message=with_reason(self.message, Linearised(fix, reason)), fix=fix)
+        self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.branch_code import UNUSED_NUMBER, Linearised, with_reason
-from compile_lint.fixes.conditions import unsafe_operand
+from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
+from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
-from compile_lint.fixes.linearise import ElifTracker, linearise_data_read
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     builtin_conversion,
 )
@@ -304,7 +304,7 @@ class TensorToPythonScalar(ElifTracker, Rule):
             fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"), value)
         reason = (unsafe_operand(self, value) or unkept_reason(self, node, UNUSED_NUMBER)) if name == "float" else \
             f"only `float()` of a tensor is kept a tensor, not `{name}()`"
-        self.report(node, message=with_reason(message, Linearised(fix, reason)), fix=fix)
+        self.report(node, message=with_reason(message, BranchFix(fix, reason)), fix=fix)
 
 
 def _chain(value: cst.BaseExpression, *methods: str) -> cst.BaseExpression:

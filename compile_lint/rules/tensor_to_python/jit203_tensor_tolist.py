@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import walk
-from compile_lint.fixes.conditions import operand_evidence, unsafe_operand
+from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,

@@ -7,6 +7,8 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.rules.support.syntax import keyword_argument
+from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -14,11 +16,14 @@ class DataDependentShape(Rule):
     """Boolean-mask indexing and ops like `nonzero` give outputs whose size depends on data.
 
     Why: `x[mask]`, `torch.nonzero`, one-argument `torch.where(mask)`, `masked_select`,
-    `unique`, `bincount` and `repeat_interleave` with tensor repeats cannot know their
-    output size without the values, so the default `torch.compile` breaks the graph
-    ("Dynamic shape operator"). `fullgraph=True` passes (the size becomes an unbacked
-    symbol), and so does the default compile with
-    `torch._dynamo.config.capture_dynamic_output_shape_ops = True`.
+    `unique`, `bincount`, `repeat_interleave` with tensor repeats and `F.one_hot` without
+    `num_classes` cannot know their output size without the values, so the default
+    `torch.compile` breaks the graph ("Dynamic shape operator"). `fullgraph=True` passes
+    for most (the size becomes an unbacked symbol), and so does the default compile with
+    `torch._dynamo.config.capture_dynamic_output_shape_ops = True`; `F.one_hot`,
+    `torch.linalg.lstsq` and `F.ctc_loss` fail even there. The ops are the ones torch
+    tags `dynamic_output_shape` (rules/support/torch_tables.py, generated from the
+    installed torch).
 
     Instead: keep shapes static: `torch.where(mask, x, 0)`, `x * mask`,
     `x.masked_fill(~mask, 0)`, masked sums (`(x * mask).sum() / mask.sum()`); assigning
@@ -31,6 +36,7 @@ class DataDependentShape(Rule):
     kind = "break"
     gb_type = "Dynamic shape operator"
     gb_id = "GB0036"
+    gb_types = ("Attempted to use `torch.nn.functional.one_hot` with data-dependent output shape",)
     config_note = (
         "With torch._dynamo.config.capture_dynamic_output_shape_ops = True the default "
         "compile captures these ops without a break; fullgraph=True passes either way."
@@ -163,8 +169,65 @@ class DataDependentShape(Rule):
             entry="Expand",
             lines=[6],
         ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Labels(nn.Module):
+                def forward(self, labels):
+                    return F.one_hot(labels).float().sum(0)
+            """,
+            calls="[(torch.tensor([0, 2, 1, 2]),)]",
+            entry="Labels",
+            lines=[7],
+            note="from torch's table (aten::one_hot is tagged dynamic_output_shape): the class count is the data's max",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Fit(nn.Module):
+                def forward(self, a, b):
+                    return torch.linalg.lstsq(a, b).solution * 2
+            """,
+            calls="[(torch.randn(6, 3), torch.randn(6, 2))]",
+            entry="Fit",
+            lines=[6],
+            note="from torch's table: aten::linalg_lstsq is tagged dynamic_output_shape; fullgraph=True fails too",
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class CTC(nn.Module):
+                def forward(self, log_probs, targets):
+                    return F.ctc_loss(log_probs, targets, [5, 5], [3, 2])
+            """,
+            calls="[(torch.randn(5, 2, 4).log_softmax(2), torch.randint(1, 4, (2, 3)))]",
+            entry="CTC",
+            lines=[7],
+            note="from torch's table: aten::_ctc_loss is tagged dynamic_output_shape; fullgraph=True fails too",
+        ),
     ]
     valid = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            class Labels(nn.Module):
+                def forward(self, labels):
+                    return F.one_hot(labels, num_classes=4).float().sum(0) + F.one_hot(labels, 4).float().sum(0)
+            """,
+            calls="[(torch.tensor([0, 2, 1, 2]),)]",
+            entry="Labels",
+        ),
         Valid(
             """
             import torch
@@ -265,23 +328,27 @@ class DataDependentShape(Rule):
         if qualified is not None:
             if not qualified.startswith("torch."):
                 return
-            op = qualified[len("torch."):]
             positional = [a for a in node.args if a.keyword is None and not a.star]
-            if op in _DYNAMIC_SHAPE_OPS or (op == "where" and len(node.args) == 1 and positional):
-                self.report(node)
-            elif op == "repeat_interleave" and self._tensor_repeats(node, positional[1:2] if len(node.args) > 1
-                                                                    else positional[:1]):
+            if qualified == "torch.repeat_interleave":
                 # `torch.repeat_interleave(counts)`: a lone argument is the repeats.
+                if self._tensor_repeats(node, positional[1:2] if len(node.args) > 1 else positional[:1]):
+                    self.report(node)
+            elif qualified == "torch.nn.functional.one_hot":
+                if _one_hot_counts_classes(node):
+                    self.report(node)
+            elif qualified in DYNAMIC_OUTPUT_SHAPE_FUNCTIONS or (
+                qualified == "torch.where" and len(node.args) == 1 and positional
+            ):
                 self.report(node)
             return
         if isinstance(func, cst.Attribute) and self.context.kind(func.value) is Kind.TENSOR:
             method = func.attr.value
-            if method in _DYNAMIC_SHAPE_OPS:
-                self.report(node)
-            elif method == "repeat_interleave":
+            if method == "repeat_interleave":
                 positional = [a for a in node.args if a.keyword is None and not a.star]
                 if self._tensor_repeats(node, positional[:1]):
                     self.report(node)
+            elif method in DYNAMIC_OUTPUT_SHAPE_METHODS and method not in _NOT_METHOD_SPELLINGS:
+                self.report(node)
 
     def _tensor_repeats(self, node: cst.Call, repeats: list[cst.Arg]) -> bool:
         """`repeat_interleave` with a tensor of repeats and no `output_size=`."""
@@ -293,8 +360,27 @@ class DataDependentShape(Rule):
         return any(self.context.kind(value) is Kind.TENSOR for value in values)
 
 
-# Ops whose output size depends on tensor values.
-_DYNAMIC_SHAPE_OPS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"})
+# torch's table maps `aten::index.Tensor` to `Tensor.index`, but only a boolean index makes
+# its size data-dependent, and users write it `x[mask]`: visit_Subscript decides that.
+# (`torch.where(mask)` is `aten::nonzero` under another name; repeat_interleave and one_hot
+# depend on their arguments: visit_Call decides those.)
+_NOT_METHOD_SPELLINGS = frozenset({"index"})
+
+
+def _one_hot_counts_classes(node: cst.Call) -> bool:
+    """`F.one_hot(t)` / `num_classes=-1`: the class count is read from the data (`t.max() + 1`)."""
+    classes = keyword_argument(node, "num_classes")
+    if classes is None:
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if len(positional) > 1:
+            classes = positional[1]
+        elif any(a.star for a in node.args):
+            return False
+    if classes is None:
+        return True
+    value = classes.value
+    return (isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+            and isinstance(value.expression, cst.Integer) and value.expression.value == "1")
 
 
 _MASK_FUNCTIONS = frozenset({

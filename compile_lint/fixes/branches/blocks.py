@@ -15,10 +15,10 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.fixes.branch_choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
-from compile_lint.fixes.conditions import EAGER_TENSOR, TensorCondition, operand_evidence, tensor_evidence
-from compile_lint.fixes.guards import is_side_effect_free, spell
-from compile_lint.fixes.hazards import (
+from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
+from compile_lint.fixes.branches.conditions import EAGER_TENSOR, TensorCondition, operand_evidence, tensor_evidence
+from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free, spell
+from compile_lint.fixes.branches.hazards import (
     ShapeModel,
     dtype_changes,
     names_read,
@@ -37,22 +37,22 @@ LOOP_NOTE = ("the skipped work still runs (slower; its random draws and zero gra
 
 
 @dataclass
-class Linearised:
+class BranchFix:
     """A fix for one tensor branch, or the reason there is none."""
 
     fix: Optional[FixPlan] = None
     reason: Optional[str] = None
 
 
-NO_WHILE_FIX = Linearised(None, "the number of iterations depends on data (see --explain JIT102)")
+NO_WHILE_FIX = BranchFix(None, "the number of iterations depends on data (see --explain JIT102)")
 
 
-def no_fix(reason: str) -> Linearised:
+def no_fix(reason: str) -> BranchFix:
     """A result without a fix, saying why."""
-    return Linearised(None, reason)
+    return BranchFix(None, reason)
 
 
-def with_reason(message: str, outcome: Linearised) -> str:
+def with_reason(message: str, outcome: BranchFix) -> str:
     """A finding's message, with the reason it has no fix when it has none."""
     if outcome.fix is None and outcome.reason:
         return f"{message}; no automatic fix: {outcome.reason}"
@@ -61,7 +61,7 @@ def with_reason(message: str, outcome: Linearised) -> str:
 
 def branch_fix_choice(rule: Rule) -> str:
     """"where" or "cond": what the configuration asks for where both are valid."""
-    choice = getattr(rule.context, "branch_fix", None)
+    choice = rule.context.branch_fix
     return choice if choice in BRANCH_FIX_CHOICES else DEFAULT_BRANCH_FIX
 
 
@@ -306,7 +306,7 @@ def block_and_index(rule: Rule, node: cst.CSTNode) -> tuple[Optional[cst.Indente
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 
-class Builder:
+class TorchCalls:
     """Spells torch calls in the file's terms and remembers the imports they need."""
 
     def __init__(self, rule: Rule) -> None:
@@ -374,14 +374,22 @@ class Builder:
                                                whitespace_after=cst.SimpleWhitespace("")))
         return cst.Call(func=cst.Attribute(parenthesised(value, call=True), cst.Name("clone")), args=[layout])
 
-    def plan(self, replacements: list, message: str, applicability: str = "unsafe") -> Linearised:
+    def plan(self, replacements: list, message: str, applicability: str = "unsafe") -> BranchFix:
         """The fix: node replacements plus the imports the new code needs."""
-        return Linearised(FixPlan(replacements, message, applicability, tuple(dict.fromkeys(self.imports)),
+        return BranchFix(FixPlan(replacements, message, applicability, tuple(dict.fromkeys(self.imports)),
                                   tuple(dict.fromkeys(self.operands))))
 
 
 # Tensors `torch.cond` branches return must not alias an operand. New tensors: arithmetic,
 # torch functions other than views, tensor methods other than views and no-op conversions.
+def compiling_predicate(builder: TorchCalls) -> cst.BaseExpression:
+    """`torch.compiler.is_compiling()`, or the file's own `is_torchdynamo_compiling()`."""
+    for local, qualified in builder.rule.context.imports.names.items():
+        if qualified.endswith("is_torchdynamo_compiling"):
+            return cst.Call(func=cst.Name(local))
+    return cst.Call(func=builder.name(GUARD_PREDICATE))
+
+
 _FRESH_RESULTS = (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)
 _MAY_RETURN_INPUT = _VIEW_METHODS | {"half", "double", "bool", "long", "int", "type", "cpu", "cuda",
                                      "requires_grad_", "__getitem__"}
@@ -517,7 +525,7 @@ def _operands(rule: Rule, values: Sequence[cst.BaseExpression]) -> list[str]:
     return found
 
 
-def select(rule: Rule, builder: Builder, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
+def select(rule: Rule, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
            prefer: str) -> Union[cst.BaseExpression, str]:
     """`torch.where` (or `torch.cond`) choosing between two values, or why neither is valid."""
     condition = arms.test

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
 
 
+# The lists below stay hand-written on purpose: they say how a Python spelling shapes,
+# broadcasts or fails on some inputs (so both arms of a rewrite are safe to compute), which
+# no torch tag records (`pointwise` is per ATen overload and says nothing of domains).
 # ----- shapes -----------------------------------------------------------------------------
 
 # Tensor methods whose result has the receiver's shape (the receiver broadcast with any

@@ -18,7 +18,7 @@ from compile_lint.analysis.kinds.facts import TRACED_RANDOM_DRAWS, Kind, annotat
 from compile_lint.analysis.file.regions import predicate_sense
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS, TENSOR_ONLY_METHODS
-from compile_lint.fixes.hazards import is_bool_expression
+from compile_lint.fixes.branches.hazards import is_bool_expression
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.branch_code import (
+from compile_lint.fixes.branches.blocks import (
     LOOP_NOTE,
     Arms,
-    Builder,
-    Linearised,
+    TorchCalls,
+    BranchFix,
     always_binds,
     assignment_line,
     assignment_steps,
@@ -34,9 +34,9 @@ from compile_lint.fixes.branch_code import (
     short_code,
     tensor_before,
 )
-from compile_lint.fixes.conditions import TensorCondition
+from compile_lint.fixes.branches.conditions import TensorCondition
 from compile_lint.fixes.guards import is_side_effect_free
-from compile_lint.fixes.hazards import (
+from compile_lint.fixes.branches.hazards import (
     names_read,
     stateful_argument,
     untaken_arm_hazard,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # ----- loops -----------------------------------------------------------------------------------
 
 
-def skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> Linearised:
+def skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
     """`if c: continue` (layer-drop) -> the rest of the body computed, old values kept where `c`."""
     loop = enclosing_loop(rule, node)
     if loop is None:
@@ -73,7 +73,7 @@ def skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> L
 
 
 def skip_with_where(rule: Rule, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
-                     loop: Optional[cst.CSTNode], keep_rest: bool, flag: Optional[cst.CSTNode] = None) -> Linearised:
+                     loop: Optional[cst.CSTNode], keep_rest: bool, flag: Optional[cst.CSTNode] = None) -> BranchFix:
     """The code `node` skips, computed anyway with `NAME = torch.where(skip, NAME, new)` per name."""
     hazard = stateful_argument(rule, rest) or untaken_arm_hazard(rule, rest, condition.tensor) or _recorded_by_hooks(
         rule)
@@ -130,7 +130,7 @@ class _SkipSelector:
         self.region = [node, *rest]
         self.loop = loop
         self.scope = scope_of(rule)
-        self.builder = Builder(rule)
+        self.builder = TorchCalls(rule)
         self.arms = Arms(rule, condition)
         self.written: set[str] = set()
 
@@ -183,7 +183,7 @@ class _SkipSelector:
         return assignment_line(step.name, chosen, line)
 
 
-def flag_consumer(rule: Rule, node: cst.If, flag: str, condition: TensorCondition) -> Optional[Linearised]:
+def flag_consumer(rule: Rule, node: cst.If, flag: str, condition: TensorCondition) -> Optional[BranchFix]:
     """`if c: to_drop = True` ... `if not to_drop: h = layer(h)` -> the selection, then the flag."""
     anchor: cst.CSTNode = node
     while True:
@@ -216,3 +216,14 @@ def flag_consumer(rule: Rule, node: cst.If, flag: str, condition: TensorConditio
                             keep_rest=True, flag=flag_line.with_changes(leading_lines=()) if hasattr(flag_line, "leading_lines")
                             else flag_line)
 
+
+def no_break_fix(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
+    """`if c: break`: no rewrite (the loop ends after a data-dependent number of iterations)."""
+    return no_fix("`break` ends the loop after a data-dependent number of iterations")
+
+
+def set_flag(rule: Rule, node: cst.If, condition: TensorCondition, flag: str) -> BranchFix:
+    """`if c: flag = True`: rewritten with the `if not flag:` that reads it (`flag_consumer`), or why not."""
+    fix = flag_consumer(rule, node, flag, condition)
+    return fix or no_fix(f"the branch sets the Python flag `{flag}`: only a flag read once, by a "
+                         f"following `if not {flag}:` without `else`, is rewritten")

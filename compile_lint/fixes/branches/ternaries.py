@@ -1,0 +1,42 @@
+"""Ternaries: `a if c else b` on a tensor condition -> `torch.where(c, a, b)` (or `torch.cond`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from compile_lint.fixes.branches.assignments import calls_named
+from compile_lint.fixes.branches.blocks import (
+    WHERE_NOTE,
+    Arms,
+    BranchFix,
+    TorchCalls,
+    branch_fix_choice,
+    no_fix,
+    select,
+)
+from compile_lint.fixes.branches.conditions import (
+    tensor_condition,
+)
+
+if TYPE_CHECKING:
+    from compile_lint.rules.base import Rule
+
+
+def linearise_ifexp(rule: Rule, node: cst.IfExp) -> BranchFix:
+    """`a if c else b` on a tensor `c` -> `torch.where(c, a, b)` (or torch.cond), or why not."""
+    condition = tensor_condition(rule, node.test)
+    if isinstance(condition, str):
+        return no_fix(condition)
+    builder = TorchCalls(rule)
+    chosen = select(rule, builder, Arms(rule, condition), node.body, node.orelse, branch_fix_choice(rule))
+    if isinstance(chosen, str):
+        return no_fix(chosen)
+    if condition.guard is not None:
+        chosen = cst.IfExp(test=condition.guard, body=chosen, orelse=node.orelse,
+                           lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    chosen = chosen.with_changes(lpar=node.lpar, rpar=node.rpar) if node.lpar else chosen
+    used = "torch.cond" if calls_named(chosen, "cond") else "torch.where"
+    return builder.plan([(node, chosen)], f"Use {used}(cond, a, b)"
+                        + (f" ({WHERE_NOTE})" if used == "torch.where" else ""))

@@ -1,0 +1,64 @@
+"""The lines that close a run: what was fixed and found, and the count per rule (`--statistics`)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Sequence
+
+from compile_lint.core.diagnostics import Diagnostic
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,
+             unwritten: int = 0) -> str:
+    """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
+
+    `failed` counts paths that could not be checked (missing, unreadable, undecodable) and
+    `unwritten` the files among them that were fixed but could not be written back: then
+    the run never says "All checks passed".
+    """
+    safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
+    hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
+    parts = []
+    if fixed:
+        parts.append(f"Fixed {plural(fixed, 'finding')}.")
+    if diagnostics:
+        with_findings = len({d.path for d in diagnostics})
+        where = plural(files, "file") if with_findings == files else f"{with_findings} of {plural(files, 'file')}"
+        parts.append(f"Found {plural(len(diagnostics), 'finding')} in {where}.")
+        # With --unsafe-fixes on the command line already, unsafe fixes only need --fix.
+        fixable = safe + hidden if unsafe else safe
+        if fixable:
+            parts.append(f"{fixable} fixable with --fix.")
+        if hidden and not unsafe:
+            parts.append(f"{hidden} fixable with --unsafe-fixes.")
+    if unwritten:
+        parts.append(f"{plural(unwritten, 'file')} could not be written (see the errors above).")
+    if failed > unwritten:
+        checked = files - min(failed, files)
+        clean_rest = f"; no findings in the other {plural(checked, 'file')}" if checked and not diagnostics else ""
+        parts.append(f"{plural(failed - unwritten, 'path')} could not be checked (see the errors above){clean_rest}.")
+    elif not diagnostics and not fixed and not unwritten:
+        parts.append(f"All checks passed ({plural(files, 'file')}).")
+    return " ".join(parts) + "\n"
+
+
+def statistics(diagnostics: Sequence[Diagnostic], output_format: str, unsafe: bool = False) -> str:
+    """A count per code, most frequent first: a table, or with json an array as ruff prints it.
+
+    Fixable is what `--fix` would apply with these flags: an unsafe fix only with --unsafe-fixes.
+    """
+    counts = Counter(d.code for d in diagnostics)
+    names = {d.code: d.name for d in diagnostics}
+    fixable = Counter(d.code for d in diagnostics
+                      if d.fix is not None and (unsafe or d.fix.applicability == "safe"))
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if output_format == "json":
+        return json.dumps([{"code": code, "name": names[code], "count": count, "fixable": code in fixable,
+                            "fixable_count": fixable[code]} for code, count in ordered], indent=2) + "\n"
+    return "".join(f"{count:>5}  {code}  {'[*] ' if code in fixable else '    '}{names[code]}\n"
+                   for code, count in ordered)

@@ -1,0 +1,54 @@
+"""Which rules apply where: select / extend-select / ignore / per-file-ignores, and path patterns."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from compile_lint.core.diagnostics import CODE_PREFIX
+
+if TYPE_CHECKING:
+    from compile_lint.settings.config import Config
+
+
+def _longest_match(code: str, selectors: Sequence[str]) -> int:
+    best = -1
+    for selector in selectors:
+        if selector == "ALL":
+            best = max(best, 0)
+        elif code.startswith(selector):
+            best = max(best, len(selector))
+    return best
+
+
+def rule_enabled(code: str, default_enabled: bool, config: Config, path: Optional[str] = None) -> bool:
+    """Whether a rule code is on: the most specific of select/extend-select/ignore wins.
+
+    Rules that are off by default (perf hints, noisy rules) need a selector more specific
+    than the bare prefix, e.g. `--extend-select JIT8` or `--select JIT801`, or `ALL`.
+    """
+    selected = max(_longest_match(code, config.select), _longest_match(code, config.extend_select))
+    ignored = _longest_match(code, config.ignore)
+    if path is not None:
+        for pattern, codes in config.per_file_ignores:
+            if path_matches(path, pattern, config.match_root):
+                ignored = max(ignored, _longest_match(code, codes))
+    if selected < 0 or ignored >= selected:
+        return False
+    if not default_enabled and 0 < selected <= len(CODE_PREFIX):
+        return False
+    return True
+
+
+def path_matches(path: str, pattern: str, root: str = ".") -> bool:
+    """Glob match a file path against a pattern, relative to the config's root or by basename."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, os.path.abspath(root)).replace(os.sep, "/")
+    pattern = pattern.rstrip("/")
+    return (
+        fnmatch.fnmatch(relative, pattern)
+        or fnmatch.fnmatch(os.path.basename(path), pattern)
+        or fnmatch.fnmatch(relative, pattern + "/*")
+        or any(fnmatch.fnmatch(part, pattern) for part in relative.split("/")[:-1])
+    )
