@@ -43,7 +43,7 @@ def test_json_output_is_the_contract(project):
     assert len(findings) == 1
     finding = findings[0]
     assert list(finding) == ["path", "line", "column", "end_line", "end_column", "code", "name", "url",
-                             "kind", "message", "gb_type", "fix", "mode"]
+                             "kind", "message", "gb_type", "fix", "mode", "condition"]
     # A relative reference into the distribution's docs: there is no public repository to name.
     assert finding["url"] == "docs/rules.md#jit101-tensor-valued-if"
     assert "github.com" not in result.stdout
