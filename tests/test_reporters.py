@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -74,6 +75,22 @@ def test_sarif_with_no_findings_and_absolute_paths_is_valid(tmp_path):
     assert not list(_validator().iter_errors(log))
     uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "file://" + path
+
+
+def test_sarif_names_no_repository_and_declares_the_base_of_relative_paths(tmp_path):
+    """Relative URIs rest on a declared %SRCROOT% (the cwd); a path outside the cwd is an absolute file URI."""
+    inside, outside = _finding(path="pkg/m.py"), _finding(path=os.path.join("..", "outside.py"))
+    text = render("sarif", [inside, outside])
+    assert "github.com" not in text
+    log = json.loads(text)
+    assert not list(_validator().iter_errors(log))
+    run = log["runs"][0]
+    assert "informationUri" not in run["tool"]["driver"]
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base == pathlib.Path.cwd().as_uri() + "/"
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    assert locations[0] == {"uri": "pkg/m.py", "uriBaseId": "%SRCROOT%"}
+    assert locations[1] == {"uri": pathlib.Path(os.path.abspath(os.path.join("..", "outside.py"))).as_uri()}
 
 
 def _finding(path: str = "m.py", message: str = "msg", **changes) -> Diagnostic:

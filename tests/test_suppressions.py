@@ -115,3 +115,60 @@ def test_flake8_reads_a_malformed_list_as_a_bare_noqa_for_every_plugin(tmp_path)
     assert _flake8(str(path), select="JIT,F401") == [f"{path}:1:1: F401 'torch' imported but unused"]
     assert [line.split()[1] for line in _cli(str(path))] == ["JIT101"]
     os.remove(path)
+
+
+def test_a_normal_run_warns_about_each_malformed_noqa_once_even_from_the_cache(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(CODE.format(noqa="  # noqa: JIT1O1").replace("import torch\n", "import torch  # noqa: foo\n"))
+    for _ in range(2):  # the second run reads the findings from the cache
+        result = subprocess.run([sys.executable, "-m", "compile_lint", "--output-format", "concise", str(path)],
+                                capture_output=True, text=True, timeout=300)
+        warnings = [line for line in result.stderr.splitlines() if "malformed" in line]
+        assert warnings == [
+            f"compile-lint: warning: {path}:1: malformed # noqa (expected codes after `noqa:` "
+            "(e.g. `# noqa: JIT101`)): it suppresses nothing",
+            f"compile-lint: warning: {path}:6: malformed # noqa (`JIT1O` is not a code: codes are "
+            "upper-case letters then digits, apart): it suppresses nothing",
+        ], result.stderr
+        assert result.returncode == 1
+    # A `# noqa` inside a string is no directive: no warning.
+    path.write_text('TEXT = "# noqa: foo"\n')
+    result = subprocess.run([sys.executable, "-m", "compile_lint", "--no-cache", str(path)],
+                            capture_output=True, text=True, timeout=300)
+    assert "malformed" not in result.stderr and result.returncode == 0
+
+
+UNUSED = """import torch
+from torch import nn
+
+class M(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # noqa: JIT101, JIT203, E501
+            return x  # noqa: JIT101
+        y = x + 1  # why: it was flagged once  # noqa: JIT203 eager only
+        return -y  # noqa
+"""
+
+
+def test_unused_noqa_is_opt_in_and_its_safe_fix_removes_the_unused_codes():
+    from compile_lint.settings.config import validate_codes
+
+    validate_codes(["JIT001"], "--extend-select")  # a known code: selecting it is no usage error
+    assert not [d for d in lint_text(UNUSED, "m.py", Config()) if d.code == "JIT001"]  # off by default
+    found = [d for d in lint_text(UNUSED, "m.py", Config(extend_select=("JIT001",))) if d.code == "JIT001"]
+    # JIT101 on line 6 suppressed the finding; E501 is no compile-lint code; a bare noqa lists none.
+    assert [(d.line, d.message) for d in found] == [
+        (6, "unused `# noqa` code: JIT203 suppressed nothing on this line"),
+        (7, "unused `# noqa` code: JIT101 suppressed nothing on this line"),
+        (8, "unused `# noqa` code: JIT203 suppressed nothing on this line"),
+    ]
+    assert all(d.fix is not None and d.fix.applicability == "safe" for d in found)
+    from compile_lint.fixes.apply import fix_text
+
+    fixed = fix_text(UNUSED, "m.py", Config(extend_select=("JIT001",))).text
+    assert fixed.splitlines()[5:8] == [
+        "        if x.sum() > 0:  # noqa: JIT101, E501",
+        "            return x",
+        "        y = x + 1  # why: it was flagged once  # eager only",
+    ]
+    assert not [d for d in lint_text(fixed, "m.py", Config(extend_select=("JIT001",))) if d.code == "JIT001"]

@@ -1,6 +1,7 @@
-"""Codes that are not rules, documented beside the rules: JIT000 and the verifier's JIT900-JIT905.
+"""Codes that are not rules, documented beside the rules: JIT000, JIT001 and the verifier's JIT900-JIT905.
 
-JIT000 is a file compile-lint cannot read as Python; JIT900-JIT905 are what
+JIT000 is a file compile-lint cannot read as Python; JIT001 a `# noqa` code that suppressed
+nothing (engine/suppressions.py, off by default); JIT900-JIT905 are what
 `compile-lint verify` saw the real compiler do (compile_lint/verifier/report.py makes them;
 a test keeps the two lists of names in step). `--explain`, docs/rules.md and each
 finding's `url` take their text from here.
@@ -33,6 +34,19 @@ OTHER_CODES: tuple[OtherCode, ...] = (
         "Instead: fix the syntax error (`python -m py_compile FILE` shows the same one). A file\n"
         "nested too deeply to analyse is reported at line 1: split the expression.",
         "compile_lint/engine/lint.py",
+    ),
+    OtherCode(
+        "JIT001", "unused-noqa", "perf",
+        "A `# noqa: CODES` directive lists a compile-lint code that suppressed nothing on its line.",
+        "Why: a stale directive (the finding was fixed, or the code is a typo for another) hides\n"
+        "nothing today and would silently hide a new finding of that code on the line tomorrow;\n"
+        "this is ruff's RUF100. Off by default: select it with `--extend-select JIT001`. Only\n"
+        "codes this run checks are reported (not other tools' codes such as `E501`, not codes\n"
+        "of rules that are off), and never a bare `# noqa` or a file-level directive.\n\n"
+        "Instead: drop the unused codes; the safe fix removes them, or the whole directive when\n"
+        "none is left (an explanation after the codes stays as a plain comment):\n\n"
+        "    if x.sum() > 0:  # noqa: JIT101, JIT203   ->   if x.sum() > 0:  # noqa: JIT101",
+        "compile_lint/engine/suppressions.py",
     ),
     OtherCode(
         "JIT900", "runtime-graph-break", "break",

@@ -12,8 +12,12 @@ Applicability = Literal["safe", "unsafe"]
 # The one mode a finding needs (Dynamo specialises on `self.training`); None: either mode.
 Mode = Optional[Literal["training", "inference"]]
 
-# Where docs/rules.md is published: every code's section there is its documentation page.
-RULES_PAGE = "https://github.com/compile-lint/compile-lint/blob/main/docs/rules.md"
+# Every code's documentation page is its section of docs/rules.md. compile-lint has no public
+# repository or website to name, so a finding's `url` is a relative reference into the
+# compile-lint source tree (docs/rules.md, the same text as `--explain CODE`): it is the same
+# on every machine (stable CI output), and a JSON consumer can resolve it against the tree it
+# has, where a file: URI would name one machine's install and a made-up https URL would lie.
+RULES_PAGE = "docs/rules.md"
 
 
 def rule_anchor(code: str, name: str) -> str:

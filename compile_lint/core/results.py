@@ -29,3 +29,4 @@ class LintResult:
     applied: list[Diagnostic] = field(default_factory=list)
     original: str = ""
     unwritten: bool = False  # fixed, but the fixed text could not be written back
+    malformed_noqa: list[tuple[int, str]] = field(default_factory=list)  # (line, why): each suppresses nothing

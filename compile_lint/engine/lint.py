@@ -32,7 +32,7 @@ from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
-from compile_lint.engine.suppressions import without_suppressed
+from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
 from compile_lint.settings.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX, Rule
@@ -282,10 +282,19 @@ def lint_text(
     no longer want the result passes `cancelled`; the lint then raises `LintCancelled`
     once it turns true (checked between top-level statements). `render_cache` keeps
     statement renderings between lints of one document (with `parse` incremental, the
-    statements an edit did not touch are the same nodes, rendered once).
+    statements an edit did not touch are the same nodes, rendered once). With JIT001
+    (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
+    findings too.
     """
     with _gc_paused():
-        return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache)
+        if not noqa or not rule_enabled(UNUSED_NOQA_CODE, False, config, path):
+            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache)
+        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache)
+        if any(d.code == SYNTAX_ERROR_CODE for d in raw):
+            return raw
+        enabled = [rule.code for rule in rules_for(config, path)]
+        unused = unused_noqa(text, path, raw, lambda code: any(known.startswith(code) for known in enabled))
+        return sorted(without_suppressed(raw + unused, text), key=Diagnostic.sort_key)
 
 
 def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,

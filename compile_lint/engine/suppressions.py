@@ -22,6 +22,10 @@ A file-level directive, a comment line that starts at column 1 (as flake8 requir
 exempts the whole file: `# compile-lint: noqa` (ruff's `# ruff: noqa`) or flake8's
 `# flake8: noqa` every code, `# compile-lint: noqa: JIT1, JIT203` the codes listed (as
 ruff reads `# ruff: noqa: CODES`); a malformed list exempts nothing.
+
+A normal CLI run warns about every malformed directive (`malformed_noqa`), as ruff does;
+JIT001 (unused-noqa, ruff's RUF100, off by default) reports the compile-lint codes of a
+`# noqa: CODES` list that suppressed nothing on their line (`unused_noqa`).
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
-from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import CODE_PREFIX, Diagnostic, Edit, Fix
 from compile_lint.core.text_offsets import split_lines
 
 _DIRECTIVE = re.compile(r"#\s*noqa", re.IGNORECASE)
@@ -119,6 +123,79 @@ def without_suppressed(diagnostics: Iterable[Diagnostic], text: str) -> list[Dia
     return [d for d in diagnostics
             if not any(exemption.covers(d.code) for exemption in exemptions)
             and not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))]
+
+
+UNUSED_NOQA_CODE = CODE_PREFIX + "001"
+
+
+def _directives(text: str) -> list[tuple[int, int, str, Noqa, bool]]:
+    """Every directive in a comment token: (line, comment column, comment, directive, file-level).
+
+    Read from tokens, so `# noqa` inside a string is no directive; [] when the text does
+    not tokenize (the syntax error is the finding then).
+    """
+    try:
+        comments, _ = _line_facts(text)
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    found = []
+    for line, (column, comment) in sorted(comments.items()):
+        exemption = file_noqa(comment) if column == 0 else None
+        directive = exemption or parse_noqa(comment)
+        if directive is not None:
+            found.append((line, column, comment, directive, exemption is not None))
+    return found
+
+
+def malformed_noqa(text: str) -> list[tuple[int, str]]:
+    """(line, why) of every malformed directive in `text`: each suppresses nothing."""
+    if "noqa" not in text.lower():
+        return []
+    return [(line, directive.problem) for line, _, _, directive, _ in _directives(text)
+            if directive.problem is not None]
+
+
+def unused_noqa(text: str, path: str, diagnostics: Sequence[Diagnostic], checked: Callable[[str], bool]) -> list[Diagnostic]:
+    """JIT001 findings: the codes of a `# noqa: CODES` list that covered no finding on their line.
+
+    `diagnostics` are the findings before suppression; `checked(code)` says whether this run
+    looked for the code at all (an off rule's code is not unused, only unchecked). Other
+    tools' codes (`E501`), blanket and file-level directives are never reported. The safe
+    fix removes the unused codes, or the whole directive when none is left (keeping any
+    explanation after it as a plain comment).
+    """
+    if "noqa" not in text.lower():
+        return []
+    lines = split_lines(text)
+    found: list[Diagnostic] = []
+    for number, column, comment, directive, file_level in _directives(text):
+        if file_level or directive.codes is None or directive.problem is not None or number > len(lines):
+            continue
+        codes_here = {d.code for d in diagnostics if d.line == number}
+        unused = [code for code in directive.codes
+                  if code.startswith(CODE_PREFIX) and not UNUSED_NOQA_CODE.startswith(code) and checked(code)
+                  and not any(here.startswith(code) for here in codes_here)]
+        if not unused:
+            continue
+        start, end = column + directive.start, column + directive.end
+        kept = [code for code in directive.codes if code not in unused]
+        body = lines[number - 1].rstrip("\r\n")
+        rest = comment[directive.end:]
+        if kept:
+            edit = Edit(number, start + 1, number, end + 1, f"# noqa: {', '.join(kept)}")
+        elif rest.strip() and not rest.lstrip(_SPACE).startswith("#"):
+            edit = Edit(number, start + 1, number, end + 1, "#")  # the explanation stays a comment
+        elif rest.strip():
+            edit = Edit(number, start + 1, number, end + 1, "")
+        else:
+            edit = Edit(number, len(body[:start].rstrip(_SPACE)) + 1, number, column + len(comment) + 1, "")
+        words = "code" if len(unused) == 1 else "codes"
+        found.append(Diagnostic(
+            path, number, start + 1, number, end + 1, UNUSED_NOQA_CODE, "unused-noqa", "perf",
+            f"unused `# noqa` {words}: {', '.join(unused)} suppressed nothing on this line",
+            fix=Fix("safe", f"Remove the unused `# noqa` {words}", (edit,)),
+        ))
+    return found
 
 
 # --- Writing directives (`--add-noqa`, the language server's "add noqa" action) ---

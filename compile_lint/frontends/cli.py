@@ -170,6 +170,7 @@ class LintSettings:
 def _lint_one(path: str, settings: LintSettings) -> LintResult:
     """Lint one file and cache its findings (in a worker process when there are many)."""
     from compile_lint.engine.api import lint_source, reach_digest
+    from compile_lint.engine.suppressions import malformed_noqa
     from compile_lint.engine.cache import LintCache, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
 
@@ -180,6 +181,7 @@ def _lint_one(path: str, settings: LintSettings) -> LintResult:
         return LintResult(path, error=f"{path}: {error}")
     result = lint_source(source.text, path, settings.config)
     result.digest = content_digest(path, data + reach_digest(settings.config, path).encode())
+    result.malformed_noqa = malformed_noqa(source.text)
     if settings.cache_root is not None:
         LintCache.for_run(settings.cache_root, settings.config).put(path, result.digest, result.diagnostics,
                                                                     result.dependencies)
@@ -210,6 +212,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
     from compile_lint.engine.project import reach_digest
     from compile_lint.engine.cache import LintCache, cache_root, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
+    from compile_lint.engine.suppressions import malformed_noqa
 
     cache = LintCache.for_run(cache_root(config), config) if use_cache else None
     outcomes: list[LintResult] = []
@@ -228,13 +231,14 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
             misses.append(path)
             continue
         text = ""
-        if cached:
+        if cached or b"noqa" in data.lower():  # the findings' text, or the directives to check
             try:
                 text = decode_source(data, path).text
             except SourceError:
                 misses.append(path)
                 continue
-        outcomes.append(LintResult(path, cached, text=text))
+        outcomes.append(LintResult(path, cached, text=text if cached else "",
+                                   malformed_noqa=malformed_noqa(text)))
     settings = LintSettings(config, cache.root if cache is not None else None)
     outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
@@ -562,6 +566,9 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         outcomes = _fix_files(files, config, args, jobs)
     else:
         outcomes = _lint_files(files, config, jobs, use_cache=not args.no_cache)
+        for outcome in outcomes:  # as ruff warns: such a directive suppresses nothing
+            for line, why in outcome.malformed_noqa:
+                _warn(f"{outcome.path}:{line}: malformed # noqa ({why}): it suppresses nothing")
     errors.extend(outcome.error for outcome in outcomes if outcome.error)
     for error in errors:
         _error(error)

@@ -72,14 +72,19 @@ def format_github(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) ->
     return "".join(out)
 
 
-def _artifact_uri(path: str) -> str:
-    """A SARIF artifact URI: `file:` for absolute paths, a percent-encoded relative reference otherwise."""
-    if os.path.isabs(path):
-        return pathlib.Path(path).as_uri()
-    relative = path.replace(os.sep, "/")
-    while relative.startswith("./"):
-        relative = relative[2:]
-    return urllib.parse.quote(relative)
+# SARIF's name for the directory relative artifact URIs rest on: the cwd of the run, declared
+# in the run's originalUriBaseIds (GitHub code scanning maps it to the checkout).
+SRCROOT = "%SRCROOT%"
+
+
+def _artifact_location(path: str) -> dict:
+    """A SARIF artifactLocation: a percent-encoded URI relative to %SRCROOT% (the cwd) for a
+    path under the cwd, an absolute `file:` URI for an absolute path or one outside the cwd."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute) if not os.path.isabs(path) else None
+    if relative is None or relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return {"uri": pathlib.Path(absolute).as_uri()}
+    return {"uri": urllib.parse.quote(relative.replace(os.sep, "/")), "uriBaseId": SRCROOT}
 
 
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
@@ -103,7 +108,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
     index = {code: i for i, code in enumerate(codes)}
     results = []
     for d in diagnostics:
-        uri = _artifact_uri(d.path)
+        location = _artifact_location(d.path)
         result: dict = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
@@ -111,7 +116,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri},
+                    "artifactLocation": location,
                     "region": {
                         "startLine": d.line, "startColumn": d.column,
                         "endLine": d.end_line, "endColumn": d.end_column,
@@ -132,7 +137,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
             result["fixes"] = [{
                 "description": {"text": d.fix.message},
                 "artifactChanges": [{
-                    "artifactLocation": {"uri": uri},
+                    "artifactLocation": location,
                     "replacements": [{
                         "deletedRegion": {
                             "startLine": e.line, "startColumn": e.column,
@@ -150,9 +155,11 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
             "tool": {"driver": {
                 "name": "compile-lint",
                 "version": __version__,
-                "informationUri": "https://github.com/compile-lint/compile-lint",
+                # No informationUri: SARIF wants an absolute URI there and compile-lint
+                # has no public page to name; each rule's fullDescription is its docs.
                 "rules": rules,
             }},
+            "originalUriBaseIds": {SRCROOT: {"uri": pathlib.Path.cwd().as_uri().rstrip("/") + "/"}},
             "results": results,
         }],
     }

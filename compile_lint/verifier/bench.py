@@ -20,7 +20,8 @@ from compile_lint.verifier.analysis import compare, first_line, run_calls, snaps
 from compile_lint.verifier.targets import Call, cast_floating, copy_calls
 
 VARIANTS = ("eager", "default", "default+patch", "reduce-overhead", "reduce-overhead+patch")
-# The patched build must be at least this much faster to be recommended (noise margin).
+# The patched build must be faster by more than the measured spread of both timings (their
+# relative interquartile ranges, summed), and never by less than this, to be recommended.
 MIN_GAIN = 0.01
 
 
@@ -32,6 +33,7 @@ class Timing:
     call: int
     median_ms: float
     compile_s: float = 0.0
+    spread: float = 0.0  # the samples' interquartile range relative to the median (noise)
 
 
 @dataclass
@@ -108,9 +110,19 @@ def _sample_ms(fn: Callable, call: Call, device: str, inner: int) -> float:
     return (time.perf_counter() - start_s) * 1000.0 / inner
 
 
-def time_interleaved(fns: dict[str, Callable], call: Call, device: str, iters: int, inner: int) -> dict[str, float]:
-    """Median ms per call of each function, sampled in rotating rounds (A B C, B C A, ...)
-    so that drift in clocks or host load hits every variant alike."""
+def _relative_spread(values: Sequence[float]) -> float:
+    """The interquartile range of `values` over their median: how far noise moves a timing."""
+    median = statistics.median(values)
+    if len(values) < 2 or median <= 0:
+        return 0.0
+    quartiles = statistics.quantiles(values, n=4)
+    return (quartiles[2] - quartiles[0]) / median
+
+
+def time_interleaved(fns: dict[str, Callable], call: Call, device: str, iters: int,
+                     inner: int) -> dict[str, tuple[float, float]]:
+    """(median ms per call, relative spread) of each function, sampled in rotating rounds
+    (A B C, B C A, ...) so that drift in clocks or host load hits every variant alike."""
     import torch
 
     names = list(fns)
@@ -121,7 +133,7 @@ def time_interleaved(fns: dict[str, Callable], call: Call, device: str, iters: i
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
                 samples[name].append(_sample_ms(fns[name], call, device, inner))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return {name: (statistics.median(values), _relative_spread(values)) for name, values in samples.items()}
 
 
 def _build(model: Callable, variant: str) -> Callable:
@@ -177,10 +189,11 @@ def bench_variants(model: Callable, calls: Sequence[Call], device: str, variants
             except Exception as error:  # noqa: BLE001 - one failing variant must not hide the others
                 result.errors.append(f"{variant} (call {index}): {first_line(error)}")
         graphs_before = _graph_count()
-        medians = time_interleaved(fns, call, device, iters, inner)
+        measured = time_interleaved(fns, call, device, iters, inner)
         if _graph_count() != graphs_before:
             result.errors.append(f"call {index}: a variant recompiled while being timed; its numbers are suspect")
-        result.timings.extend(Timing(variant, index, medians[variant], compile_s[variant]) for variant in fns)
+        result.timings.extend(Timing(variant, index, measured[variant][0], compile_s[variant], measured[variant][1])
+                              for variant in fns)
     torch._dynamo.reset()
 
 
@@ -244,32 +257,44 @@ def compare_patch(fresh_model: Callable[[], Callable], calls: Sequence[Call], re
 
 
 def recommend(result: BenchResult) -> str:
-    """Recommend the patch only where it is faster on every call and within tolerance.
+    """Recommend the patch only where it is faster, beyond noise, and within tolerance.
 
-    The baseline is the control build (stock codegen, same extra pass) when there is one.
+    Identical generated code (the same kernels, buffers and loads) is "no difference",
+    whatever the timings say: they can only differ by noise then. Otherwise a call counts
+    as faster or slower only by more than its margin: the measured spread of the baseline
+    and the patched timing together, at least MIN_GAIN. The baseline is the control build
+    (stock codegen, same extra pass) when there is one.
     """
-    by_key = {(t.variant, t.call): t.median_ms for t in result.timings}
+    by_key = {(t.variant, t.call): t for t in result.timings}
     gains = []
     for (variant, call), patched in by_key.items():
         if not variant.endswith("+patch"):
             continue
         mode = variant[:-6]
         baseline = by_key.get((mode + "+control", call), by_key.get((mode, call)))
-        if baseline is not None:
-            gains.append((mode, call, baseline / patched - 1.0))
+        if baseline is not None and patched.median_ms > 0:
+            margin = max(MIN_GAIN, baseline.spread + patched.spread)
+            gains.append((mode, call, baseline.median_ms / patched.median_ms - 1.0, margin))
     if not gains:
         return "no patched timings: nothing to recommend"
+    text = ", ".join(f"{mode} call {call}: {gain:+.1%} (noise ±{margin:.1%})" for mode, call, gain, margin in gains)
+    stock = result.stock_code
+    if stock is not None and stock == result.patched_code:
+        return (f"no difference: the patched build generates the same kernels, buffers and loads as stock "
+                f"({stock.kernels}, {stock.buffers}, {stock.loads}); the timings differ by noise only ({text})")
     if any(not n.patched_within_tolerance for n in result.numerics):
         bad = ", ".join(n.dtype for n in result.numerics if not n.patched_within_tolerance)
         return f"keep stock: the patched build is outside tolerance in {bad}"
-    faster = [g for g in gains if g[2] >= MIN_GAIN]
-    slower = [g for g in gains if g[2] <= -MIN_GAIN]
-    text = ", ".join(f"{mode} call {call}: {gain:+.1%}" for mode, call, gain in gains)
+    faster = [g for g in gains if g[2] > g[3]]
+    slower = [g for g in gains if g[2] < -g[3]]
     if faster and not slower:
-        return f"use the patch: faster everywhere ({text})"
+        return f"use the patch: faster everywhere ({text})" if len(faster) == len(gains) else \
+            f"use the patch only for the faster calls ({text})"
     if faster:
         return f"use the patch only for the faster calls ({text})"
-    return f"keep stock: not faster ({text})"
+    if slower:
+        return f"keep stock: not faster ({text})"
+    return f"keep stock: no difference beyond the measured spread ({text})"
 
 
 def run_bench(fresh_model: Callable[[], Callable], calls: Sequence[Call], device: str, patch_mode: str,

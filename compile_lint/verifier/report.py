@@ -50,8 +50,11 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
     entry_path, entry_line = (result.get("entry") or [result.get("module_file"), 1])
     error = result.get("error")
     if error:
-        path = result.get("module_file") or _target_file(target)
-        return [_diagnostic(RUNTIME_FAILURE, path, 1, f"{target}: {error['kind']}: {error['message']}")]
+        # At the innermost frame of the user's code in the traceback (the worker finds it),
+        # else at the top of the target's file.
+        path = error.get("path") or result.get("module_file") or _target_file(target)
+        line = error.get("line") if error.get("path") else 1
+        return [_diagnostic(RUNTIME_FAILURE, path, line, f"{target}: {error['kind']}: {error['message']}")]
     found = result["analysis"]
     out: list[Diagnostic] = []
     if found.get("eager_error"):

@@ -13,10 +13,41 @@ import traceback
 from typing import Any
 
 
+def _library_dirs() -> tuple[str, ...]:
+    """Where code that is not the user's lives: compile-lint, the standard library, installed packages."""
+    import sysconfig
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sysconfig.get_paths()
+    found = {package, *(paths.get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib"))}
+    return tuple(os.path.join(os.path.abspath(path), "") for path in found if path)
+
+
+def user_frame(error: BaseException) -> tuple[str, int] | None:
+    """(path, line) of the innermost traceback frame in the user's code, or None.
+
+    A failing import or factory raises through compile-lint's loader and often inside a
+    library; the line to look at is the last one of the user's own files (for a syntax error,
+    the place it names)."""
+    if isinstance(error, SyntaxError) and error.filename and error.lineno and os.path.isfile(error.filename):
+        return os.path.abspath(error.filename), error.lineno
+    libraries = _library_dirs()
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if frame.lineno and os.path.isfile(path) and not path.startswith(libraries):
+            found = (path, frame.lineno)
+    return found
+
+
 def _error(kind: str, error: BaseException) -> dict:
     lines = str(error).strip().splitlines()
-    return {"kind": kind, "message": f"{type(error).__name__}: {lines[0] if lines else ''}",
-            "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
+    found: dict[str, Any] = {"kind": kind, "message": f"{type(error).__name__}: {lines[0] if lines else ''}",
+                             "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
+    frame = user_frame(error)
+    if frame is not None:
+        found["path"], found["line"] = frame
+    return found
 
 
 def _is_oom(error: BaseException) -> bool:
