@@ -48,6 +48,7 @@ PACKAGES = {
     "segmentation-models-pytorch": "segmentation_models_pytorch",
     "kokoro": "kokoro",
     "ultralytics": "ultralytics",
+    "brevitas": "brevitas",
 }
 
 
@@ -520,11 +521,57 @@ def _ultralytics_units():
     ]
 
 
+# ----------------------------------------------------------------------------- brevitas
+
+def _brevitas_units():
+    def conv_net():
+        import torch
+        import brevitas.nn as qnn
+
+        return torch.nn.Sequential(
+            qnn.QuantIdentity(return_quant_tensor=True),
+            qnn.QuantConv2d(3, 8, 3, weight_bit_width=4, return_quant_tensor=True),
+            qnn.QuantReLU(return_quant_tensor=True),
+            qnn.TruncAvgPool2d(2, return_quant_tensor=True),
+            qnn.QuantConv2d(8, 8, 3, weight_bit_width=4))
+
+    def mlp():
+        import torch
+        import brevitas.nn as qnn
+
+        return torch.nn.Sequential(
+            qnn.QuantIdentity(bit_width=8, return_quant_tensor=True),
+            qnn.QuantLinear(16, 32, bias=True, weight_bit_width=4, return_quant_tensor=True),
+            qnn.QuantReLU(bit_width=4, return_quant_tensor=True),
+            qnn.QuantLinear(32, 8, bias=True))
+
+    def attention():
+        import brevitas.nn as qnn
+
+        return qnn.QuantMultiheadAttention(embed_dim=16, num_heads=2, packed_in_proj=False)
+
+    def lstm():
+        import brevitas.nn as qnn
+
+        return qnn.QuantLSTM(input_size=8, hidden_size=16)
+
+    return [
+        # Plain torch containers of brevitas layers: the library's code is every layer's forward
+        # and the quant proxies, injectors and QuantTensor they call across brevitas' files.
+        Unit("brevitas", "QuantConvNet", conv_net, (_forward(lambda m: _image(1, 3, 16)),)),
+        Unit("brevitas", "QuantLinear-MLP", mlp, (_forward(lambda m: ((_t(4, 16),), {})),)),
+        Unit("brevitas", "QuantMultiheadAttention", attention,
+             (_forward(lambda m: ((_t(5, 2, 16), _t(5, 2, 16), _t(5, 2, 16)), {})),)),
+        Unit("brevitas", "QuantLSTM", lstm, (_forward(lambda m: ((_t(6, 2, 8),), {})),)),
+    ]
+
+
 CATALOG_BUILDERS = {
     "kornia": _kornia_units, "whisper": _whisper_units, "x_transformers": _x_transformers_units,
     "vector_quantize_pytorch": _vq_units, "segment_anything": _sam_units, "open_clip": _open_clip_units,
     "k_diffusion": _k_diffusion_units, "segmentation_models_pytorch": _smp_units, "kokoro": _kokoro_units,
     "ultralytics": _ultralytics_units,
+    "brevitas": _brevitas_units,
 }
 
 

@@ -142,14 +142,14 @@ def tables(truth, result: dict, libraries: dict) -> dict:
         row["break_findings"] += 1
         row["violations"] += finding["verdict"].startswith("violation")
         row["true_positive"] += finding["verdict"].startswith("true-positive")
+    for package in libraries:
+        by_library.setdefault(package, empty())
     counts = truth.data["meta"]["counts"].get("by_library", {})
     for package, row in by_library.items():
         info = counts.get(package, {})
         row["clean_lines_eval"] = info.get("clean_lines_eval", 0)
         row["clean_lines_train"] = info.get("clean_lines_train", 0)
         row["runs_ok"] = info.get("runs_ok", 0)
-    for package in libraries:
-        by_library.setdefault(package, empty())
     total = Counter()
     for row in by_library.values():
         total.update(row)
