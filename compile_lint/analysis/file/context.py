@@ -184,6 +184,11 @@ class FileContext:
         return module_facts.compiled_callables(self.module_index, self.imports)
 
     @cached_property
+    def compiled_bindings(self) -> dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]]:
+        """Name -> every (Assign or decorated FunctionDef, torch.compile call) binding it, in source order."""
+        return module_facts.compiled_bindings(self.module_index, self.imports)
+
+    @cached_property
     def fake_registrations(self) -> set[str]:
         """Ops this file gives a fake implementation, by Python name or "ns::name"."""
         return module_facts.fake_registrations(self.module_index, self.imports)

@@ -69,12 +69,30 @@ def compiled_callables(index: ModuleIndex, imports: ImportMap) -> dict[str, Opti
     return collector.calls
 
 
+def compiled_bindings(index: ModuleIndex, imports: ImportMap) -> dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]]:
+    """Every binding of each compiled name, in source order: (the `Assign` or decorated `FunctionDef`, its compile call).
+
+    `compiled_callables` keeps one call per name (the last); a module that binds a name
+    in several places (two functions each with its own `model`, a class defined twice)
+    needs the binding that the use sees, which these let a rule choose.
+    """
+    collector = _CompiledCallables(imports)
+    index.replay(collector, cst.Assign, cst.FunctionDef)
+    return collector.bindings
+
+
 class _CompiledCallables:
     """Names (`model`, `self.model`, decorated `fn`) bound to a torch.compile result."""
 
     def __init__(self, imports: ImportMap) -> None:
         self.imports = imports
         self.calls: dict[str, Optional[cst.Call]] = {}  # name -> the torch.compile call (None: bare decorator)
+        # name -> every (binding node, compile call), in the order the replay meets them
+        self.bindings: dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]] = {}
+
+    def _bind(self, name: str, node: cst.CSTNode, call: Optional[cst.Call]) -> None:
+        self.calls[name] = call
+        self.bindings.setdefault(name, []).append((node, call))
 
     def _is_compile(self, expr: cst.BaseExpression) -> bool:
         return self.imports.qualname(expr) in COMPILE_FUNCTIONS
@@ -85,15 +103,15 @@ class _CompiledCallables:
             for target in node.targets:
                 name = dotted_name(target.target)
                 if name:
-                    self.calls[name] = value
+                    self._bind(name, node, value)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         for decorator in node.decorators:
             expr = decorator.decorator
             if isinstance(expr, cst.Call) and self._is_compile(expr.func):
-                self.calls[node.name.value] = expr
+                self._bind(node.name.value, node, expr)
             elif self._is_compile(expr):
-                self.calls[node.name.value] = None
+                self._bind(node.name.value, node, None)
 
 
 def fake_registrations(index: ModuleIndex, imports: ImportMap) -> set[str]:

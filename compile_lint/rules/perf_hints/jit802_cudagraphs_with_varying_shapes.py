@@ -9,6 +9,7 @@ from compile_lint.rules.support.compile_sites import (
     ENCODER,
     VARYING_LENGTHS,
     CompiledSiteRule,
+    compile_call_for,
     compile_mode,
     varying_shape_calls,
 )
@@ -115,9 +116,8 @@ def serve(batches):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        compiled = self.compiled()
         for call, name in varying_shape_calls(self.context):
-            mode = compile_mode(compiled[name])
+            mode = compile_mode(compile_call_for(self.context, call, name))
             if mode in CUDAGRAPH_MODES:
                 self.report(call, self.message.format(name=name, mode=mode))
 

@@ -9,6 +9,7 @@ from compile_lint.rules.support.compile_sites import (
     ENCODER,
     VARYING_LENGTHS,
     CompiledSiteRule,
+    compile_call_for,
     compile_keyword,
     compile_mode,
     varying_shape_calls,
@@ -109,15 +110,14 @@ def evaluate(loader):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        compiled = self.compiled()
-        reported: set[str] = set()
+        reported: set[int] = set()  # by id of the compile call: one finding per compiled model
         for call, name in varying_shape_calls(self.context):
-            compile_call = compiled[name]
+            compile_call = compile_call_for(self.context, call, name)
             if compile_call is None or compile_keyword(compile_call, "dynamic") is not None:
                 continue
-            if compile_mode(compile_call) in CUDAGRAPH_MODES or name in reported:
+            if compile_mode(compile_call) in CUDAGRAPH_MODES or id(compile_call) in reported:
                 continue
-            reported.add(name)
+            reported.add(id(compile_call))
             self.report(call, self.message.format(name=name), fix=self._fix(compile_call))
 
     def _fix(self, compile_call: cst.Call) -> FixPlan:

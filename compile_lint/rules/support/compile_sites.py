@@ -155,6 +155,45 @@ def varying_shape_calls(context: FileContext) -> Iterator[tuple[cst.Call, str]]:
             yield call, name
 
 
+def _scopes(parents: dict, node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The functions and classes holding `node` (not `node` itself), innermost first, then the module."""
+    chain = []
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            chain.append(node)
+    return chain
+
+
+def compile_call_for(context: FileContext, call: cst.Call, name: str) -> Optional[cst.Call]:
+    """The torch.compile call behind `name` where `call` uses it.
+
+    A name bound in several places (`model` in two functions, a module that defines the
+    same function or class twice) means the binding in the innermost scope around `call`
+    that binds it; for an attribute (`self.model`, bound in one method and called in
+    another), the binding in the same class. `compiled_callables` alone (the file's last
+    binding of the name) would give a call in the first copy the second copy's compile
+    call, and its fix would edit the other copy. With one binding, or none around the
+    call, that last binding it is.
+    """
+    bindings = context.compiled_bindings.get(name, [])
+    if len(bindings) > 1:
+        parents = context.parents
+
+        def scope_of(node: cst.CSTNode) -> Optional[cst.CSTNode]:
+            chain = _scopes(parents, node)
+            if "." in name:
+                chain = [scope for scope in chain if isinstance(scope, cst.ClassDef)] or chain[-1:]
+            return chain[0] if chain else None
+
+        scopes = [(scope_of(node), compile_call) for node, compile_call in bindings]
+        for scope in _scopes(parents, call):
+            found = [compile_call for bound, compile_call in scopes if bound is scope]
+            if found:
+                return found[-1]
+    return context.compiled_callables.get(name)
+
+
 class CompiledSiteRule(Rule):
     """Shared set-up: the compiled callables of the file, found once."""
 
