@@ -596,7 +596,7 @@ def project_files(root: str, excluded: Callable[[str], bool] = lambda path: Fals
                             and not excluded(os.path.join(directory, d))
                             and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg")))
         for name in sorted(names):
-            if name.endswith((".py", ".pyi")) and not name.endswith(".pyi"):
+            if name.endswith(".py"):  # stubs hold no code Dynamo traces
                 path = os.path.join(directory, name)
                 if not excluded(path):
                     found.append(os.path.abspath(path))
