@@ -29,6 +29,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
+from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
     COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
 )
@@ -404,7 +405,7 @@ class _Summariser:
 
     def _untagged(self, target: ast.AST, scope: FunctionInfo) -> None:
         """A local bound some other way than `name = value`: what it holds is not known from here."""
-        for node in ast.walk(target):
+        for node in ast_nodes(target):
             if isinstance(node, ast.Name):
                 scope.local_tags[node.id] = scope.local_tags.get(node.id, ()) + (OTHER,)
 
@@ -553,7 +554,7 @@ def _single_bindings(function: ast.FunctionDef) -> dict[str, ast.AST]:
     """Names bound once by a plain `name = value` in `function` (`compiling = is_compiling()`)."""
     counts: dict[str, int] = {}
     values: dict[str, ast.AST] = {}
-    for node in ast.walk(function):
+    for node in ast_nodes(function):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -609,6 +610,7 @@ class IndexStore:
     def __init__(self, cache_file: Optional[str]) -> None:
         self.cache_file = cache_file
         self.entries: dict[str, tuple[tuple[int, int], FileSummary]] = {}
+        self._answer: Optional[tuple[str, object]] = None  # (key, the project's traced set) of the last run
         self._dirty = False
         if cache_file is not None:
             try:
@@ -616,6 +618,7 @@ class IndexStore:
                     stored = pickle.load(handle)
                 if stored.get("format") == INDEX_FORMAT:
                     self.entries = stored["entries"]
+                    self._answer = stored.get("answer")
             except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError, ValueError,
                     ImportError):
                 self.entries = {}
@@ -648,6 +651,15 @@ class IndexStore:
             self._dirty = True
         return result
 
+    def answer(self, key: str) -> Optional[object]:
+        """The answer kept under `key` by `keep_answer` (the last one kept), or None."""
+        return self._answer[1] if self._answer is not None and self._answer[0] == key else None
+
+    def keep_answer(self, key: str, answer: object) -> None:
+        """Keep `answer` (picklable) with the summaries; it replaces the one kept before."""
+        self._answer = (key, answer)
+        self._dirty = True
+
     def save(self) -> None:
         """Write the store atomically (a temp file renamed over the cache file); silent when it cannot."""
         if self.cache_file is None or not self._dirty:
@@ -658,7 +670,7 @@ class IndexStore:
             handle, temporary = tempfile.mkstemp(dir=directory, prefix=".index-", suffix=".tmp")
             try:
                 with os.fdopen(handle, "wb") as stream:
-                    pickle.dump({"format": INDEX_FORMAT, "entries": self.entries}, stream,
+                    pickle.dump({"format": INDEX_FORMAT, "entries": self.entries, "answer": self._answer}, stream,
                                 protocol=pickle.HIGHEST_PROTOCOL)
                 os.replace(temporary, self.cache_file)
             except BaseException:
