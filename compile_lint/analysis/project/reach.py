@@ -289,35 +289,37 @@ def project_reach(
         os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
+    unchanged = store.unchanged_answer(files, lambda digests: _answer_key(key, digests))
+    if unchanged is not None:
+        # Every file as the last run found it: its traced set, without loading a summary.
+        digests, stored = unchanged
+        watched = set(digests) | _directories(root, digests)
+        memo = _MEMOS[key] = _Memo(_stamps(watched), StoredReach(*stored), None)  # type: ignore[misc]
+        return _answer(memo)
     summaries = store.summaries(files, map_function)
     if not recursive:
         _imported_closure(root, summaries, store, symbols)
-    answer_key = _answer_key(key, summaries)
-    stored = store.answer(answer_key)
+    graph = CallGraph(summaries, symbols, module_bases)
     error = None
-    reach: Optional[ProjectReach | StoredReach] = None
-    if stored is not None:
-        reach = StoredReach(*stored)  # type: ignore[misc]
-    else:
-        graph = CallGraph(summaries, symbols, module_bases)
-        try:
-            keys = configured(graph, configured_entries, config_root)
-        except ValueError as problem:
-            error, keys = str(problem), []
-        if error is None:
-            reach = ProjectReach(graph, entry_points(graph, keys))
-            if store.cache_file is not None:
-                store.keep_answer(answer_key, _stored_answer(reach, summaries))
+    reach: Optional[ProjectReach] = None
+    try:
+        keys = configured(graph, configured_entries, config_root)
+    except ValueError as problem:
+        error, keys = str(problem), []
+    if error is None:
+        reach = ProjectReach(graph, entry_points(graph, keys))
+        if store.cache_file is not None:
+            answer_key = _answer_key(key, {path: summary.digest for path, summary in summaries.items()})
+            store.keep_answer(answer_key, list(summaries), _stored_answer(reach, summaries))
     store.save()
     watched = set(summaries) | _directories(root, summaries)
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
 
 
-def _answer_key(key: tuple, summaries: dict[str, FileSummary]) -> str:
-    """What a stored answer depends on: the question, every project file's bytes, and where imports resolve."""
-    files = sorted((path, summary.digest) for path, summary in summaries.items())
-    return hashlib.blake2b(repr((key, files, sys.path)).encode(), digest_size=16).hexdigest()
+def _answer_key(key: tuple, digests: dict[str, str]) -> str:
+    """What a stored answer depends on: the question, every project file's bytes (path -> digest), where imports resolve."""
+    return hashlib.blake2b(repr((key, sorted(digests.items()), sys.path)).encode(), digest_size=16).hexdigest()
 
 
 def _answer(memo: _Memo) -> "ProjectReach | StoredReach":
