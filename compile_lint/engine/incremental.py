@@ -4,7 +4,9 @@ libcst parses a 2,000-line model file in about 0.1 s of CPU, too slow to re-pars
 keystroke. An edit usually changes one top-level statement; the others keep their text,
 so their trees can be kept. `IncrementalParser` remembers the last module and where each
 top-level statement's code starts, finds the statements an edit touched, parses their new
-text alone and splices the new statements between the old ones.
+text alone and splices the new statements between the old ones. The edit is found by
+comparing the new text with the last one (common prefix and suffix), so a client that
+sends the whole text on every change gets the same splice as one that sends ranges.
 
 The result must be the tree a full parse gives (the test suite compares them with
 `deep_equals` after thousands of random edits of real files). A statement parsed alone
@@ -63,7 +65,8 @@ class IncrementalParser:
     def __init__(self) -> None:
         self.text: Optional[str] = None
         self.module: Optional[cst.Module] = None
-        self.starts: list[int] = []  # where each top-level statement's code starts (leading lines included)
+        # Where each top-level statement's code starts (leading lines included); None until `prepare`.
+        self.starts: Optional[list[int]] = None
         self.body_end = 0  # where the footer starts
         self.reused = 0  # statements kept from the last tree by the last parse (for tests and benchmarks)
 
@@ -78,17 +81,33 @@ class IncrementalParser:
                 self.module = None  # offsets from libcst's code would not be the text's: parse it all next time
         return module
 
+    @property
+    def unprepared(self) -> bool:
+        """Whether the last tree came from a full parse and `prepare` has not run since."""
+        return self.module is not None and self.starts is None
+
+    def prepare(self) -> None:
+        """Find where each top-level statement of the last tree starts, if not yet done.
+
+        The next splice needs it; a full parse leaves it undone (it costs about as much
+        as the parse: every statement is rendered), so a host can do it while nothing
+        waits, after publishing the first findings. A splice does it when it was not done.
+        """
+        module = self.module
+        if module is None or self.starts is not None:
+            return
+        offset = sum(len(module.code_for_node(line)) for line in module.header)
+        starts = []
+        for statement in module.body:
+            starts.append(offset)
+            offset += len(module.code_for_node(statement))
+        self.starts, self.body_end = starts, offset
+
     def _remember(self, text: str, module: cst.Module, starts: Optional[list[int]] = None,
-                  body_end: Optional[int] = None) -> None:
+                  body_end: int = 0) -> None:
+        # Without `starts` (a full parse), `prepare` finds them when they are first needed.
         self.text, self.module = text, module
-        if starts is None:
-            offset = sum(len(module.code_for_node(line)) for line in module.header)
-            starts = []
-            for statement in module.body:
-                starts.append(offset)
-                offset += len(module.code_for_node(statement))
-            body_end = offset
-        self.starts, self.body_end = starts, body_end  # type: ignore[assignment]
+        self.starts, self.body_end = starts, body_end
 
     def _first_code_offset(self, index: int) -> int:
         """Where statement `index`'s first line of code (a decorator or its keyword) starts."""
@@ -102,7 +121,9 @@ class IncrementalParser:
         if text == old:
             self.reused = len(module.body)
             return module
+        self.prepare()
         body, starts = module.body, self.starts
+        assert starts is not None
         count = len(body)
         if count == 0 or not module.has_trailing_newline:
             return None
@@ -147,9 +168,12 @@ class IncrementalParser:
         if part.header:
             new_statements[0] = new_statements[0].with_changes(
                 leading_lines=(*part.header, *new_statements[0].leading_lines))
-        lengths = [len(module.code_for_node(statement)) for statement in new_statements]
-        if sum(lengths) != len(chunk):
-            return None
+        if len(new_statements) == 1 and round_trips(part, chunk):
+            lengths = [len(chunk)]  # the chunk is the statement's code (with the header as its leading lines)
+        else:
+            lengths = [len(module.code_for_node(statement)) for statement in new_statements]
+            if sum(lengths) != len(chunk):
+                return None
         new_starts = starts[:low]
         offset = start
         for length in lengths:
@@ -162,8 +186,10 @@ class IncrementalParser:
         return spliced
 
     def _length(self, index: int) -> int:
-        following = self.starts[index + 1] if index + 1 < len(self.starts) else self.body_end
-        return following - self.starts[index]
+        starts = self.starts
+        assert starts is not None
+        following = starts[index + 1] if index + 1 < len(starts) else self.body_end
+        return following - starts[index]
 
 
 def _common_prefix(a: str, b: str, limit: int) -> int:
