@@ -192,6 +192,23 @@ def test_a_burst_of_edits_is_debounced_and_its_last_version_published(client, tm
     assert client.close() == 0
 
 
+def test_opening_a_file_other_code_reaches_publishes_its_own_findings_then_the_reached_ones(client, tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    helpers = package / "helpers.py"
+    helpers.write_text("import torch\n\n\ndef gate(x):\n    if x.sum() > 0:\n        return x\n    return -x\n")
+    (package / "model.py").write_text("import torch\nfrom torch import nn\n\nfrom . import helpers\n\n\n"
+                                      "class Net(nn.Module):\n    def forward(self, x):\n        return helpers.gate(x)\n")
+    uri = _open(client, helpers, helpers.read_text())
+    # First what the file holds on its own (nothing it traces itself), then with the project's reach.
+    assert client.diagnostics(uri, 1)["diagnostics"] == []
+    reached = client.diagnostics(uri, 1)["diagnostics"]
+    assert _lsp_findings(reached) == _cli_findings(helpers.read_text(), helpers) == [("JIT101", 4, 7)]
+    assert reached[0]["message"].endswith("(reached from model.py:9 in Net.forward)")
+    assert client.close() == 0
+
+
 def test_code_actions_answer_for_the_text_they_are_asked_about(client, tmp_path):
     example = RULES_BY_CODE["JIT101"].invalid[0]
     path = tmp_path / "model.py"

@@ -268,6 +268,7 @@ def lint_text(
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
+    project: bool = True,
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
@@ -284,12 +285,16 @@ def lint_text(
     statement renderings between lints of one document (with `parse` incremental, the
     statements an edit did not touch are the same nodes, rendered once). With JIT001
     (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
-    findings too.
+    findings too. `project=False` lints the file as if no other code of its project reached
+    it, without building the project index (the language server's first findings for a
+    document it opens, before those with the project's reach).
     """
     with _gc_paused():
         if not noqa or not rule_enabled(UNUSED_NOQA_CODE, False, config, path):
-            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache)
-        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache)
+            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache,
+                              project)
+        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
+                         project)
         if any(d.code == SYNTAX_ERROR_CODE for d in raw):
             return raw
         enabled = [rule.code for rule in rules_for(config, path)]
@@ -299,11 +304,12 @@ def lint_text(
 
 def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
-               cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache]) -> list[Diagnostic]:
+               cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
+               project: bool = True) -> list[Diagnostic]:
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
-    reach = file_reach(config, path)
+    reach = file_reach(config, path) if project else None
     reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:

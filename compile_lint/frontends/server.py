@@ -12,8 +12,10 @@ apart (a burst: a paste, an undo, a held key) wait until the burst pauses that l
 lint whose text has been edited since is cancelled. Each document keeps an incremental
 parser (only the top-level statements an edit touched are parsed again, whether the
 client sends ranges or the whole text), and diagnostics are published with the version
-of the text they are for. Code actions are answered from the last lint's findings, never
-by linting again.
+of the text they are for. Opening a document publishes its own findings first (as if no
+other code of the project reached into it: no project index to build or re-check), then
+the findings with the project's reach when they differ. Code actions are answered from
+the last lint's findings, never by linting again.
 """
 
 from __future__ import annotations
@@ -242,6 +244,8 @@ class _Document:
     linted: Optional[Linted] = None
     fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
     reach: str = ""  # the digest of what the project reaches in the document, as last linted
+    fresh: bool = True  # not linted yet: the first lint publishes the document's own findings first
+    preview: Optional[tuple[Optional[int], list[Diagnostic]]] = None  # (version, own findings) published so far
 
 
 def _supports_resolve(server, types) -> bool:
@@ -343,6 +347,15 @@ class CompileLintServer:
         state = self.documents.get(job.uri)
         if state is None:
             return lint_source(job.text, job.path, job.config, cancelled=cancelled).diagnostics
+        if state.fresh:
+            # Opening a document: its own findings first (what it holds unless other code of
+            # the project reaches into it), published before the project index is built or
+            # re-checked; the findings with the project's reach follow, when they differ.
+            own = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                              cancelled=cancelled, render_cache=state.renderings, project=False).diagnostics
+            state.fresh = False
+            state.preview = (job.version, own)
+            self.send(job, own)
         state.reach = reach_digest(job.config, job.path)
         findings = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
                                cancelled=cancelled, render_cache=state.renderings).diagnostics
@@ -362,7 +375,21 @@ class CompileLintServer:
                 self.loop.call_soon_threadsafe(self.schedule, uri, False)
 
     def deliver(self, job: Snapshot, findings: list[Diagnostic]) -> None:
-        # On the worker: convert positions for this version's text, then publish on the loop.
+        """On the worker: publish a finished lint's findings, unless the document's first ones were these."""
+        state = self.documents.get(job.uri)
+        preview = state.preview if state is not None else None
+        if state is not None:
+            state.preview = None
+        if preview != (job.version, findings):
+            published = self.send(job, findings)
+            if state is not None and state.parser.unprepared:
+                # The findings are out before the loop would have to wait for the GIL to send them.
+                published.wait(PUBLISH_WAIT_SECONDS)
+        if state is not None:
+            state.parser.prepare()  # after a full parse (opening): what the next edit's splice needs
+
+    def send(self, job: Snapshot, findings: list[Diagnostic]) -> threading.Event:
+        """On the worker: convert positions for this version's text, then publish on the loop; set once published."""
         text = _Text(self.server.workspace.position_codec, job.text)
         diagnostics = [_to_lsp(self.types, text, d) for d in findings]
         published = threading.Event()
@@ -374,12 +401,7 @@ class CompileLintServer:
                 published.set()
 
         self.loop.call_soon_threadsafe(publish)  # type: ignore[union-attr]
-        state = self.documents.get(job.uri)
-        if state is not None and state.parser.unprepared:
-            # After a full parse (opening): what the next edit's splice needs, once the
-            # findings are out (the loop would otherwise wait for the GIL to send them).
-            published.wait(PUBLISH_WAIT_SECONDS)
-            state.parser.prepare()
+        return published
 
     def publish(self, job: Snapshot, findings: list[Diagnostic], diagnostics: list) -> None:
         state = self.documents.get(job.uri)
