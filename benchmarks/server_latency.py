@@ -8,7 +8,10 @@ time from sending a message to receiving the diagnostics of the version it made,
 CPU time the server process used meanwhile (what it costs on one idle core, whatever else
 the machine runs). Reported: median and 95th percentile of each.
 
-- open: the first didOpen of the file in a freshly started server (`--opens` servers);
+- open: the first didOpen of the file in a freshly started server (`--opens` servers), to
+  its first diagnostics; open, settled: to its last diagnostics (the server publishes the
+  file's own findings first, and those with the project's reach after when they differ),
+  with the CPU the server spent until it was idle (prepared for edits);
 - edits, ranged / full text: insert a statement line before a `return` of a `forward`,
   pause (longer than the server's debounce), remove it, and so on over the file's
   forwards. Sent as a ranged (incremental) change, then again as the whole new text (what
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import statistics
 import sys
@@ -50,6 +54,7 @@ CORPUS_ROOTS = [os.path.join(HERE, ".cache", "corpus"), "/work/scratch/rw"]
 PAUSE_SECONDS = 0.4  # longer than the server's debounce: each edit is an edit after a pause
 KEYSTROKE_SECONDS = 0.1
 BURST_EDITS, BURST_SECONDS = 5, 0.06
+IDLE_SECONDS = 0.3  # a server that spends no CPU for this long has finished with a document it opened
 
 HELPERS = """
 import torch
@@ -130,13 +135,32 @@ class Session:
 
     def open(self, path: str) -> tuple[str, float, float]:
         """Open the file at `path`; its uri, seconds to its first diagnostics, server CPU seconds."""
+        uri, first, cpu, _, _ = self.open_settled(path)
+        return uri, first, cpu
+
+    def open_settled(self, path: str) -> tuple[str, float, float, float, float]:
+        """Open the file at `path` and wait until the server is idle again.
+
+        The server publishes a document's own findings first and those with the project's
+        reach after, when they differ. (uri, seconds to the first diagnostics, server CPU
+        meanwhile, seconds to the last diagnostics, server CPU until idle).
+        """
         uri = Path(path).as_uri()
         self.texts[uri], self.versions[uri] = Path(path).read_text(encoding="utf-8"), 1
         cpu, start = self.cpu(), time.perf_counter()
         self.client.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "python", "version": 1, "text": self.texts[uri]}})
         self.client.diagnostics(uri, 1)
-        return uri, self.client.received_at - start, self.cpu() - cpu
+        first, first_cpu = self.client.received_at - start, self.cpu() - cpu
+        last = first
+        while True:  # idle: no CPU spent for IDLE_SECONDS
+            before = self.cpu()
+            try:
+                self.client.diagnostics(uri, 1, timeout=IDLE_SECONDS)
+                last = self.client.received_at - start
+            except queue.Empty:
+                if self.cpu() - before < 0.005:
+                    return uri, first, first_cpu, last, self.cpu() - cpu
 
     def change(self, uri: str, line: int, character: int, end_line: int, end_character: int, new_text: str,
                full: bool = False) -> int:
@@ -217,19 +241,21 @@ def copy_into(path: str, workdir: str) -> str:
     return copy
 
 
-def measure_opens(path: str, opens: int) -> dict:
-    """The first open of `path` in `opens` freshly started servers."""
-    walls, cpus = [], []
+def measure_opens(path: str, opens: int) -> tuple[dict, dict]:
+    """The first open of `path` in `opens` freshly started servers: to its first diagnostics, and to its last."""
+    firsts, first_cpus, lasts, total_cpus = [], [], [], []
     for _ in range(opens):
         with tempfile.TemporaryDirectory(prefix="compile-lint-latency-") as workdir:
             session = Session(workdir)
             try:
-                _, wall, cpu = session.open(copy_into(path, workdir))
+                _, first, first_cpu, last, total_cpu = session.open_settled(copy_into(path, workdir))
             finally:
                 session.close()
-        walls.append(wall)
-        cpus.append(cpu)
-    return summary(walls, cpus)
+        firsts.append(first)
+        first_cpus.append(first_cpu)
+        lasts.append(last)
+        total_cpus.append(total_cpu)
+    return summary(firsts, first_cpus), summary(lasts, total_cpus)
 
 
 def measure_edits(path: str, edits: int, bursts: int) -> dict:
@@ -292,6 +318,29 @@ def measure_cross_file(rounds: int) -> dict:
     return summary(walls, cpus)
 
 
+def measure(path: str, edits: int = 20, opens: int = 5, bursts: int = 6, cross_file: int = 5) -> dict:
+    """Every figure for `path` (and the cross-file case, with `cross_file` rounds)."""
+    opened, settled = measure_opens(path, opens)
+    return {"file": path, "lines": Path(path).read_text(encoding="utf-8").count("\n"),
+            "open": opened, "open_settled": settled, **measure_edits(path, edits, bursts),
+            "cross_file": measure_cross_file(cross_file) if cross_file else None}
+
+
+def table(result: dict) -> list[str]:
+    """The markdown table of one `measure` result, and the typing line."""
+    lines = ["| case | n | wall p50 ms | wall p95 ms | wall max ms | server CPU p50 ms | CPU p95 ms |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    name = f"{os.path.basename(result['file'])} ({result['lines']} lines)"
+    for case in ("open", "open_settled", "edits_ranged", "edits_full", "bursts_ranged", "bursts_full"):
+        lines.append(row(f"{name}: {case.replace('_', ', ')}", result[case]))
+    if result["cross_file"]:
+        lines.append(row("cross-file: save a caller, helper re-published", result["cross_file"]))
+    typing = result["typing"]
+    lines += ["", (f"Typing {typing['keystrokes']} keystrokes 100 ms apart: {typing['published']} diagnostics "
+                   f"published, the last {typing['after_last_keystroke_s'] * 1000:.0f} ms after the last keystroke.")]
+    return lines
+
+
 def row(name: str, figures: dict) -> str:
     return (f"| {name} | {figures['n']} | {figures['wall_p50_s'] * 1000:.0f} | {figures['wall_p95_s'] * 1000:.0f} "
             f"| {figures['wall_max_s'] * 1000:.0f} | {figures['cpu_p50_s'] * 1000:.0f} | {figures['cpu_p95_s'] * 1000:.0f} |")
@@ -312,31 +361,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args(argv)
     load_before, cpu_before = load(), psutil.cpu_percent(interval=1.0)
-    results = []
-    for name in args.files:
-        path = find_file(name)
-        result = {"file": path, "lines": Path(path).read_text(encoding="utf-8").count("\n"),
-                  "open": measure_opens(path, args.opens), **measure_edits(path, args.edits, args.bursts)}
-        results.append(result)
-    cross_file = measure_cross_file(args.cross_file) if args.cross_file else None
+    results = [measure(find_file(name), args.edits, args.opens, args.bursts, args.cross_file if index == 0 else 0)
+               for index, name in enumerate(args.files)]
     load_after = load()
     print(f"CPUs: {os.cpu_count()}; load average before: {load_before} (CPU busy {cpu_before:.0f}%), after: {load_after}")
-    print("| case | n | wall p50 ms | wall p95 ms | wall max ms | server CPU p50 ms | CPU p95 ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for r in results:
-        name = f"{os.path.basename(r['file'])} ({r['lines']} lines)"
-        for case in ("open", "edits_ranged", "edits_full", "bursts_ranged", "bursts_full"):
-            print(row(f"{name}: {case.replace('_', ', ')}", r[case]))
-    if cross_file:
-        print(row("cross-file: save a caller, helper re-published", cross_file))
-    for r in results:
-        t = r["typing"]
-        print(f"typing {os.path.basename(r['file'])}: {t['keystrokes']} keystrokes, {t['published']} published, "
-              f"{t['after_last_keystroke_s'] * 1000:.0f} ms after the last")
+    for result in results:
+        print("\n".join(table(result)))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"cpus": os.cpu_count(), "load_before": load_before, "cpu_busy_before_percent": cpu_before,
-                       "load_after": load_after, "results": results, "cross_file": cross_file}, handle, indent=1)
+                       "load_after": load_after, "results": results}, handle, indent=1)
     return 0
 
 
