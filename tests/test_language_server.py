@@ -266,6 +266,22 @@ def test_a_running_lint_is_cancelled_when_a_newer_version_arrives():
     assert [d.code for d in delivered[0][1]] == ["JIT101"]
 
 
+def test_a_lint_stops_at_the_next_function_once_cancelled_not_at_the_end_of_its_class():
+    methods = "".join(f"    def helper_{index}(self, x):\n        return x\n" for index in range(5))
+    text = ("import torch\n\n\nclass Net(torch.nn.Module):\n" + methods
+            + "    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n")
+    asked: list = []
+
+    def cancelled() -> bool:
+        asked.append(True)
+        # Asked after the parse, at the import, at the class, at helper_0; cancelled by helper_1.
+        return len(asked) >= 5
+
+    with pytest.raises(LintCancelled):
+        lint_text(text, "m.py", Config(), cancelled=cancelled)
+    assert len(asked) == 5
+
+
 def test_edits_in_quick_succession_are_linted_once():
     text = Path(FIXTURE).read_text()
     linted: list = []

@@ -116,7 +116,7 @@ def lint_module(
     With `prune`, the walk skips what no rule can see (code outside compiled regions
     when every rule is region-scoped); without, it walks every node. `source`, the
     module's text, saves regenerating it. When `cancelled()` turns true, the walk stops
-    at the next top-level statement with `LintCancelled`. `render_cache` keeps statement
+    at the next top-level statement or function with `LintCancelled`. `render_cache` keeps statement
     renderings from one lint of a document to the next (see `positions.RenderCache`).
     `symbols` lets the analysis follow base classes and helpers into other files.
     `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
@@ -281,7 +281,7 @@ def lint_text(
     `prefilter=False` skips the pre-parse check (for a host that lints the same file over
     and over: it would only cost time there, never change a finding). A host that may
     no longer want the result passes `cancelled`; the lint then raises `LintCancelled`
-    once it turns true (checked between top-level statements). `render_cache` keeps
+    once it turns true (checked at each top-level statement and function). `render_cache` keeps
     statement renderings between lints of one document (with `parse` incremental, the
     statements an edit did not touch are the same nodes, rendered once). With JIT001
     (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
