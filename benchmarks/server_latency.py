@@ -130,6 +130,7 @@ class Session:
         self.versions: dict[str, int] = {}
 
     def cpu(self) -> float:
+        """CPU seconds the server process has used so far."""
         times = self.process.cpu_times()
         return times.user + times.system
 
@@ -231,6 +232,7 @@ class Session:
         return sent
 
     def close(self) -> None:
+        """Shut the server down."""
         self.client.close()
 
 
@@ -342,11 +344,13 @@ def table(result: dict) -> list[str]:
 
 
 def row(name: str, figures: dict) -> str:
+    """One table row: sample count, wall p50/p95/max and server CPU p50/p95, in milliseconds."""
     return (f"| {name} | {figures['n']} | {figures['wall_p50_s'] * 1000:.0f} | {figures['wall_p95_s'] * 1000:.0f} "
             f"| {figures['wall_max_s'] * 1000:.0f} | {figures['cpu_p50_s'] * 1000:.0f} | {figures['cpu_p95_s'] * 1000:.0f} |")
 
 
 def load() -> str:
+    """The machine's load averages (1, 5, 15 minutes), as text."""
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
