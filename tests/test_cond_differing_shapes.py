@@ -90,3 +90,17 @@ def test_an_untyped_helper_argument_is_no_evidence_for_torch_cond():
     findings = lint_text(source, "m.py", SELECT)
     assert len(findings) == 1 and findings[0].fix is None
     assert "no evidence" in findings[0].message
+
+
+def test_tuple_arms_keep_their_parentheses_in_the_lambdas():
+    # `lambda x: a, b` would pass `b` to torch.cond as its next argument (a bug with
+    # `tensor-branch-fix = "cond"` before; the differing-shapes rewrite meets it too).
+    same = ("def forward(self, x: torch.Tensor):\n    if x.mean() > 0:\n        return x * 2, x + 1\n"
+            "    return x - 1, x * 3\n")
+    fixed = fix_text(_module(same, decorator=""), "m.py", Config(select=("JIT101",), tensor_branch_fix="cond"),
+                     unsafe=True).text
+    assert "torch.cond(x.mean() > 0, lambda x: (x * 2, x + 1), lambda x: (x - 1, x * 3), (x,))" in fixed
+    differing = ("def forward(self, x: torch.Tensor):\n    if x.mean() > 0:\n        return x[:2] * 2, x + 1\n"
+                 "    return x - 1, x * 3\n")
+    fixed = fix_text(_module(differing), "m.py", SELECT, unsafe=True).text
+    assert "lambda x: (x[:2] * 2, x + 1), lambda x: (x - 1, x * 3), (x,))" in fixed

@@ -340,8 +340,8 @@ class TorchCalls:
             elements = [cst.Element(cst.Name(operands[0]), comma=cst.Comma())]
         return self.call(
             "torch.cond", condition,
-            cst.Lambda(params=params, body=self._output(if_true, if_false)),
-            cst.Lambda(params=params, body=self._output(if_false, if_true)),
+            cst.Lambda(params=params, body=_bracketed(self._output(if_true, if_false))),
+            cst.Lambda(params=params, body=_bracketed(self._output(if_false, if_true))),
             cst.Tuple(elements=elements),
         )
 
@@ -407,6 +407,13 @@ def _fresh(value: cst.BaseExpression, operands: Sequence[str], rule: Optional[Ru
                 (rule.context.qualname(value.func) or "").startswith("torch.")):
             return value
     return cst.Call(func=cst.Attribute(parenthesised(value, call=True), cst.Name("clone")))
+
+
+def _bracketed(body: cst.BaseExpression) -> cst.BaseExpression:
+    """A lambda body: a tuple needs its parentheses (`lambda x: a, b` is a lambda and `b`)."""
+    if isinstance(body, cst.Tuple) and not body.lpar:
+        return body.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return body
 
 
 def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
