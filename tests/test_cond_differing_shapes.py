@@ -38,6 +38,9 @@ LOOK_ALIKES = {
     "the arms differ in dtype": (
         _module("def forward(self, x):\n    y = x.sum(0, keepdim=True) if x.mean() > 0 else x.half()\n"
                 "    return y * 2\n"), "differ in dtype"),
+    "one arm is a bool mask": (
+        _module("def forward(self, x):\n    y = (x > 0)[:2] if x.mean() > 0 else x\n    return y * 2\n"),
+        "differ in dtype"),
     "the branch is in a loop": (
         _module("def forward(self, x):\n    for _ in range(2):\n"
                 "        y = x.sum(0, keepdim=True) if x.mean() > 0 else x\n        x = y * 2\n    return x\n"),

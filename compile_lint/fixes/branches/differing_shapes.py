@@ -73,12 +73,26 @@ def differing_shapes_problem(rule: Rule, shapes: ShapeModel, if_true: cst.BaseEx
     if left is None or right is None or left[0] != right[0]:
         return ("the arms may differ in rank (torch.cond rejects that) or beyond their first dimension "
                 "(Inductor fails on that)")
-    if dtype_changes(if_true) != dtype_changes(if_false) or is_bool_expression(if_true) != is_bool_expression(if_false):
+    if dtype_changes(if_true) != dtype_changes(if_false) or _dtype_class(if_true) != _dtype_class(if_false):
         return "the arms may differ in dtype, which torch.cond rejects"
     if not grad_free(rule, site.node):
         return ("torch 2.13 cannot differentiate a torch.cond whose arms differ in shape (it can under "
                 "torch.no_grad() or torch.inference_mode())")
     return result_use_problem(rule, site)
+
+
+def _dtype_class(expr: cst.BaseExpression) -> str:
+    """"bool", "int" or "other": what an arm's spelling says of its dtype (a slice keeps it)."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if is_bool_expression(expr):
+        return "bool"
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _INT_METHODS:
+        return "int"
+    return "other"
+
+
+_INT_METHODS = frozenset({"argmax", "argmin", "long", "int", "count_nonzero", "argsort"})
 
 
 # ----- which dimension differs ---------------------------------------------------------------
