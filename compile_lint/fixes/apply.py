@@ -78,7 +78,6 @@ class FileFix:
     write_failed: bool = False  # fixed, but writing the fixed text failed (the file is unchanged)
 
 
-Accept = Callable[[str, str, str], Optional[str]]
 # Asked once for many files: {path: (original, fixed)} -> {path: None to write, else why not}.
 AcceptAll = Callable[[dict[str, tuple[str, str]]], dict[str, Optional[str]]]
 
@@ -122,18 +121,12 @@ def _proposed(planned: _Planned) -> bool:
     return planned.outcome.changed and planned.outcome.error is None
 
 
-def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True,
-             accept: Optional[Accept] = None) -> FileFix:
-    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed.
-
-    `accept(path, original, fixed)`, when given, is asked before writing (e.g. the runtime
-    verifier); a returned message rolls the fixes back and the file is not touched.
-    """
+def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True) -> FileFix:
+    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed."""
     planned = _plan(path, config, unsafe)
     if isinstance(planned, FileFix):
         return planned
-    rejection = accept(path, planned.source.text, planned.outcome.text) if accept and _proposed(planned) else None
-    return _finish(planned, config, write, rejection)
+    return _finish(planned, config, write, None)
 
 
 def fix_files_together(paths: Sequence[str], config: Config, accept_all: AcceptAll, unsafe: bool = False,

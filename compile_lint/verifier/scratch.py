@@ -27,7 +27,8 @@ LOCK_NAME = ".owner.lock"
 
 def _lock(path: str) -> Optional[int]:
     """An open descriptor holding an exclusive lock on `path`, or None when another process holds it."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    # Not inherited by the workers: the lock must end with this process.
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
     if fcntl is None:
         return descriptor
     try:
