@@ -750,3 +750,51 @@ def test_sigkill_kills_the_workers_and_the_next_run_removes_the_temp_dir(tmp_pat
         assert remove_stale(str(private_tmp)) == [str(private_tmp / left)]
         assert os.path.isdir(running)
     assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_fix_verify_rolls_back_a_file_whose_fixes_remove_nothing_even_beside_one_that_does(tmp_path, private_tmp):
+    # Run together, the target has fewer breaks; the compiler places the one removed in
+    # gated.py, so idle.py's fix (in a model the target never builds) proves nothing.
+    project = {
+        "pyproject.toml": PACKAGE_PROJECT["pyproject.toml"].replace(
+            '"targets.py:make_gated", "targets.py:make_pool"', '"targets.py:make"'),
+        "models/__init__.py": "from models import gated, idle\n",
+        "models/gated.py": PACKAGE_PROJECT["models/gated.py"],
+        "models/idle.py": PACKAGE_PROJECT["models/gated.py"].replace("GatedResidual", "NeverBuilt"),
+        "targets.py": """
+            import torch
+            from torch import nn
+
+            import models
+
+
+            class Wrapped(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.inner = models.gated.GatedResidual()
+
+                def forward(self, x):
+                    x = self.inner(x)
+                    if x.sum() > 0:  # noqa: JIT101 - a break no fix removes
+                        x = x * 2
+                    return x
+
+
+            def make():
+                return Wrapped(), [(torch.randn(4, 8),), (torch.randn(4, 8) + 1,)]
+        """,
+    }
+    _write_package(tmp_path, project)
+    idle_before = (tmp_path / "models" / "idle.py").read_bytes()
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", "models", cwd=tmp_path)
+
+    assert "torch.where(h.mean() > 0, x + h, x - h)" in (tmp_path / "models" / "gated.py").read_text()
+    assert (tmp_path / "models" / "idle.py").read_bytes() == idle_before
+    (rollback,) = [line for line in done.stderr.splitlines() if "fix rolled back" in line]
+    assert ("models/idle.py: fix rolled back, file left unchanged: check failed: fewer graph breaks + "
+            "recompiles on some target: targets.py:make: outputs equal (graph breaks 2 -> 1") in rollback, rollback
+    # The target runs again without idle.py's fix, so what is written was what ran.
+    assert "in 2 target run(s): 1 kept, 1 rolled back" in done.stderr, done.stderr
+    assert leftovers(private_tmp) == []
