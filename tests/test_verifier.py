@@ -723,7 +723,7 @@ def test_fix_verify_runs_each_target_once_with_all_fixes_and_bisects_only_the_fa
         "verifying fixes [1/2] targets.py:make_gated ...",
         "targets.py:make_gated: passes with 2 of 2 fixed file(s)",
         "verifying fixes [2/2] targets.py:make_pool ...",
-        "targets.py:make_pool: fails with 2 fixed file(s) together; bisecting",
+        "targets.py:make_pool: fails with 2 fixed files together; bisecting",
         "targets.py:make_pool: passes with 1 of 2 fixed file(s); rolled back: pool_layers.py",
         "verifying fixes again without the rolled-back files: targets.py:make_gated ...",
     ], done.stderr

@@ -96,7 +96,8 @@ class ProjectCheck:
                 self.rejected.setdefault(path, verdict.reason)
             return
         suspects = sorted(files & state.covered)
-        self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed file(s) together; bisecting")
+        if len(suspects) > 1:
+            self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting")
         self._split(state, suspects, frozenset(files), verdict)
 
     def _split(self, state: TargetState, suspects: list[str], failing: frozenset, failure: FixVerdict) -> None:
@@ -201,9 +202,11 @@ def _agree(states: Sequence[TargetState], check: ProjectCheck) -> None:
 def _state_line(state: TargetState, rejected: dict[str, str]) -> str:
     if not state.covered:
         return f"{shown(state.spec)}: imports none of the fixed files"
-    dropped = sorted(os.path.basename(path) for path in state.covered if path in rejected)
+    dropped = ", ".join(sorted(os.path.basename(path) for path in state.covered if path in rejected))
+    if not state.passed:
+        return f"{shown(state.spec)}: rolled back: {dropped}"
     kept = f"passes with {len(state.passed)} of {len(state.covered)} fixed file(s)"
-    return f"{shown(state.spec)}: {kept}" + (f"; rolled back: {', '.join(dropped)}" if dropped else "")
+    return f"{shown(state.spec)}: {kept}" + (f"; rolled back: {dropped}" if dropped else "")
 
 
 def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: dict[str, str]) -> dict[str, FixVerdict]:
