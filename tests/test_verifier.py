@@ -437,6 +437,19 @@ def make():
 """
 
 
+# The hanging factory as a `--fix --verify` target: its fixable break makes the tool start both sides.
+HANGING_PROJECT = {
+    "pyproject.toml": """
+        [tool.compile-lint]
+        tensor-branch-fix = "where"
+
+        [tool.compile-lint.verify]
+        targets = ["hang.py:make"]
+    """,
+    "hang.py": HANGING_FACTORY,
+}
+
+
 @contextlib.contextmanager
 def running_cli(*args, cwd):
     """`compile-lint ARGS` started in the background; whatever it started is killed at the end, even
@@ -504,18 +517,9 @@ def test_sigterm_stops_the_worker_and_removes_the_temp_dir(tmp_path, private_tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT], ids=["SIGHUP", "SIGINT"])
-def test_sighup_or_ctrl_c_stops_fix_verify_workers_and_leaves_the_file_unchanged(tmp_path, private_tmp, signum):
-    write_project(tmp_path, {
-        "pyproject.toml": """
-            [tool.compile-lint]
-            tensor-branch-fix = "where"
-
-            [tool.compile-lint.verify]
-            targets = ["hang.py:make"]
-        """,
-        "hang.py": HANGING_FACTORY,
-    })
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_sigterm_sighup_or_ctrl_c_stops_fix_verify_workers_and_leaves_the_file_unchanged(tmp_path, private_tmp, signum):
+    write_project(tmp_path, HANGING_PROJECT)
     before = (tmp_path / "hang.py").read_bytes()
     with running_cli("--fix", "--unsafe-fixes", "--verify", "hang.py", cwd=tmp_path) as (process, cli, seen):
         workers = _workers_running_user_code(cli, seen, tmp_path, 2)  # the original and the fixed code, at once
@@ -660,3 +664,137 @@ def test_dropout_in_a_training_model_compares_equal_under_inductor(tmp_path):
     (result,) = json.loads(report.read_text())["results"]
     assert result["mode"] == "train" and result["analysis"]["backend"] == "inductor"
     assert result["analysis"]["comparison"]["equal"]
+
+
+# --- `--fix --verify` at project scale (issue 24 item 6) -----------------------------------
+
+# A package its factory module imports whole, as users lay one out: every target imports
+# every fixed file. gated.py's fix is right; pool_layers.py's is wrong (FIX_PROJECT's).
+PACKAGE_PROJECT = {
+    "pyproject.toml": """
+        [tool.compile-lint]
+        tensor-branch-fix = "where"
+
+        [tool.compile-lint.verify]
+        targets = ["targets.py:make_gated", "targets.py:make_pool"]
+    """,
+    "models/__init__.py": "from models import gated, pool_layers\n",
+    "models/gated.py": FIX_PROJECT["gated.py"].split("\n\n\n        def make")[0] + "\n",
+    "models/pool_layers.py": FIX_PROJECT["pool_layers.py"],
+    "targets.py": """
+        import torch
+
+        import models
+
+
+        def make_gated():
+            return models.gated.GatedResidual(), [(torch.randn(4, 8),), (torch.randn(4, 8) + 1,)]
+
+
+        def make_pool():
+            return models.pool_layers.MaybePool(), [(torch.ones(4, 8),)]
+    """,
+}
+
+
+def _write_package(root, files: dict) -> None:
+    (root / "models").mkdir()
+    write_project(root, files)
+
+
+@pytest.mark.slow
+def test_fix_verify_runs_each_target_once_with_all_fixes_and_bisects_only_the_failing_one(tmp_path, private_tmp):
+    _write_package(tmp_path, PACKAGE_PROJECT)
+    pool_before = (tmp_path / "models" / "pool_layers.py").read_bytes()
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", "models", cwd=tmp_path)
+
+    assert done.returncode == 2, done.stderr  # a rollback is an error, as before
+    assert "torch.where(h.mean() > 0, x + h, x - h)" in (tmp_path / "models" / "gated.py").read_text()
+    assert (tmp_path / "models" / "pool_layers.py").read_bytes() == pool_before
+    rollback = next(line for line in done.stderr.splitlines() if "fix rolled back" in line)
+    assert rollback.startswith("compile-lint: error: models/pool_layers.py: fix rolled back, file left unchanged: "
+                               "targets.py:make_pool: check failed: eager outputs equal"), rollback
+    progress = [line.strip() for line in done.stderr.splitlines() if not line.startswith("compile-lint:")]
+    # make_gated passes with both files' fixes: one run. make_pool fails with both, passes
+    # with gated.py's alone, so pool_layers.py's is the culprit (the set with it already
+    # failed: no run). make_gated then runs once more without the rolled-back file.
+    assert progress[:6] == [
+        "verifying fixes [1/2] targets.py:make_gated ...",
+        "targets.py:make_gated: passes with 2 of 2 fixed file(s)",
+        "verifying fixes [2/2] targets.py:make_pool ...",
+        "targets.py:make_pool: fails with 2 fixed files together; bisecting",
+        "targets.py:make_pool: passes with 1 of 2 fixed file(s); rolled back: pool_layers.py",
+        "verifying fixes again without the rolled-back files: targets.py:make_gated ...",
+    ], done.stderr
+    assert "verified 2 fixed file(s) on 2 target(s) in 4 target run(s): 1 kept, 1 rolled back" in done.stderr
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_sigkill_kills_the_workers_and_the_next_run_removes_the_temp_dir(tmp_path, private_tmp):
+    import psutil
+
+    from compile_lint.verifier.scratch import owned_directory, remove_stale
+
+    write_project(tmp_path, HANGING_PROJECT)
+    with running_cli("--fix", "--unsafe-fixes", "--verify", "hang.py", cwd=tmp_path) as (process, cli, seen):
+        workers = _workers_running_user_code(cli, seen, tmp_path, 2)
+        process.kill()
+        process.communicate(timeout=15)
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert alive == [], "the workers outlived the tool"
+    (left,) = leftovers(private_tmp)  # SIGKILL leaves no time to clean up
+    assert left.startswith("compile-lint-fixcheck-")
+    with owned_directory("compile-lint-verify-") as running:  # a live run's directory stays
+        assert remove_stale(str(private_tmp)) == [str(private_tmp / left)]
+        assert os.path.isdir(running)
+    assert leftovers(private_tmp) == []
+
+
+@pytest.mark.slow
+def test_fix_verify_rolls_back_a_file_whose_fixes_remove_nothing_even_beside_one_that_does(tmp_path, private_tmp):
+    # Run together, the target has fewer breaks; the compiler places the one removed in
+    # gated.py, so idle.py's fix (in a model the target never builds) proves nothing.
+    project = {
+        "pyproject.toml": PACKAGE_PROJECT["pyproject.toml"].replace(
+            '"targets.py:make_gated", "targets.py:make_pool"', '"targets.py:make"'),
+        "models/__init__.py": "from models import gated, idle\n",
+        "models/gated.py": PACKAGE_PROJECT["models/gated.py"],
+        "models/idle.py": PACKAGE_PROJECT["models/gated.py"].replace("GatedResidual", "NeverBuilt"),
+        "targets.py": """
+            import torch
+            from torch import nn
+
+            import models
+
+
+            class Wrapped(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.inner = models.gated.GatedResidual()
+
+                def forward(self, x):
+                    x = self.inner(x)
+                    if x.sum() > 0:  # noqa: JIT101 - a break no fix removes
+                        x = x * 2
+                    return x
+
+
+            def make():
+                return Wrapped(), [(torch.randn(4, 8),), (torch.randn(4, 8) + 1,)]
+        """,
+    }
+    _write_package(tmp_path, project)
+    idle_before = (tmp_path / "models" / "idle.py").read_bytes()
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", "models", cwd=tmp_path)
+
+    assert "torch.where(h.mean() > 0, x + h, x - h)" in (tmp_path / "models" / "gated.py").read_text()
+    assert (tmp_path / "models" / "idle.py").read_bytes() == idle_before
+    (rollback,) = [line for line in done.stderr.splitlines() if "fix rolled back" in line]
+    assert ("models/idle.py: fix rolled back, file left unchanged: check failed: fewer graph breaks + "
+            "recompiles on some target: targets.py:make: outputs equal (graph breaks 2 -> 1") in rollback, rollback
+    # The target runs again without idle.py's fix, so what is written was what ran.
+    assert "in 2 target run(s): 1 kept, 1 rolled back" in done.stderr, done.stderr
+    assert leftovers(private_tmp) == []

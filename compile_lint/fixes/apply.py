@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -11,7 +11,7 @@ from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.lint import lint_text
-from compile_lint.engine.source import SourceError, read_source, write_atomically
+from compile_lint.engine.source import SourceError, SourceFile, read_source, write_atomically
 
 MAX_ROUNDS = 10
 
@@ -78,22 +78,32 @@ class FileFix:
     write_failed: bool = False  # fixed, but writing the fixed text failed (the file is unchanged)
 
 
-def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True,
-             accept: Optional[Callable[[str, str, str], Optional[str]]] = None) -> FileFix:
-    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed.
+# Asked once for many files: {path: (original, fixed)} -> {path: None to write, else why not}.
+AcceptAll = Callable[[dict[str, tuple[str, str]]], dict[str, Optional[str]]]
 
-    `accept(path, original, fixed)`, when given, is asked before writing (e.g. the runtime
-    verifier); a returned message rolls the fixes back and the file is not touched.
-    """
+
+@dataclass
+class _Planned:
+    """A file read and fixed in memory, not yet written."""
+
+    path: str
+    source: SourceFile
+    outcome: FixOutcome
+
+
+def _plan(path: str, config: Config, unsafe: bool) -> "_Planned | FileFix":
     try:
         source = read_source(path)
     except SourceError as error:
         return FileFix(path=path, error=f"{path}: {error}")
-    outcome = fix_text(source.text, path, config, unsafe)
-    if accept is not None and outcome.changed and outcome.error is None:
-        rejection = accept(path, source.text, outcome.text)
-        if rejection is not None:
-            outcome = FixOutcome(source.text, [], lint_text(source.text, path, config), rejection)
+    return _Planned(path, source, fix_text(source.text, path, config, unsafe))
+
+
+def _finish(planned: _Planned, config: Config, write: bool, rejection: Optional[str]) -> FileFix:
+    """Write the planned fix unless it was rejected (then the file is not touched)."""
+    path, source, outcome = planned.path, planned.source, planned.outcome
+    if rejection is not None:
+        outcome = FixOutcome(source.text, [], lint_text(source.text, path, config), rejection)
     result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error)
     if write and outcome.changed:
         try:
@@ -105,3 +115,28 @@ def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True
             result.write_failed = True
             result.outcome = FixOutcome(source.text, [], outcome.remaining + outcome.applied)
     return result
+
+
+def _proposed(planned: _Planned) -> bool:
+    return planned.outcome.changed and planned.outcome.error is None
+
+
+def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True) -> FileFix:
+    """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed."""
+    planned = _plan(path, config, unsafe)
+    if isinstance(planned, FileFix):
+        return planned
+    return _finish(planned, config, write, None)
+
+
+def fix_files_together(paths: Sequence[str], config: Config, accept_all: AcceptAll, unsafe: bool = False,
+                       write: bool = True) -> list[FileFix]:
+    """Fix every file in memory, ask `accept_all` once about all the changed ones (e.g. the
+    runtime verifier, which then runs each target once for all of them), then write the
+    accepted files atomically; a rejected file is not touched. In the order of `paths`."""
+    planned = [_plan(path, config, unsafe) for path in paths]
+    proposals = {item.path: (item.source.text, item.outcome.text)
+                 for item in planned if isinstance(item, _Planned) and _proposed(item)}
+    rejections = accept_all(proposals) if proposals else {}
+    return [item if isinstance(item, FileFix) else _finish(item, config, write, rejections.get(item.path))
+            for item in planned]

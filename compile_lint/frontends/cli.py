@@ -96,9 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also apply unsafe fixes (e.g. torch.where evaluates both branches; "
                              "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
     parser.add_argument("--verify", action="store_true",
-                        help="with --fix, prove each fix on the [tool.compile-lint.verify] targets (needs torch): "
-                             "a fix that changes outputs or does not reduce breaks/recompiles is rolled back; "
-                             "SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
+                        help="with --fix, prove the fixes on the [tool.compile-lint.verify] targets (needs torch): "
+                             "a file whose fixes change outputs or do not reduce breaks/recompiles is rolled back. "
+                             "Cost: each target runs once (original and fixed, 2 processes) with all files' fixes; "
+                             "only a target that fails runs again, to bisect its files (about 2*log2(files) runs "
+                             "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--add-noqa", action="store_true",
                         help="add `# noqa: CODE` comments that silence every current finding "
@@ -156,7 +158,6 @@ class FixJob:
     config: Config
     unsafe: bool
     write: bool
-    verify: bool
 
 
 @dataclass(frozen=True)
@@ -191,19 +192,18 @@ def _lint_one(path: str, settings: LintSettings) -> LintResult:
 
 
 def _fix_one(job: FixJob) -> LintResult:
-    """Fix one file to a fixed point (with --verify, keeping only fixes the verifier confirms)."""
+    """Fix one file to a fixed point."""
     from compile_lint.fixes.apply import fix_file
 
-    accept = None
-    if job.verify:
-        from compile_lint.verifier.fixcheck import accept_hook
+    return _fix_result(fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write))
 
-        accept = accept_hook(job.config.verify_targets, job.config.root, job.config.verify_mode)
-    result = fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, accept=accept)
+
+def _fix_result(result) -> LintResult:
+    """The LintResult of one file's FileFix."""
     outcome = result.outcome
     if outcome is None:
-        return LintResult(job.path, error=result.error)
-    return LintResult(job.path, outcome.remaining, result.error, text=outcome.text,
+        return LintResult(result.path, error=result.error)
+    return LintResult(result.path, outcome.remaining, result.error, text=outcome.text,
                       applied=outcome.applied, original=result.original, unwritten=result.write_failed)
 
 
@@ -389,15 +389,26 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
 
 
 def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
-    fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, args.verify) for f in files]
     if not args.verify:
+        fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff) for f in files]
         return parallel_map(_fix_one, fix_jobs, jobs, "Fixing")
+    from compile_lint.fixes.apply import fix_files_together
+    from compile_lint.verifier.fixproject import accept_all_hook
     from compile_lint.verifier.isolation import stop_on_termination
+    from compile_lint.verifier.scratch import remove_stale
 
-    # Verification runs the user's code in a subprocess per target: one file at a time, and
-    # SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
+    remove_stale()  # what runs killed by SIGKILL left behind
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            sys.stderr.write(line + "\n")
+
+    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress)
+    # Every file is fixed in memory first; then each target runs once with all the fixes (a
+    # subprocess per side), and SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
     with stop_on_termination():
-        return parallel_map(_fix_one, fix_jobs, 1, "Fixing")
+        return [_fix_result(result) for result in
+                fix_files_together(files, config, accept_all, unsafe=args.unsafe_fixes, write=not args.diff)]
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:

@@ -14,6 +14,7 @@ from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.reporters.formats import FORMATS, render
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated, stop_on_termination
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
+from compile_lint.verifier.scratch import remove_stale
 from compile_lint.verifier.targets import TargetError, missing_target, parse_target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "[tool.compile-lint.verify] targets in pyproject.toml."),
         epilog=("Exit status: 0 clean, 1 findings, 2 usage error or Ctrl-C, 128+signal after SIGTERM "
                 "(143) or SIGHUP (129); each stops the running target's process group and removes "
-                "the run's temp files first."),
+                "the run's temp files first. After a SIGKILL the next run removes them."),
     )
     parser.add_argument("targets", nargs="*", metavar="TARGET")
     parser.add_argument("--device", help="cuda, cpu, cuda:1... (default: cuda when a GPU is present, else cpu)")
@@ -140,6 +141,7 @@ def _verify(args: argparse.Namespace) -> int:
         _error(str(error))
         return EXIT_ERROR
 
+    remove_stale()  # what runs killed by SIGKILL left behind
     results = []
     for target in targets:
         if args.output_format in ("text", "concise"):

@@ -15,12 +15,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from typing import Iterator, Optional
 
 import compile_lint
 from compile_lint.engine.cache import INDUCTOR_CACHE_NAME, user_cache_dir
+from compile_lint.verifier.scratch import owned_directory
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -30,6 +30,7 @@ def _package_root() -> str:
 
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+PARENT_PID_VARIABLE = "COMPILE_LINT_VERIFY_PARENT"
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 
@@ -95,9 +96,12 @@ def stop_on_termination() -> Iterator[None]:
             signal.signal(signum, action)
 
 
-def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) -> dict:
-    """Run one worker request in a fresh process; failures come back as `{"error": {...}}`."""
-    with tempfile.TemporaryDirectory(prefix="compile-lint-verify-") as directory:
+def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S, parent: Optional[str] = None) -> dict:
+    """Run one worker request in a fresh process; failures come back as `{"error": {...}}`.
+
+    Its files live in a directory of their own, inside `parent` when given (a directory the
+    caller owns and removes), else in the temp dir (see `scratch.owned_directory`)."""
+    with owned_directory("compile-lint-verify-", parent) as directory:
         request_path = os.path.join(directory, "request.json")
         result_path = os.path.join(directory, "result.json")
         with open(request_path, "w", encoding="utf-8") as handle:
@@ -111,6 +115,8 @@ def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S) 
         worker_tmp = os.path.join(directory, "tmp")
         os.mkdir(worker_tmp)
         env["TMPDIR"] = worker_tmp
+        # The worker dies with this process, even when SIGKILL leaves no time to stop it.
+        env[PARENT_PID_VARIABLE] = str(os.getpid())
         process = subprocess.Popen(
             [sys.executable, "-m", "compile_lint.verifier.worker", request_path, result_path],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True,

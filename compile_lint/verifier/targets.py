@@ -70,17 +70,6 @@ def parse_target(text: str) -> TargetSpec:
     return TargetSpec(text=text, location=location, factory=factory)
 
 
-def module_file_of(spec: TargetSpec) -> Optional[str]:
-    """The absolute file a target's factory lives in, without running the factory."""
-    if spec.is_path:
-        return os.path.abspath(spec.location)
-    try:
-        found = importlib.util.find_spec(spec.location)
-    except (ImportError, ValueError):
-        return None
-    return os.path.abspath(found.origin) if found is not None and found.origin else None
-
-
 def import_path(path: str, name_hint: Optional[str] = None, code_path: Optional[str] = None) -> Any:
     """Import a file as a fresh module; its directory goes first on sys.path for sibling imports.
 

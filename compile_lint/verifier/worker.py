@@ -107,15 +107,16 @@ def _module_named_for(path: str) -> str | None:
     return None
 
 
-class _FixedSource:
-    """A meta-path finder that imports the fixed copy wherever the original file is imported.
+class _FixedSources:
+    """A meta-path finder that imports the fixed copy wherever an original file is imported.
 
     The fixed side of `--fix --verify` runs in a process of its own, so the original code
-    never runs there: a custom op the file registers is registered once, by the fixed code.
+    never runs there: a custom op a file registers is registered once, by the fixed code.
+    `fixed` maps each original file to its fixed copy; `hits` collects the originals replaced.
     """
 
-    def __init__(self, original_path: str, fixed_path: str) -> None:
-        self.original_path, self.fixed_path, self.hits = original_path, fixed_path, 0
+    def __init__(self, fixed: dict[str, str]) -> None:
+        self.fixed, self.hits = fixed, set()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """The fixed file's spec in place of the original's; None for every other module."""
@@ -123,19 +124,22 @@ class _FixedSource:
         import importlib.util
 
         found = importlib.machinery.PathFinder.find_spec(name, path)
-        if found is None or not found.origin or os.path.abspath(found.origin) != self.original_path:
+        original = os.path.abspath(found.origin) if found is not None and found.origin else None
+        if original not in self.fixed:
             return None
-        self.hits += 1
+        self.hits.add(original)
         return importlib.util.spec_from_file_location(
-            name, self.fixed_path, submodule_search_locations=found.submodule_search_locations)
+            name, self.fixed[original], submodule_search_locations=found.submodule_search_locations)
 
 
 def fixcheck_request(request: dict) -> dict:
     """One side of `--fix --verify`: analyse the target on the original or on the fixed code.
 
-    "before" imports the target as it is; "after" imports it with the fixed text in place
-    of the original file (the target's own module, or a module it imports). Each side
-    saves its example calls and eager outputs to `outputs_path` for the parent to compare.
+    `request["fixed"]` maps original files to fixed copies. "before" imports the target as it
+    is; "after" imports it with every fixed copy in place of its original (the target's own
+    module, or modules it imports). Both report `covered`: the originals the target imports
+    (none: nothing runs). Each side saves its example calls and eager outputs to
+    `outputs_path` for the parent to compare.
     """
     import torch
 
@@ -144,30 +148,67 @@ def fixcheck_request(request: dict) -> dict:
 
     spec = parse_target(request["target"])
     device = pick_device(request.get("device"))
-    original_path = os.path.abspath(request["original_path"])
-    result: dict[str, Any] = {"target": request["target"], "device": device, "covered": True}
+    fixed = {os.path.abspath(original): copy for original, copy in request["fixed"].items()}
+    result: dict[str, Any] = {"target": request["target"], "device": device}
+    own_file = os.path.abspath(spec.location) if spec.is_path else None
     if request["side"] == "before":
         module = import_location(spec)
-        if os.path.abspath(module.__file__ or "") != original_path and _module_named_for(original_path) is None:
-            return {**result, "covered": False}
-    elif spec.is_path and os.path.abspath(spec.location) == original_path:
-        module = import_path(original_path, "fixed", code_path=request["fixed_path"])
+        covered = {path for path in fixed
+                   if os.path.abspath(module.__file__ or "") == path or _module_named_for(path) is not None}
     else:
-        finder = _FixedSource(original_path, request["fixed_path"])
+        finder = _FixedSources(fixed)
         sys.meta_path.insert(0, finder)
-        module = import_location(spec)
-        if not finder.hits:
-            return {**result, "covered": False}
-    loaded = build(spec, module, device, request.get("model_mode", "factory"))
-    found, eager = analysis.analyze(loaded.fresh_model, loaded.calls, device, request.get("backend", "eager"))
-    torch.save({"calls": [(call.args, call.kwargs) for call in loaded.calls], "eager": eager},
-               request["outputs_path"])
+        if own_file in fixed:
+            module = import_path(own_file, "fixed", code_path=fixed[own_file])
+            finder.hits.add(own_file)
+        else:
+            module = import_location(spec)
+        covered = finder.hits
+    result["covered"] = sorted(covered)
+    if not covered:
+        return result
+    try:
+        loaded = build(spec, module, device, request.get("model_mode", "factory"))
+        found, eager = analysis.analyze(loaded.fresh_model, loaded.calls, device, request.get("backend", "eager"))
+        torch.save({"calls": [(call.args, call.kwargs) for call in loaded.calls], "eager": eager},
+                   request["outputs_path"])
+    except BaseException as error:  # noqa: BLE001 - reported with the files it imported
+        return {**result, **error_result(request, error)}
     return {**result, "analysis": found.to_json()}
+
+
+def die_with_parent() -> None:
+    """Ask Linux to kill this worker when the tool that started it dies (even by SIGKILL,
+    which leaves the tool no time to stop it); elsewhere a no-op."""
+    from compile_lint.verifier.isolation import PARENT_PID_VARIABLE
+
+    expected = os.environ.get(PARENT_PID_VARIABLE)
+    if not expected or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(expected):  # the tool died before the request above was made
+        os._exit(1)
+
+
+def error_result(request: dict, error: BaseException) -> dict:
+    """The result of a request that raised: what, where in the user's code, and the traceback."""
+    from compile_lint.verifier.targets import TargetError
+
+    kind = "oom" if _is_oom(error) else "target" if isinstance(error, TargetError) else "error"
+    return {"target": request.get("target"), "error": _error(kind, error)}
 
 
 def main(argv: list[str]) -> int:
     """Read the request, run it, write the result; errors become part of the result."""
     request_path, result_path = argv
+    die_with_parent()
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
     # User prints must not mix with anything the parent reads; the parent keeps stderr's tail.
@@ -183,10 +224,7 @@ def main(argv: list[str]) -> int:
         else:
             result = verify_request(request)
     except BaseException as error:  # noqa: BLE001 - everything the user's code does is reported
-        from compile_lint.verifier.targets import TargetError
-
-        kind = "oom" if _is_oom(error) else "target" if isinstance(error, TargetError) else "error"
-        result = {"target": request.get("target"), "error": _error(kind, error)}
+        result = error_result(request, error)
     with open(result_path, "w", encoding="utf-8") as handle:
         json.dump(result, handle, default=str)
     return 0

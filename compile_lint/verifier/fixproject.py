@@ -1,0 +1,239 @@
+"""`compile-lint --fix --verify` on a project: every fix proven, each target run once for all of them.
+
+Cost: each `[tool.compile-lint.verify]` target runs once (original and fixed side by side,
+two processes) with the fixes of every file applied together. Only a target that fails
+runs again, to bisect its fixed files: halves that pass keep their fixes, a half that fails
+is split again, down to the single files that make it fail, whose fixes are rolled back
+(about 2 log2(n) more runs for one bad file among n, 2n - 1 at worst). A target that
+passed with a file rolled back elsewhere runs once more without it. So a project whose
+fixes all pass costs one run per target, however many files were fixed.
+
+A file's fixes are written only if every target that imports it passes with all the fixes
+kept, and one of them shows fewer graph breaks + recompiles in that file (or none at all,
+or fewer overall where the compiler placed the change in no fixed file).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from compile_lint.verifier.fixcheck import (
+    FIX_TIMEOUT_S, FixVerdict, check_target, judge, problems, problems_in, resolve_targets, shown,
+)
+from compile_lint.verifier.scratch import owned_directory
+from compile_lint.verifier.targets import TargetError, TargetSpec
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TargetState:
+    """What one target has shown: the fixed files it may import (exact once a run has said),
+    and the set of them it last passed with, that run and its verdict."""
+
+    spec: TargetSpec
+    covered: frozenset
+    passed: frozenset = frozenset()
+    result: Optional[dict] = None
+    verdict: Optional[FixVerdict] = None
+    original_fails: bool = False  # the original code fails on its own: no fix can be proven here
+
+    def learn(self, trial: frozenset, result: Optional[dict]) -> Optional[FixVerdict]:
+        """Take in a run with the fixes of `trial`: which of them the target imports, and
+        whether it passed (then it is the new passing set); the verdict, None when it imports none."""
+        if result is None:
+            self.covered -= trial
+            return None
+        if "covered" in result:  # else it failed before its imports could say
+            self.covered -= trial - frozenset(result["covered"])
+        self.original_fails = bool(result.get("original_failed") or result.get("before", {}).get("eager_error"))
+        verdict = judge(result)
+        if verdict.accepted:
+            self.passed, self.result, self.verdict = trial & self.covered, result, verdict
+        return verdict
+
+    def forget(self) -> None:
+        """Nothing has passed yet (a set that passed lost a file)."""
+        self.passed, self.result, self.verdict = frozenset(), None, None
+
+
+@dataclass
+class ProjectCheck:
+    """Runs targets on sets of fixed files and keeps the verdicts; `runs` counts target runs."""
+
+    copies: dict[str, str]  # original file -> its fixed copy
+    scratch: str
+    timeout_s: Optional[float]
+    backend: str
+    device: Optional[str]
+    mode: str
+    progress: Progress
+    rejected: dict[str, str] = field(default_factory=dict)  # file -> why its fixes are rolled back
+    runs: int = 0
+
+    def run(self, state: TargetState, files: frozenset) -> Optional[FixVerdict]:
+        """One side-by-side run of `state`'s target with the fixes of `files`; its verdict."""
+        self.runs += 1
+        directory = os.path.join(self.scratch, f"run-{self.runs}")
+        os.mkdir(directory)
+        result = check_target(state.spec, {path: self.copies[path] for path in sorted(files)}, directory,
+                              self.timeout_s, self.backend, self.device, self.mode)
+        return state.learn(files, result)
+
+    def settle(self, state: TargetState, files: frozenset) -> None:
+        """Run `state`'s target with `files` and, if it fails, bisect them: `state` ends passing
+        with the largest set found, and the files that made it fail are in `rejected`."""
+        state.forget()
+        if not files:
+            return
+        verdict = self.run(state, files)
+        if verdict is None or verdict.accepted:
+            return
+        if state.original_fails:
+            for path in files & state.covered:
+                self.rejected.setdefault(path, verdict.reason)
+            return
+        suspects = sorted(files & state.covered)
+        if len(suspects) > 1:
+            self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting")
+        self._split(state, suspects, frozenset(files), verdict)
+
+    def _split(self, state: TargetState, suspects: list[str], failing: frozenset, failure: FixVerdict) -> None:
+        """`state.passed` passes, `failing` (`state.passed` + `suspects`) fails with `failure`:
+        keep the suspects that pass beside it, reject the ones that make it fail."""
+        if len(suspects) == 1:
+            self.rejected.setdefault(suspects[0], failure.reason)
+            return
+        middle = len(suspects) // 2
+        for half in (suspects[:middle], suspects[middle:]):
+            half = [path for path in half if path in state.covered]
+            if not half:
+                continue
+            trial = state.passed | frozenset(half)
+            # The first half passed: the second beside it is the set already seen failing.
+            verdict = failure if trial == failing else self.run(state, trial)
+            if verdict is not None and not verdict.accepted:
+                self._split(state, [path for path in half if path in state.covered], trial, verdict)
+
+
+def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
+    """Whether `state`'s passing run shows `path`'s fixes helping: fewer breaks + recompiles
+    in that file, none at all, or fewer overall that the compiler placed in no fixed file."""
+    before, after = state.result["before"], state.result["after"]
+    if problems(after) == 0:
+        return True
+
+    def fewer_in(original: str) -> bool:
+        return problems_in(after, os.path.abspath(copies[original])) < problems_in(before, original)
+
+    if fewer_in(path):
+        return True
+    return problems(after) < problems(before) and not any(fewer_in(other) for other in state.passed)
+
+
+def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: dict[str, str]) -> dict[str, str]:
+    """The files still kept on which no target that imports them shows an improvement, and why."""
+    found = {}
+    for path in copies:
+        if path in rejected:
+            continue
+        covering = [state for state in states if path in state.passed]
+        if covering and not any(_credited(state, path, copies) for state in covering):
+            found[path] = ("check failed: fewer graph breaks + recompiles on some target: "
+                           + "; ".join(state.verdict.reason for state in covering))
+    return found
+
+
+def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
+                 timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
+                 device: Optional[str] = None, mode: str = "factory",
+                 progress: Progress = lambda line: None) -> dict[str, FixVerdict]:
+    """The verdict for each fixed file (absolute path -> fixed text), every target run with
+    all the fixes together first; `progress` gets a line per target run."""
+    try:
+        specs = resolve_targets(targets, root)
+    except TargetError as error:
+        return {path: FixVerdict(False, str(error)) for path in fixed}
+    with owned_directory("compile-lint-fixcheck-") as scratch:
+        copies = {}
+        for index, (path, text) in enumerate(sorted(fixed.items())):
+            directory = os.path.join(scratch, f"fixed-{index}")
+            os.mkdir(directory)
+            copies[path] = os.path.join(directory, os.path.basename(path))
+            with open(copies[path], "w", encoding="utf-8") as handle:
+                handle.write(text)
+        check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress)
+        states = [TargetState(spec, frozenset(copies)) for spec in specs]
+        for number, state in enumerate(states, 1):
+            progress(f"verifying fixes [{number}/{len(states)}] {shown(state.spec)} ...")
+            check.settle(state, frozenset(copies) - frozenset(check.rejected))
+            progress(f"  {_state_line(state, check.rejected)}")
+        _agree(states, check)
+        unproven = _unproven(states, copies, check.rejected)
+        while unproven:
+            check.rejected.update(unproven)
+            _agree(states, check)
+            unproven = _unproven(states, copies, check.rejected)
+    dropped = f", {len(check.rejected)} rolled back" if check.rejected else ""
+    progress(f"verified {len(fixed)} fixed file(s) on {len(states)} target(s) in {check.runs} target run(s): "
+             f"{len(fixed) - len(check.rejected)} kept{dropped}")
+    return _verdicts(fixed, states, check.rejected)
+
+
+def _agree(states: Sequence[TargetState], check: ProjectCheck) -> None:
+    """Run again each target that passed with a file since rolled back, without it, until
+    every target has passed with exactly the fixes kept of the files it imports."""
+    while True:
+        stale = [state for state in states
+                 if state.covered - frozenset(check.rejected) != state.passed]
+        if not stale:
+            return
+        for state in stale:
+            live = state.covered - frozenset(check.rejected)
+            if not live:
+                state.forget()
+                continue
+            check.progress(f"verifying fixes again without the rolled-back files: {shown(state.spec)} ...")
+            check.settle(state, live)
+
+
+def _state_line(state: TargetState, rejected: dict[str, str]) -> str:
+    if not state.covered:
+        return f"{shown(state.spec)}: imports none of the fixed files"
+    dropped = ", ".join(sorted(os.path.basename(path) for path in state.covered if path in rejected))
+    if not state.passed:
+        return f"{shown(state.spec)}: rolled back: {dropped}"
+    kept = f"passes with {len(state.passed)} of {len(state.covered)} fixed file(s)"
+    return f"{shown(state.spec)}: {kept}" + (f"; rolled back: {dropped}" if dropped else "")
+
+
+def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: dict[str, str]) -> dict[str, FixVerdict]:
+    verdicts = {}
+    for path in fixed:
+        if path in rejected:
+            verdicts[path] = FixVerdict(False, rejected[path])
+            continue
+        covering = [state for state in states if path in state.passed]
+        if not covering:
+            verdicts[path] = FixVerdict(True, f"{path}: no verify target covers this file; fix applied unverified",
+                                        checked=False)
+        else:
+            verdicts[path] = FixVerdict(True, "; ".join(state.verdict.reason for state in covering), improved=True)
+    return verdicts
+
+
+def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
+                    progress: Progress = lambda line: None):
+    """A callback for fixes.apply.fix_files_together: for each file, None to write its fixes,
+    else why they were rolled back."""
+    def accept_all(proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
+        absolute = {os.path.abspath(path): path for path in proposals}
+        verdicts = verify_fixes({os.path.abspath(path): fixed for path, (_, fixed) in proposals.items()},
+                                targets, root, mode=mode, progress=progress)
+        return {path: None if verdicts[key].accepted else
+                f"{path}: fix rolled back, file left unchanged: {verdicts[key].reason}"
+                for key, path in absolute.items()}
+
+    return accept_all
