@@ -95,13 +95,13 @@ NEXT_STEPS: tuple[NextStep, ...] = (
     NextStep(
         "a random draw, a tensor only under Dynamo",
         r"tensor only under Dynamo",
-        "draw with torch (`torch.rand(())`) so the value is a tensor eagerly too; then --fix can rewrite this",
+        "draw with torch (`torch.rand(())`) so the value is a tensor in eager code too, and --fix can rest on it",
     ),
     NextStep(
         "a value that is a tensor on some paths only",
         r"a tensor only on some paths",
-        "bind it to a tensor on every path (`torch.tensor(False)` as the default), or compile the eval model "
-        "when only training makes it a tensor",
+        "compile the eval model when only training makes it a tensor; else make it a tensor on every path "
+        "(default `torch.tensor(False)`) so --fix can rewrite it",
     ),
     NextStep(
         "values that are not tensors",
@@ -111,8 +111,8 @@ NEXT_STEPS: tuple[NextStep, ...] = (
     NextStep(
         "a value not known to be a tensor",
         r"no evidence it is one in eager code|is not certainly a tensor|cannot tell that|the test is not a tensor",
-        "where it is a tensor, annotate it `torch.Tensor` (or make it with a torch call) and --fix can "
-        "rewrite this; else write torch.where(cond, a, b) by hand",
+        "where it is a tensor, annotate it `torch.Tensor` (or make it with a torch call) so --fix can rest "
+        "on it; else write torch.where(cond, a, b) by hand",
     ),
     NextStep(
         "a Python flag set by the tensor test",
