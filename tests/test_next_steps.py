@@ -118,6 +118,7 @@ def test_every_next_step_is_reached_by_a_reason_and_is_short():
         assert any(next_step(text) is step for text in texts), f"no reason reaches {step.when!r}"
         assert len(step.recipe) <= 160, step.when
         assert not step.recipe.endswith("."), step.when
+        assert "by hand" not in step.recipe, step.when  # the message already says "by hand: "
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=[rule.code for rule in ALL_RULES])

@@ -112,7 +112,7 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "a value not known to be a tensor",
         r"no evidence it is one in eager code|is not certainly a tensor|cannot tell that|the test is not a tensor",
         "where it is a tensor, annotate it `torch.Tensor` (or make it with a torch call) so --fix can rest "
-        "on it; else write torch.where(cond, a, b) by hand",
+        "on it; else write torch.where(cond, a, b) yourself",
     ),
     NextStep(
         "a Python flag set by the tensor test",
@@ -171,8 +171,8 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         r"|guarded return reads|`elif` after a guarded return|guard is not in a block|part of an `elif` chain"
         r"|`continue`|skipped code branches on a tensor|skipped code has an `elif`|no tensor value before"
         r"|read no tensor to pass",
-        "rewrite it by hand: compute both values, then `name = torch.where(cond, new, old)` per name "
-        "(torch.cond where the branches do different work)",
+        "compute both values, then `name = torch.where(cond, new, old)` per name (torch.cond where the "
+        "branches do different work)",
     ),
 )
 
