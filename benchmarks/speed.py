@@ -366,20 +366,8 @@ def main() -> int:
         *[f"| {name} | {scale}x | {n:,} | {wall:.2f} | {per:.3f} |" for name, scale, n, wall, per in growth],
     ]
     if server is not None:
-        typing = server["typing"]
-        report += [
-            "",
-            f"Language server ({os.path.basename(server['file'])}, {server['lines']:,} lines; "
-            "benchmarks/server_latency.py): from an edit to its diagnostics",
-            "",
-            "| measure | median | max |",
-            "| --- | --- | --- |",
-            f"| wall s ({server['edits']} edits, each after a pause) | {server['edit_wall_median_s']:.3f} "
-            f"| {server['edit_wall_max_s']:.3f} |",
-            f"| server CPU s per edit | {server['edit_cpu_median_s']:.3f} | {server['edit_cpu_max_s']:.3f} |",
-            f"| typing: {typing['keystrokes']} keystrokes 100 ms apart | {typing['published']} diagnostics published "
-            f"| {typing['after_last_keystroke_s']:.3f} s after the last keystroke |",
-        ]
+        report += ["", "Language server (benchmarks/server_latency.py): from a message to its diagnostics", "",
+                   *server_latency.table(server)]
     text = "\n".join(report) + "\n"
     sys.stdout.write(text)
     os.makedirs(RESULTS, exist_ok=True)

@@ -1,11 +1,13 @@
 """File discovery: excludes, .gitignore, explicit files, missing paths, symlinks."""
 
+import fnmatch
 import os
 
 import pytest
 
 from compile_lint.settings.config import Config
 from compile_lint.engine.files import discover
+from compile_lint.settings.selection import path_matches_any
 from conftest import BREAKING_GATE, run_cli
 
 
@@ -119,3 +121,25 @@ def test_a_file_link_found_while_walking_is_linted_and_fixed_through_the_link(tm
     assert fix.returncode == 0, fix.stderr
     assert os.readlink(tmp_path / "proj" / "model.py") == "../shared.py"
     assert "torch.where(" in (tmp_path / "shared.py").read_text()
+
+
+_PATTERNS = [*Config().exclude, "src/gen/", "tests/*_data.py", "*.pyi", "a[bc]/x.py", "**/vendored/*", "[!x]*.py"]
+_PATHS = ["src/gen/x.py", "tests/foo_data.py", "a/b/c.py", ".venv/lib/x.py", "ac/x.py", "x/vendored/y.py",
+          "y.py", "xx.py", "build/lib/z.py", "node_modules/a.py", "/elsewhere/build/q.py"]
+
+
+def _fnmatch_one(path: str, pattern: str) -> bool:
+    """An exclude pattern read the documented way: the relative path, the basename, a directory or a part."""
+    relative = os.path.relpath(os.path.abspath(path)).replace(os.sep, "/")
+    pattern = pattern.rstrip("/")
+    return (fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
+            or fnmatch.fnmatch(relative, pattern + "/*")
+            or any(fnmatch.fnmatch(part, pattern) for part in relative.split("/")[:-1]))
+
+
+@pytest.mark.parametrize("path", _PATHS)
+def test_one_regex_for_all_excludes_matches_as_each_pattern_does(path):
+    for count in range(len(_PATTERNS) + 1):
+        patterns = _PATTERNS[:count]
+        assert path_matches_any(path, patterns) == any(_fnmatch_one(path, p) for p in patterns), patterns
+    assert all(path_matches_any(path, [p]) == _fnmatch_one(path, p) for p in _PATTERNS)

@@ -17,7 +17,7 @@ import libcst as cst
 import pytest
 from conftest import real_files
 
-from compile_lint.engine.incremental import IncrementalParser
+from compile_lint.engine.incremental import IncrementalParser, _starts_by_rendering, _starts_from_lines
 from compile_lint.rules import ALL_RULES
 
 SNIPPETS = ["x", " ", "    ", "\n", "\n    ", "(", ")", "'''", '"', "#", "# c\n", "\n\n", "    # c\n", "  # c\n",
@@ -180,3 +180,24 @@ def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
             compared += bool(incremental)
             text = _indented_comment_edit(text, rng)
     assert compared > 30
+
+
+def test_statement_starts_from_ast_lines_are_the_rendered_ones():
+    # `prepare` reads where statements start off `ast`'s line numbers; rendering every
+    # statement is the definition. Real files, every rule example, and random edits of them.
+    rng = random.Random(5)
+    texts = [_read(path) for path in real_files(12)]
+    texts += [example.code for rule in ALL_RULES for example in (*rule.invalid, *rule.valid)]
+    texts += ["# header\n\nx = 1; y = 2\n\n@d\n# between\n@e\ndef f():\n    pass\n    # footer\n# tail\n",
+              "x = 1\r\ny = 2\r\n", "x = (\n    1)\nif x:\n    pass\n\n\n# end\n"]
+    compared = 0
+    for text in texts + [_edit(text, rng) for text in texts for _ in range(3)]:
+        try:
+            module = cst.parse_module(text)
+        except Exception:  # noqa: BLE001 - an edit that does not parse has no statements to place
+            continue
+        found = _starts_from_lines(module, text)
+        if found is not None:
+            assert found == _starts_by_rendering(module), text
+            compared += 1
+    assert compared > len(texts)

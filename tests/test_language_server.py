@@ -158,17 +158,17 @@ def _cli_findings(text: str, path: Path) -> list[tuple]:
     return [(d.code, d.line - 1, d.column - 1) for d in lint_text(text, str(path), Config())]
 
 
-def test_typing_is_debounced_and_its_last_version_published(client, tmp_path):
+def test_a_burst_of_edits_is_debounced_and_its_last_version_published(client, tmp_path):
     path = tmp_path / "gated.py"
     text = Path(FIXTURE).read_text()
     uri = _open(client, path, text)
     client.diagnostics(uri, 1)
-    # Ten keystrokes 100 ms apart, typing a comment at the end of the `if` line.
+    # Ten keystrokes 10 ms apart (a burst: a key held down), typing a comment at the end of the `if` line.
     line = 7
     column = len(text.splitlines()[line])
     typed = "  # typing"
     for index, character in enumerate(typed):
-        time.sleep(0.1)
+        time.sleep(0.01)
         client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": index + 2}, "contentChanges": [{
             "range": {"start": {"line": line, "character": column + index},
                       "end": {"line": line, "character": column + index}},
@@ -183,12 +183,29 @@ def test_typing_is_debounced_and_its_last_version_published(client, tmp_path):
         return versions[-1] == last
 
     final = client.wait(until_last)["params"]
-    # Debounced: not one lint per keystroke; the last version's diagnostics, as the CLI finds them.
+    # Debounced: not one lint per edit; the last version's diagnostics, as the CLI finds them.
     assert len(versions) < len(typed) // 2, versions
     assert versions == sorted(versions)
     lines = text.splitlines(True)
     lines[line] = lines[line].rstrip("\n") + typed + "\n"
     assert _lsp_findings(final["diagnostics"]) == _cli_findings("".join(lines), path)
+    assert client.close() == 0
+
+
+def test_opening_a_file_other_code_reaches_publishes_its_own_findings_then_the_reached_ones(client, tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    helpers = package / "helpers.py"
+    helpers.write_text("import torch\n\n\ndef gate(x):\n    if x.sum() > 0:\n        return x\n    return -x\n")
+    (package / "model.py").write_text("import torch\nfrom torch import nn\n\nfrom . import helpers\n\n\n"
+                                      "class Net(nn.Module):\n    def forward(self, x):\n        return helpers.gate(x)\n")
+    uri = _open(client, helpers, helpers.read_text())
+    # First what the file holds on its own (nothing it traces itself), then with the project's reach.
+    assert client.diagnostics(uri, 1)["diagnostics"] == []
+    reached = client.diagnostics(uri, 1)["diagnostics"]
+    assert _lsp_findings(reached) == _cli_findings(helpers.read_text(), helpers) == [("JIT101", 4, 7)]
+    assert reached[0]["message"].endswith("(reached from model.py:9 in Net.forward)")
     assert client.close() == 0
 
 
@@ -247,6 +264,22 @@ def test_a_running_lint_is_cancelled_when_a_newer_version_arrives():
     assert outcomes == [("cancelled", 1), ("finished", 2)]
     assert [version for version, _ in delivered] == [2]
     assert [d.code for d in delivered[0][1]] == ["JIT101"]
+
+
+def test_a_lint_stops_at_the_next_function_once_cancelled_not_at_the_end_of_its_class():
+    methods = "".join(f"    def helper_{index}(self, x):\n        return x\n" for index in range(5))
+    text = ("import torch\n\n\nclass Net(torch.nn.Module):\n" + methods
+            + "    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n")
+    asked: list = []
+
+    def cancelled() -> bool:
+        asked.append(True)
+        # Asked after the parse, at the import, at the class, at helper_0; cancelled by helper_1.
+        return len(asked) >= 5
+
+    with pytest.raises(LintCancelled):
+        lint_text(text, "m.py", Config(), cancelled=cancelled)
+    assert len(asked) == 5
 
 
 def test_edits_in_quick_succession_are_linted_once():

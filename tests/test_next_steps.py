@@ -29,6 +29,7 @@ NOT_REASONS = {
     "one branch runs", "both branches are computed", "tensor only under Dynamo", "tensor by default",
     "not a tensor", "shortcut to None", "skip the rest of a loop", "the assignments shape matches every `if`",
     "the code between the guard and its return", "the skipped code",
+    "the arms differ in shape: x", "the code after it",
     "the skipped work still runs (slower; its random draws and zero gradients differ from skipping it)",
 }
 

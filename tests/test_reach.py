@@ -369,3 +369,27 @@ def test_a_fix_for_a_reached_helper_edits_the_helpers_file_once(project):
     # The fixed helper compiles where the finding was.
     commons_module = _imported(project, "pkg.commons")
     _compiles(commons_module.gelu_tanh, torch.randn(4))
+
+
+def test_an_unchanged_project_is_answered_from_the_stored_traced_set(project, tmp_path_factory):
+    from compile_lint.analysis.project import reach as reach_module
+    from compile_lint.analysis.project.symbols import SymbolIndex
+
+    cache = tmp_path_factory.mktemp("index-cache")
+    files = [str(project / "pkg" / name) for name in ("__init__.py", "commons.py", "heads.py", "model.py")]
+
+    def fresh_answer():
+        reach_module._MEMOS.clear()  # a new process: only the disk cache is left
+        found = reach_module.project_reach(str(project), True, SymbolIndex([str(project)]), cache_dir=str(cache))
+        return found, {path: (found.for_file(path).functions, found.for_file(path).digest) for path in files}
+
+    built, built_files = fresh_answer()
+    stored, stored_files = fresh_answer()
+    assert isinstance(built, reach_module.ProjectReach) and isinstance(stored, reach_module.StoredReach)
+    assert stored_files == built_files and stored.reached == frozenset(built.reached)
+    assert stored.for_file(files[1]).reaches(files[1], "gelu_tanh")
+    model = project / "pkg/model.py"
+    model.write_text(model.read_text().replace("y = act_fn(x)", "y = x"))
+    rebuilt, rebuilt_files = fresh_answer()
+    assert isinstance(rebuilt, reach_module.ProjectReach) and rebuilt_files != built_files
+    reach_module._MEMOS.clear()

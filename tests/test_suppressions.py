@@ -8,7 +8,7 @@ import pytest
 
 from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
-from compile_lint.engine.suppressions import is_suppressed, parse_noqa
+from compile_lint.engine.suppressions import _directives, is_suppressed, malformed_noqa, parse_noqa
 
 CODE = """import torch
 from torch import nn
@@ -68,6 +68,24 @@ def test_malformed_directives_say_why():
     assert parse_noqa("x = 1") is None
     assert parse_noqa("x = 1  # noqa").codes is None and parse_noqa("x = 1  # noqa").problem is None
     assert parse_noqa("x = 1  # noqa: A1, B2 see #3").codes == ("A1", "B2")
+
+
+@pytest.mark.parametrize("text", [
+    "x = 1  # noqa: JIT101\n",
+    "x = 1  # noqa: foo\n",
+    "s = '# noqa: foo'  # noqa: JIT101\n",
+    "s = '# noqa: JIT101'\n",
+    's = """\n# noqa: foo\n"""\n',
+    "x = 1  # see # noqa: JIT1O1\r\ny = 2  # NOQA\r\n",
+    "# flake8: noqa: foo\n",
+    "# compile-lint: noqa\nx = 1  # noqa:\n",
+    "x = 1  # noqa: JIT101\x0cnoqa: foo\n",
+])
+def test_malformed_noqa_shortcut_agrees_with_the_tokenizer(text):
+    # The shortcut only skips tokenizing; whenever it says "none", the tokenizer finds none.
+    full = [(line, directive.problem) for line, _, _, directive, _ in _directives(text)
+            if directive.problem is not None]
+    assert malformed_noqa(text) == full
 
 
 def test_noqa_counts_lines_as_the_parser_does():

@@ -46,16 +46,17 @@ def lint_source(
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
+    project: bool = True,
 ) -> LintResult:
     """Lint `text` as the file `path`: its findings (noqa-filtered, sorted) and the files they rest on.
 
     A syntax error is a JIT000 finding. `noqa=False` keeps findings on `# noqa` lines;
     `fast=False` parses and walks everything (the same findings, slower); `parse`,
-    `prefilter`, `cancelled` and `render_cache` are for a host that lints one document
-    over and over (see `engine.lint.lint_text`).
+    `prefilter`, `cancelled`, `render_cache` and `project` are for a host that lints one
+    document over and over (see `engine.lint.lint_text`).
     """
     diagnostics = lint_text(text, path, config, noqa, fast, parse=parse, prefilter=prefilter,
-                            cancelled=cancelled, render_cache=render_cache)
+                            cancelled=cancelled, render_cache=render_cache, project=project)
     return LintResult(path, diagnostics, text=text, dependencies=dependencies(path, config))
 
 

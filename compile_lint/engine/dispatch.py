@@ -131,6 +131,10 @@ class Dispatcher:
         name = type(node).__name__
         key = id(node)
         if name == "FunctionDef":
+            # A class of a model file is one top-level statement of hundreds of lines: a
+            # lint whose text changed stops at the next function, not at the class's end.
+            if self.cancelled is not None and self.cancelled():
+                raise LintCancelled()
             self.context.function_stack.append(node)  # type: ignore[arg-type]
             self.anchors.append((node, tuple(self.indents)))
             if key in self.functions:

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 
 from compile_lint.settings.config import Config
 
-from compile_lint.settings.selection import path_matches
+from compile_lint.settings.selection import path_matches_any
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -134,8 +134,7 @@ def _ignored(path: str, is_dir: bool, stack: list[GitIgnore]) -> bool:
 
 def is_excluded(path: str, config: Config) -> bool:
     """Whether `exclude` or `extend-exclude` matches `path` or one of its directories."""
-    patterns = config.exclude + config.extend_exclude
-    return any(path_matches(path, pattern, config.match_root) for pattern in patterns)
+    return path_matches_any(path, config.exclude + config.extend_exclude, config.match_root)
 
 
 def discover(paths: list[str], config: Config, errors: Optional[list[str]] = None) -> list[str]:

@@ -4,7 +4,9 @@ libcst parses a 2,000-line model file in about 0.1 s of CPU, too slow to re-pars
 keystroke. An edit usually changes one top-level statement; the others keep their text,
 so their trees can be kept. `IncrementalParser` remembers the last module and where each
 top-level statement's code starts, finds the statements an edit touched, parses their new
-text alone and splices the new statements between the old ones.
+text alone and splices the new statements between the old ones. The edit is found by
+comparing the new text with the last one (common prefix and suffix), so a client that
+sends the whole text on every change gets the same splice as one that sends ranges.
 
 The result must be the tree a full parse gives (the test suite compares them with
 `deep_equals` after thousands of random edits of real files). A statement parsed alone
@@ -27,7 +29,9 @@ whenever that cannot be shown from the old tree:
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from typing import Optional
 
 import libcst as cst
@@ -63,7 +67,8 @@ class IncrementalParser:
     def __init__(self) -> None:
         self.text: Optional[str] = None
         self.module: Optional[cst.Module] = None
-        self.starts: list[int] = []  # where each top-level statement's code starts (leading lines included)
+        # Where each top-level statement's code starts (leading lines included); None until `prepare`.
+        self.starts: Optional[list[int]] = None
         self.body_end = 0  # where the footer starts
         self.reused = 0  # statements kept from the last tree by the last parse (for tests and benchmarks)
 
@@ -78,17 +83,30 @@ class IncrementalParser:
                 self.module = None  # offsets from libcst's code would not be the text's: parse it all next time
         return module
 
+    @property
+    def unprepared(self) -> bool:
+        """Whether the last tree came from a full parse and `prepare` has not run since."""
+        return self.module is not None and self.starts is None
+
+    def prepare(self) -> None:
+        """Find where each top-level statement of the last tree starts, if not yet done.
+
+        The next splice needs it; a full parse leaves it undone, so a host can do it
+        while nothing waits, after publishing the first findings (a splice does it when
+        it was not done). The lines `ast` gives each statement's code say it at a tenth
+        of the cost of rendering every statement, which is done only when they do not
+        agree with the tree.
+        """
+        module, text = self.module, self.text
+        if module is None or text is None or self.starts is not None:
+            return
+        self.starts, self.body_end = _starts_from_lines(module, text) or _starts_by_rendering(module)
+
     def _remember(self, text: str, module: cst.Module, starts: Optional[list[int]] = None,
-                  body_end: Optional[int] = None) -> None:
+                  body_end: int = 0) -> None:
+        # Without `starts` (a full parse), `prepare` finds them when they are first needed.
         self.text, self.module = text, module
-        if starts is None:
-            offset = sum(len(module.code_for_node(line)) for line in module.header)
-            starts = []
-            for statement in module.body:
-                starts.append(offset)
-                offset += len(module.code_for_node(statement))
-            body_end = offset
-        self.starts, self.body_end = starts, body_end  # type: ignore[assignment]
+        self.starts, self.body_end = starts, body_end
 
     def _first_code_offset(self, index: int) -> int:
         """Where statement `index`'s first line of code (a decorator or its keyword) starts."""
@@ -102,10 +120,13 @@ class IncrementalParser:
         if text == old:
             self.reused = len(module.body)
             return module
-        body, starts = module.body, self.starts
+        body = module.body
         count = len(body)
         if count == 0 or not module.has_trailing_newline:
             return None
+        self.prepare()
+        starts = self.starts
+        assert starts is not None
         # The changed region: old[first:old_end] became text[first:new_end].
         limit = min(len(old), len(text))
         first = _common_prefix(old, text, limit)
@@ -147,9 +168,12 @@ class IncrementalParser:
         if part.header:
             new_statements[0] = new_statements[0].with_changes(
                 leading_lines=(*part.header, *new_statements[0].leading_lines))
-        lengths = [len(module.code_for_node(statement)) for statement in new_statements]
-        if sum(lengths) != len(chunk):
-            return None
+        if len(new_statements) == 1 and round_trips(part, chunk):
+            lengths = [len(chunk)]  # the chunk is the statement's code (with the header as its leading lines)
+        else:
+            lengths = [len(module.code_for_node(statement)) for statement in new_statements]
+            if sum(lengths) != len(chunk):
+                return None
         new_starts = starts[:low]
         offset = start
         for length in lengths:
@@ -162,8 +186,10 @@ class IncrementalParser:
         return spliced
 
     def _length(self, index: int) -> int:
-        following = self.starts[index + 1] if index + 1 < len(self.starts) else self.body_end
-        return following - self.starts[index]
+        starts = self.starts
+        assert starts is not None
+        following = starts[index + 1] if index + 1 < len(starts) else self.body_end
+        return following - starts[index]
 
 
 def _common_prefix(a: str, b: str, limit: int) -> int:
@@ -176,3 +202,65 @@ def _common_prefix(a: str, b: str, limit: int) -> int:
         else:
             high = mid - 1
     return low
+
+
+def _starts_by_rendering(module: cst.Module) -> tuple[list[int], int]:
+    """(where each top-level statement's code starts, where the footer starts), by rendering each statement."""
+    offset = sum(len(module.code_for_node(line)) for line in module.header)
+    starts = []
+    for statement in module.body:
+        starts.append(offset)
+        offset += len(module.code_for_node(statement))
+    return starts, offset
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _first_code_lines(text: str) -> Optional[list[int]]:
+    """The 1-based line where each top-level statement line's code starts (its first decorator), per `ast`.
+
+    Statements `ast` lists on one line (`a = 1; b = 2`) are one libcst statement line,
+    so they count once. None when `ast` does not parse the text.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: not the question here
+            tree = compile(text, "<document>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines: list[int] = []
+    last_end = 0
+    for statement in tree.body:  # type: ignore[attr-defined]
+        decorators = getattr(statement, "decorator_list", None)
+        first = min([statement.lineno, *(d.lineno for d in decorators)]) if decorators else statement.lineno
+        if first > last_end:
+            lines.append(first)
+        last_end = statement.end_lineno or statement.lineno
+    return lines
+
+
+def _starts_from_lines(module: cst.Module, text: str) -> Optional[tuple[list[int], int]]:
+    """(where each top-level statement's code starts, where the footer starts), from `ast`'s lines.
+
+    A statement's code is its leading blank and comment lines (one line each), then the
+    line `ast` puts its first decorator or keyword on. None when that does not add up
+    (the statements do not match one to one, or the offsets would not increase).
+    """
+    if not module.has_trailing_newline:
+        return None  # the last statement's rendering would hold a line break the text does not
+    code_lines = _first_code_lines(text)
+    body = module.body
+    if code_lines is None or len(code_lines) != len(body):
+        return None
+    offsets = [0] + [match.end() for match in _LINE_BREAK.finditer(text)]  # where each line starts
+    starts: list[int] = []
+    for statement, line in zip(body, code_lines):
+        first = line - 1 - len(statement.leading_lines)
+        if first < 0 or first >= len(offsets) or (starts and offsets[first] <= starts[-1]):
+            return None
+        starts.append(offsets[first])
+    body_end = len(text) - sum(len(module.code_for_node(line)) for line in module.footer)
+    if starts and body_end <= starts[-1]:
+        return None
+    return starts, body_end

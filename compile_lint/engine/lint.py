@@ -116,7 +116,7 @@ def lint_module(
     With `prune`, the walk skips what no rule can see (code outside compiled regions
     when every rule is region-scoped); without, it walks every node. `source`, the
     module's text, saves regenerating it. When `cancelled()` turns true, the walk stops
-    at the next top-level statement with `LintCancelled`. `render_cache` keeps statement
+    at the next top-level statement or function with `LintCancelled`. `render_cache` keeps statement
     renderings from one lint of a document to the next (see `positions.RenderCache`).
     `symbols` lets the analysis follow base classes and helpers into other files.
     `branch_fix` is the `tensor-branch-fix` setting (None: the rules' default).
@@ -268,6 +268,7 @@ def lint_text(
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
+    project: bool = True,
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
@@ -280,16 +281,20 @@ def lint_text(
     `prefilter=False` skips the pre-parse check (for a host that lints the same file over
     and over: it would only cost time there, never change a finding). A host that may
     no longer want the result passes `cancelled`; the lint then raises `LintCancelled`
-    once it turns true (checked between top-level statements). `render_cache` keeps
+    once it turns true (checked at each top-level statement and function). `render_cache` keeps
     statement renderings between lints of one document (with `parse` incremental, the
     statements an edit did not touch are the same nodes, rendered once). With JIT001
     (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
-    findings too.
+    findings too. `project=False` lints the file as if no other code of its project reached
+    it, without building the project index (the language server's first findings for a
+    document it opens, before those with the project's reach).
     """
     with _gc_paused():
         if not noqa or not rule_enabled(UNUSED_NOQA_CODE, False, config, path):
-            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache)
-        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache)
+            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache,
+                              project)
+        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
+                         project)
         if any(d.code == SYNTAX_ERROR_CODE for d in raw):
             return raw
         enabled = [rule.code for rule in rules_for(config, path)]
@@ -299,11 +304,12 @@ def lint_text(
 
 def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
-               cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache]) -> list[Diagnostic]:
+               cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
+               project: bool = True) -> list[Diagnostic]:
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
-    reach = file_reach(config, path)
+    reach = file_reach(config, path) if project else None
     reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:

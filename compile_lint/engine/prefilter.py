@@ -28,6 +28,7 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
+from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
 from compile_lint.analysis.project.symbols import dotted_parts as _dotted, relative_name
 
@@ -136,7 +137,7 @@ def may_have_regions(tree: ast.Module, text: str, inherits_module: Optional[Impo
                 return True
     if "compile" in text or "optimize" in text:
         imports = _import_targets(tree)
-        for node in ast.walk(tree):
+        for node in ast_nodes(tree):
             if isinstance(node, (ast.Attribute, ast.Name)) and _names_compile(node, imports):
                 return True
     return inherits_module is not None and _inherits_imported_module(tree, inherits_module)

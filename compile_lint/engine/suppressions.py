@@ -149,10 +149,31 @@ def _directives(text: str) -> list[tuple[int, int, str, Noqa, bool]]:
 
 def malformed_noqa(text: str) -> list[tuple[int, str]]:
     """(line, why) of every malformed directive in `text`: each suppresses nothing."""
-    if "noqa" not in text.lower():
+    if "noqa" not in text.lower() or not _may_hold_malformed(text):
         return []
     return [(line, directive.problem) for line, _, _, directive, _ in _directives(text)
             if directive.problem is not None]
+
+
+def _may_hold_malformed(text: str) -> bool:
+    """False when no `#` on a line that says noqa starts a malformed directive.
+
+    A comment token runs from a `#` to the end of its line, so every directive the
+    tokenizer can find is one of these suffixes: when none of them is malformed, the
+    file needs no tokenizing (a cached run checks every file with a `# noqa`).
+    """
+    for line in split_lines(text):
+        if "noqa" not in line.lower():
+            continue
+        line = line.rstrip("\r\n")
+        start = line.find("#")
+        while start >= 0:
+            comment = line[start:]
+            directive = (file_noqa(comment) if start == 0 else None) or parse_noqa(comment)
+            if directive is not None and directive.problem is not None:
+                return True
+            start = line.find("#", start + 1)
+    return False
 
 
 def unused_noqa(text: str, path: str, diagnostics: Sequence[Diagnostic], checked: Callable[[str], bool]) -> list[Diagnostic]:

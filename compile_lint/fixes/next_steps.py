@@ -64,6 +64,25 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "eval model, or train with it off",
     ),
     NextStep(
+        "an untaken branch that may fail or put NaN into gradients",
+        r"^an arm ",
+        "make the untaken side safe too (divide by torch.where(cond, d, 1), clamp the index), then "
+        "torch.where; or torch.cond, which runs one branch",
+    ),
+    NextStep(
+        "branches of different shapes whose gradient torch.cond cannot take",
+        r"cannot differentiate a torch.cond",
+        "run it under torch.no_grad() or torch.inference_mode() (the eval model), where torch.cond takes the "
+        "shapes; or give both branches one shape",
+    ),
+    NextStep(
+        "branches of different shapes that torch.cond cannot take here",
+        r"torch.cond does not apply|differ in rank|the result's size is known only at run time|may broadcast"
+        r"|flows further than the fix follows|meets the next iteration",
+        "give both branches one shape and dtype (keepdim=True, pad or expand, `.to(dtype)`), then "
+        "torch.where(cond, a, b)",
+    ),
+    NextStep(
         "branches of different shapes",
         r"may differ in shape",
         "torch.cond(cond, true_fn, false_fn, (x,)) runs one branch and takes outputs of different sizes "
@@ -80,15 +99,14 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "cast both to one dtype (`b.to(a.dtype)`), then torch.where(cond, a, b)",
     ),
     NextStep(
-        "an untaken branch that may fail or put NaN into gradients",
-        r"^an arm ",
-        "make the untaken side safe too (divide by torch.where(cond, d, 1), clamp the index), then "
-        "torch.where; or torch.cond, which runs one branch",
+        "a branch that calls something for its effect",
+        r"for its effect|has a side effect",
+        "move the call out of the compiled code, then select the values with torch.where(cond, new, old)",
     ),
     NextStep(
         "a branch that changes state",
-        r"state that outlives the call|writes into `[^`]*` in place|for its effect|has a side effect"
-        r"|updates `[^`]*` in place|reads a value the skipped code changes",
+        r"state that outlives the call|writes into `[^`]*` in place|updates `[^`]*` in place"
+        r"|reads a value the skipped code changes",
         "compute new values out of place, select them with torch.where(cond, new, old), then update the "
         "state once with the selected value",
     ),

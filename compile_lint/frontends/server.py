@@ -7,12 +7,15 @@ action that runs the CLI's fixer to its fixed point. Needs pygls
 (`pip install "compile-lint[lsp]"`); the linter itself does not.
 
 Linting runs on one worker thread, off the thread that reads messages, so the server
-answers while it lints. An edit after a pause is linted at once; edits less than
-`DEBOUNCE_SECONDS` apart (typing) wait until typing pauses that long. A lint whose text
-has been edited since is cancelled. Each document keeps an incremental parser (only the
-top-level statements an edit touched are parsed again), and diagnostics are published
-with the version of the text they are for. Code actions are answered from the last
-lint's findings, never by linting again.
+answers while it lints. An edit is linted at once; edits less than `DEBOUNCE_SECONDS`
+apart (a burst: a paste, an undo, a held key) wait until the burst pauses that long. A
+lint whose text has been edited since is cancelled. Each document keeps an incremental
+parser (only the top-level statements an edit touched are parsed again, whether the
+client sends ranges or the whole text), and diagnostics are published with the version
+of the text they are for. Opening a document publishes its own findings first (as if no
+other code of the project reached into it: no project index to build or re-check), then
+the findings with the project's reach when they differ. Code actions are answered from
+the last lint's findings, never by linting again.
 """
 
 from __future__ import annotations
@@ -41,10 +44,17 @@ from compile_lint.core.text_offsets import split_lines
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
-# Edits closer together than this are typing: lint once typing pauses this long.
-DEBOUNCE_SECONDS = 0.15
+# Edits closer together than this are one burst (a paste, an undo, a key held down, a
+# client's own batching): lint once the burst pauses this long. Typing at a person's pace
+# (60 ms or more between keystrokes) is linted keystroke by keystroke, each version as it
+# comes: a lint whose text changed meanwhile is cancelled, and the last keystroke's
+# findings come one lint after it, not a debounce plus a lint.
+DEBOUNCE_SECONDS = 0.03
 # How long a code action request waits for the lint of the document's current text.
 CODE_ACTION_WAIT_SECONDS = 5.0
+# How long the worker waits for the loop to send a document's first findings before it
+# prepares the document's parser for edits.
+PUBLISH_WAIT_SECONDS = 0.5
 logger = logging.getLogger(__name__)
 
 
@@ -234,6 +244,8 @@ class _Document:
     linted: Optional[Linted] = None
     fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
     reach: str = ""  # the digest of what the project reaches in the document, as last linted
+    fresh: bool = True  # not linted yet: the first lint publishes the document's own findings first
+    preview: Optional[tuple[Optional[int], list[Diagnostic]]] = None  # (version, own findings) published so far
 
 
 def _supports_resolve(server, types) -> bool:
@@ -335,6 +347,15 @@ class CompileLintServer:
         state = self.documents.get(job.uri)
         if state is None:
             return lint_source(job.text, job.path, job.config, cancelled=cancelled).diagnostics
+        if state.fresh:
+            # Opening a document: its own findings first (what it holds unless other code of
+            # the project reaches into it), published before the project index is built or
+            # re-checked; the findings with the project's reach follow, when they differ.
+            own = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                              cancelled=cancelled, render_cache=state.renderings, project=False).diagnostics
+            state.fresh = False
+            state.preview = (job.version, own)
+            self.send(job, own)
         state.reach = reach_digest(job.config, job.path)
         findings = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
                                cancelled=cancelled, render_cache=state.renderings).diagnostics
@@ -354,10 +375,33 @@ class CompileLintServer:
                 self.loop.call_soon_threadsafe(self.schedule, uri, False)
 
     def deliver(self, job: Snapshot, findings: list[Diagnostic]) -> None:
-        # On the worker: convert positions for this version's text, then publish on the loop.
+        """On the worker: publish a finished lint's findings, unless the document's first ones were these."""
+        state = self.documents.get(job.uri)
+        preview = state.preview if state is not None else None
+        if state is not None:
+            state.preview = None
+        if preview != (job.version, findings):
+            published = self.send(job, findings)
+            if state is not None and state.parser.unprepared:
+                # The findings are out before the loop would have to wait for the GIL to send them.
+                published.wait(PUBLISH_WAIT_SECONDS)
+        if state is not None:
+            state.parser.prepare()  # after a full parse (opening): what the next edit's splice needs
+
+    def send(self, job: Snapshot, findings: list[Diagnostic]) -> threading.Event:
+        """On the worker: convert positions for this version's text, then publish on the loop; set once published."""
         text = _Text(self.server.workspace.position_codec, job.text)
         diagnostics = [_to_lsp(self.types, text, d) for d in findings]
-        self.loop.call_soon_threadsafe(self.publish, job, findings, diagnostics)  # type: ignore[union-attr]
+        published = threading.Event()
+
+        def publish() -> None:
+            try:
+                self.publish(job, findings, diagnostics)
+            finally:
+                published.set()
+
+        self.loop.call_soon_threadsafe(publish)  # type: ignore[union-attr]
+        return published
 
     def publish(self, job: Snapshot, findings: list[Diagnostic], diagnostics: list) -> None:
         state = self.documents.get(job.uri)

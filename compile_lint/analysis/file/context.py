@@ -348,6 +348,19 @@ class FileContext:
         cached = self._inherited_makers[key]
         return list(cached) if cached is not None else None
 
+    def bases_mention(self, words: frozenset[str]) -> bool:
+        """Whether a file holding a base class of the visited class (as the symbol index finds them) names one of `words`.
+
+        False when no base can be read: then no base's assignments can name them either.
+        """
+        cls = self.owner_class
+        if self.symbols is None or cls is None:
+            return False
+        symbol = self.symbols.resolve_in_file(self.path, cls.name.value)
+        if symbol is None or symbol.kind != "class":
+            return False
+        return any(self.symbols.mentions(base.path, words) for base in self.symbols.base_classes(symbol))
+
     def bound_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The expressions `expr` was bound to: a local, else a module-level name, or `self.attr`."""
         function = self.function

@@ -29,6 +29,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
+from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
     COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
 )
@@ -404,7 +405,7 @@ class _Summariser:
 
     def _untagged(self, target: ast.AST, scope: FunctionInfo) -> None:
         """A local bound some other way than `name = value`: what it holds is not known from here."""
-        for node in ast.walk(target):
+        for node in ast_nodes(target):
             if isinstance(node, ast.Name):
                 scope.local_tags[node.id] = scope.local_tags.get(node.id, ()) + (OTHER,)
 
@@ -553,7 +554,7 @@ def _single_bindings(function: ast.FunctionDef) -> dict[str, ast.AST]:
     """Names bound once by a plain `name = value` in `function` (`compiling = is_compiling()`)."""
     counts: dict[str, int] = {}
     values: dict[str, ast.AST] = {}
-    for node in ast.walk(function):
+    for node in ast_nodes(function):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -604,21 +605,44 @@ def project_files(root: str, excluded: Callable[[str], bool] = lambda path: Fals
 
 
 class IndexStore:
-    """The summaries of one project's files, loaded from and saved to one cache file."""
+    """The summaries of one project's files, loaded from and saved to one cache file.
+
+    Beside it, a small second file keeps the project's traced set as the last run found
+    it, with the stat and digest of every file it rests on: a run over an unchanged project
+    checks those stats and reads it back without loading a summary (`unchanged_answer`).
+    """
 
     def __init__(self, cache_file: Optional[str]) -> None:
         self.cache_file = cache_file
-        self.entries: dict[str, tuple[tuple[int, int], FileSummary]] = {}
+        self._entries: Optional[dict[str, tuple[tuple[int, int], FileSummary]]] = None
+        self._answer: Optional[tuple[str, dict[str, tuple[tuple[int, int], str]], object]] = None
         self._dirty = False
-        if cache_file is not None:
-            try:
-                with open(cache_file, "rb") as handle:
-                    stored = pickle.load(handle)
-                if stored.get("format") == INDEX_FORMAT:
-                    self.entries = stored["entries"]
-            except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError, ValueError,
-                    ImportError):
-                self.entries = {}
+
+    @property
+    def entries(self) -> dict[str, tuple[tuple[int, int], FileSummary]]:
+        """Path -> (stat stamp, summary), loaded from the cache file on first use."""
+        if self._entries is None:
+            stored = _load(self.cache_file)
+            self._entries = stored["entries"] if stored is not None else {}
+        return self._entries
+
+    def _answer_file(self) -> Optional[str]:
+        return self.cache_file[:-len(".pickle")] + ".answer.pickle" if self.cache_file else None
+
+    def unchanged_answer(self, listed: Sequence[str],
+                         key_for: Callable[[dict[str, str]], str]) -> Optional[tuple[dict[str, str], object]]:
+        """(path -> digest, answer) of the kept answer, when no file it rests on changed its stat,
+        `listed` names no file it does not know, and `key_for(digests)` is the key it was kept under."""
+        stored = _load(self._answer_file())
+        if stored is None:
+            return None
+        files: dict[str, tuple[tuple[int, int], str]] = stored["files"]
+        if any(path not in files for path in listed):
+            return None
+        if any(file_stamp(path) != stamp for path, (stamp, _) in files.items()):
+            return None
+        digests = {path: digest for path, (_, digest) in files.items()}
+        return (digests, stored["answer"]) if stored["key"] == key_for(digests) else None
 
     def summaries(self, paths: Sequence[str], map_function=None) -> dict[str, FileSummary]:
         """The summary of each path: from the store while its stat (or digest) is unchanged, else read anew."""
@@ -648,23 +672,49 @@ class IndexStore:
             self._dirty = True
         return result
 
+    def keep_answer(self, key: str, paths: Sequence[str], answer: object) -> None:
+        """Keep `answer` (picklable), resting on the current summaries of `paths`, for `unchanged_answer`."""
+        files = {path: (self.entries[path][0], self.entries[path][1].digest) for path in paths if path in self.entries}
+        self._answer = (key, files, answer)
+
     def save(self) -> None:
-        """Write the store atomically (a temp file renamed over the cache file); silent when it cannot."""
-        if self.cache_file is None or not self._dirty:
+        """Write what changed atomically (temp files renamed over the cache files); silent when it cannot."""
+        if self.cache_file is None:
             return
-        directory = os.path.dirname(self.cache_file)
+        if self._dirty and _dump(self.cache_file, {"format": INDEX_FORMAT, "entries": self.entries}):
+            self._dirty = False
+        if self._answer is not None:
+            key, files, answer = self._answer
+            _dump(self._answer_file(), {"format": INDEX_FORMAT, "key": key, "files": files, "answer": answer})
+            self._answer = None
+
+
+def _load(cache_file: Optional[str]) -> Optional[dict]:
+    """A cache file's content when it holds this format, else None (missing, unreadable, older)."""
+    if cache_file is None:
+        return None
+    try:
+        with open(cache_file, "rb") as handle:
+            stored = pickle.load(handle)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, KeyError, TypeError, ValueError, ImportError):
+        return None
+    return stored if isinstance(stored, dict) and stored.get("format") == INDEX_FORMAT else None
+
+
+def _dump(cache_file: str, content: dict) -> bool:
+    """Write `content` to `cache_file` atomically; False when it cannot."""
+    directory = os.path.dirname(cache_file)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".index-", suffix=".tmp")
         try:
-            os.makedirs(directory, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=directory, prefix=".index-", suffix=".tmp")
-            try:
-                with os.fdopen(handle, "wb") as stream:
-                    pickle.dump({"format": INDEX_FORMAT, "entries": self.entries}, stream,
-                                protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(temporary, self.cache_file)
-            except BaseException:
-                if os.path.exists(temporary):
-                    os.unlink(temporary)
-                raise
-        except OSError:
-            return
-        self._dirty = False
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(content, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, cache_file)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+            raise
+    except OSError:
+        return False
+    return True

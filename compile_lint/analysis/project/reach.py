@@ -17,8 +17,10 @@ and the language server ask the same question and get the same answer.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
@@ -80,6 +82,7 @@ class ProjectReach:
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
         self._hints: dict[tuple[Key, str], Optional[str]] = {}
         self._files: dict[str, FileReach] = {}
+        self._by_file: Optional[dict[str, list[Key]]] = None
         self._walk()
 
     def _walk(self) -> None:
@@ -179,19 +182,53 @@ class ProjectReach:
         cached = self._files.get(path)
         if cached is not None:
             return cached
+        if self._by_file is None:
+            self._by_file = {}
+            for key in self.reached:
+                self._by_file.setdefault(key[0], []).append(key)
         functions: dict[str, Reached] = {}
-        for key in sorted(k for k in self.reached if k[0] == path):
+        for key in sorted(self._by_file.get(path, ())):
             function = self.graph.function(key)
             if function is None:
                 continue
             hints = tuple((name, hint) for name, _, _ in function.params
                           if (hint := self.hint(key, name)) is not None)
             functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
-        disabled = frozenset(self.disabled_calls.get(path, ()))
-        digest = hashlib.blake2b(repr((sorted(functions.items()), sorted(disabled))).encode(),
-                                 digest_size=16).hexdigest()
-        result = self._files[path] = FileReach(path, functions, digest, self, disabled)
+        result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self)
         return result
+
+
+def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
+                project: "ProjectReach | StoredReach") -> FileReach:
+    """One file's answer, with the digest the lint cache keys its findings on."""
+    digest = hashlib.blake2b(repr((sorted(functions.items()), sorted(disabled))).encode(),
+                             digest_size=16).hexdigest()
+    return FileReach(path, functions, digest, project, disabled)  # type: ignore[arg-type]
+
+
+class StoredReach:
+    """A project's traced set as an earlier run found it, from the index cache (every summary unchanged).
+
+    It answers what `ProjectReach` answers the engine (`for_file`, `reached`) without
+    building the call graph again: a cached run of an unchanged project does no resolution.
+    """
+
+    def __init__(self, reached: frozenset, files: dict[str, FileReach]) -> None:
+        self.reached = reached
+        self._files = {path: dataclasses.replace(answer, project=self) for path, answer in files.items()}
+
+    def for_file(self, path: str) -> FileReach:
+        """The reached functions of file `path`, as `ProjectReach.for_file` gave them."""
+        path = os.path.abspath(path)
+        found = self._files.get(path)
+        if found is None:
+            found = self._files[path] = _file_reach(path, {}, frozenset(), self)
+        return found
+
+
+def _stored_answer(reach: ProjectReach, paths: Iterable[str]) -> tuple[frozenset, dict[str, FileReach]]:
+    """What `StoredReach` needs of `reach`: the traced set and every file's answer (unbound from the graph)."""
+    return frozenset(reach.reached), {path: dataclasses.replace(reach.for_file(path), project=None) for path in paths}
 
 
 def project_root(config_root: str, config_source: Optional[str], path: str) -> tuple[str, bool]:
@@ -216,7 +253,7 @@ def project_root(config_root: str, config_source: Optional[str], path: str) -> t
 @dataclass
 class _Memo:
     stamps: dict[str, tuple[int, int]]
-    reach: Optional[ProjectReach]
+    reach: "Optional[ProjectReach | StoredReach]"
     error: Optional[str]
 
 
@@ -252,10 +289,16 @@ def project_reach(
         os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
+    unchanged = store.unchanged_answer(files, lambda digests: _answer_key(key, digests))
+    if unchanged is not None:
+        # Every file as the last run found it: its traced set, without loading a summary.
+        digests, stored = unchanged
+        watched = set(digests) | _directories(root, digests)
+        memo = _MEMOS[key] = _Memo(_stamps(watched), StoredReach(*stored), None)  # type: ignore[misc]
+        return _answer(memo)
     summaries = store.summaries(files, map_function)
     if not recursive:
         _imported_closure(root, summaries, store, symbols)
-    store.save()
     graph = CallGraph(summaries, symbols, module_bases)
     error = None
     reach: Optional[ProjectReach] = None
@@ -265,12 +308,21 @@ def project_reach(
         error, keys = str(problem), []
     if error is None:
         reach = ProjectReach(graph, entry_points(graph, keys))
+        if store.cache_file is not None:
+            answer_key = _answer_key(key, {path: summary.digest for path, summary in summaries.items()})
+            store.keep_answer(answer_key, list(summaries), _stored_answer(reach, summaries))
+    store.save()
     watched = set(summaries) | _directories(root, summaries)
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
 
 
-def _answer(memo: _Memo) -> ProjectReach:
+def _answer_key(key: tuple, digests: dict[str, str]) -> str:
+    """What a stored answer depends on: the question, every project file's bytes (path -> digest), where imports resolve."""
+    return hashlib.blake2b(repr((key, sorted(digests.items()), sys.path)).encode(), digest_size=16).hexdigest()
+
+
+def _answer(memo: _Memo) -> "ProjectReach | StoredReach":
     if memo.error is not None:
         from compile_lint.analysis.project.entry_points import EntryPointError
 

@@ -23,14 +23,18 @@ import importlib.util
 import os
 import sys
 import tokenize
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
+
+from compile_lint.analysis.syntax.ast_walk import ast_nodes
 
 # Packages whose meaning the rules encode themselves (torch), or that never define an
 # nn.Module or a traced helper: never read.
 _NEVER_READ = frozenset({"torch", "numpy", "scipy", "jax", "triton", "typing_extensions", "libcst"})
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "typing", "math", "random"}
 _MAX_DEPTH = 30
+_RECENT_TREES = 3  # parsed files kept for a detailed summary right after a plain one
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ def _method_facts(method: ast.AST, made: dict[str, list[Optional[str]]]) -> froz
     One walk serves both (summarising big files is a large part of a cross-file lint).
     """
     names = set()
-    for node in ast.walk(method):
+    for node in ast_nodes(method):
         kind = type(node)
         if kind is ast.Call:
             func = node.func
@@ -227,6 +231,7 @@ class SymbolIndex:
         self._locations: dict[tuple[str, str], Optional[tuple[Optional[str], Optional[str]]]] = {}
         self._edges: dict[str, set[str]] = {}
         self._memo: dict[tuple, tuple[tuple[int, int], object]] = {}
+        self._recent_trees: "OrderedDict[tuple[str, tuple[int, int]], ast.Module]" = OrderedDict()
 
     # ----- files ---------------------------------------------------------------------
     def summary(self, path: str) -> Optional[ModuleSummary]:
@@ -253,15 +258,21 @@ class SymbolIndex:
         if stamp is None:
             store[path] = None
             return None
-        try:
-            with tokenize.open(path) as handle:
-                text = handle.read()
-            tree = ast.parse(text, filename=path)
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
-            summary = ModuleSummary(path, stamp)
-        else:
-            summary = _summarise(path, stamp, tree, detailed)
-        store[path] = summary
+        tree = self._recent_trees.get((path, stamp))
+        if tree is None:
+            try:
+                with tokenize.open(path) as handle:
+                    text = handle.read()
+                tree = ast.parse(text, filename=path)
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+                store[path] = summary = ModuleSummary(path, stamp)
+                return summary
+            # A file asked about in detail is mostly one just summarised (the file being
+            # linted, its bases): keep the last few trees rather than parse them again.
+            self._recent_trees[(path, stamp)] = tree
+            while len(self._recent_trees) > _RECENT_TREES:
+                self._recent_trees.popitem(last=False)
+        store[path] = summary = _summarise(path, stamp, tree, detailed)
         return summary
 
     def memo(self, path: str, key: object, build: Callable[[], object]) -> object:
@@ -273,6 +284,18 @@ class SymbolIndex:
         value = build()
         self._memo[(path, key)] = (stamp, value)
         return value
+
+    def mentions(self, path: str, words: frozenset[str]) -> bool:
+        """Whether the text of file `path` contains one of `words` (a cheap test before a detailed summary)."""
+        def read() -> bool:
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                return False
+            return any(word.encode() in data for word in words)
+
+        return bool(self.memo(path, ("mentions", words), read))
 
     def record_read(self, from_path: str, path: str) -> None:
         """Record that the analysis of `from_path` read `path`."""

@@ -17,7 +17,6 @@ from compile_lint.fixes.branches.blocks import (
     assignment_steps,
     block_lines,
     branch_fix_choice,
-    enclosing_loop,
     fresh_name,
     no_fix,
     only_statement,
@@ -32,10 +31,12 @@ from compile_lint.fixes.branches.conditions import (
     TensorCondition,
     tensor_condition,
 )
+from compile_lint.fixes.branches.differing_shapes import ResultSite
 from compile_lint.fixes.branches.hazards import (
     ShapeModel,
     data_reads,
     dtype_changes,
+    enclosing_loop,
     names_read,
     untaken_arm_hazard,
 )
@@ -168,7 +169,7 @@ def assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchF
         stale = (values_read & written) | (reads & (written - same_layout))
         if stale:
             return no_fix(f"the branch's assignments read `{sorted(stale)[0]}`, which another one sets")
-        chosen = select(rule, builder, arms, value_true, value_false, prefer)
+        chosen = select(rule, builder, arms, value_true, value_false, prefer, ResultSite(node, name=name))
         if isinstance(chosen, str):
             return no_fix(chosen)
         lines.append(assignment_line(name, chosen, _step_line(rule, node, name)))

@@ -17,12 +17,15 @@ from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
 from compile_lint.fixes.branches.conditions import EAGER_TENSOR, TensorCondition, operand_evidence, tensor_evidence
+from compile_lint.fixes.branches.differing_shapes import NOTE as DIFFERING_SHAPES_NOTE
+from compile_lint.fixes.branches.differing_shapes import ResultSite, any_differ, differing_shapes_problem
 from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free, spell
 from compile_lint.fixes.next_steps import next_step
 from compile_lint.fixes.branches.hazards import (
     ShapeModel,
     dtype_changes,
     names_read,
+    short_code,
     untaken_arm_hazard,
 )
 from compile_lint.fixes.plan import FixPlan
@@ -286,15 +289,6 @@ def fresh_name(rule: Rule, base: str) -> str:
     return name
 
 
-def enclosing_loop(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    current = rule.context.parent(node)
-    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
-        if isinstance(current, (cst.For, cst.While)):
-            return current
-        current = rule.context.parent(current)
-    return None
-
-
 def block_and_index(rule: Rule, node: cst.CSTNode) -> tuple[Optional[cst.IndentedBlock], int]:
     parent = rule.context.parent(node)
     if isinstance(parent, cst.IndentedBlock):
@@ -316,6 +310,7 @@ class TorchCalls:
         self.rule = rule
         self.imports: list[str] = []
         self.operands: list[tuple[str, str]] = []  # what each torch.where / torch.cond rests on
+        self.notes: list[str] = []  # what the fix's message must add (a result of run-time size)
 
     def name(self, qualified: str) -> cst.BaseExpression:
         """`qualified` spelled through the file's imports (`T.where`), noting a missing import."""
@@ -348,8 +343,8 @@ class TorchCalls:
             elements = [cst.Element(cst.Name(operands[0]), comma=cst.Comma())]
         return self.call(
             "torch.cond", condition,
-            cst.Lambda(params=params, body=self._output(if_true, if_false)),
-            cst.Lambda(params=params, body=self._output(if_false, if_true)),
+            cst.Lambda(params=params, body=_bracketed(self._output(if_true, if_false))),
+            cst.Lambda(params=params, body=_bracketed(self._output(if_false, if_true))),
             cst.Tuple(elements=elements),
         )
 
@@ -379,6 +374,7 @@ class TorchCalls:
 
     def plan(self, replacements: list, message: str, applicability: str = "unsafe") -> BranchFix:
         """The fix: node replacements plus the imports the new code needs."""
+        message = "; ".join([message, *dict.fromkeys(self.notes)])
         return BranchFix(FixPlan(replacements, message, applicability, tuple(dict.fromkeys(self.imports)),
                                   tuple(dict.fromkeys(self.operands))))
 
@@ -414,6 +410,13 @@ def _fresh(value: cst.BaseExpression, operands: Sequence[str], rule: Optional[Ru
                 (rule.context.qualname(value.func) or "").startswith("torch.")):
             return value
     return cst.Call(func=cst.Attribute(parenthesised(value, call=True), cst.Name("clone")))
+
+
+def _bracketed(body: cst.BaseExpression) -> cst.BaseExpression:
+    """A lambda body: a tuple needs its parentheses (`lambda x: a, b` is a lambda and `b`)."""
+    if isinstance(body, cst.Tuple) and not body.lpar:
+        return body.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return body
 
 
 def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -463,11 +466,6 @@ def replacement_for(guard: Optional[cst.BaseExpression], lines: list[cst.CSTNode
                   leading_lines=node.leading_lines)
 
 
-def short_code(node: cst.CSTNode) -> str:
-    text = " ".join(cst.Module(body=[]).code_for_node(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 # ----- the arms ---------------------------------------------------------------------------------
 
 
@@ -500,11 +498,20 @@ class Arms:
             return f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in dtype: torch.where would promote"
         return None
 
+    def pair_problem_of(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]]) -> Optional[str]:
+        """The first `pair_problem` of `pairs`, or None."""
+        return next((problem for problem in (self.pair_problem(a, b) for a, b in pairs) if problem), None)
+
     def _kind(self, value: cst.BaseExpression) -> Kind:
         return definite_kind(self.rule, value)
 
-    def cond_problem(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]]) -> Optional[str]:
-        """Why `torch.cond` cannot take these branch values, or None."""
+    def cond_problem(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]],
+                     site: Optional[ResultSite] = None) -> Optional[str]:
+        """Why `torch.cond` cannot take these branch values, or None.
+
+        Arms that differ in shape are taken only where `site` (where the result goes) is
+        known and `differing_shapes` finds the rewrite exact there.
+        """
         for if_true, if_false in pairs:
             for value in (if_true, if_false):
                 if self._kind(value) is not Kind.TENSOR:
@@ -513,7 +520,11 @@ class Arms:
                     return (f"`{short_code(value)}` is a {tensor_evidence(self.rule, value)}, no evidence it is one "
                             "in eager code (torch.cond branches return tensors)")
             if self.shapes.relation(if_true, if_false) == "differs":
-                return f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape"
+                if site is None:
+                    return f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape"
+                problem = differing_shapes_problem(self.rule, self.shapes, if_true, if_false, site)
+                if problem is not None:
+                    return problem
         return None
 
 
@@ -529,8 +540,11 @@ def _operands(rule: Rule, values: Sequence[cst.BaseExpression]) -> list[str]:
 
 
 def select(rule: Rule, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
-           prefer: str) -> Union[cst.BaseExpression, str]:
-    """`torch.where` (or `torch.cond`) choosing between two values, or why neither is valid."""
+           prefer: str, site: Optional[ResultSite] = None) -> Union[cst.BaseExpression, str]:
+    """`torch.where` (or `torch.cond`) choosing between two values, or why neither is valid.
+
+    `site` says where the result goes; with it, arms that differ in shape may get torch.cond.
+    """
     condition = arms.test
     if isinstance(if_true, cst.Tuple) and isinstance(if_false, cst.Tuple):
         if len(if_true.elements) != len(if_false.elements) or any(
@@ -542,18 +556,20 @@ def select(rule: Rule, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpress
     hazard = untaken_arm_hazard(rule, [value for pair in pairs for value in pair], arms.condition.tensor)
     values = [value for pair in pairs for value in pair]
     use_cond = hazard is not None or prefer == "cond" or (prefer == "auto" and any(does_heavy_work(rule, v) for v in values))
-    if use_cond:
-        problem = arms.cond_problem(pairs)
+    shapes_differ = site is not None and any_differ(arms.shapes, pairs)
+    if use_cond or shapes_differ:
+        problem = arms.cond_problem(pairs, site)
         if problem is None:
             operands = _operands(rule, [value for pair in pairs for value in pair])
             if not operands:
                 problem = "the branches read no tensor to pass to torch.cond"
             else:
+                if shapes_differ:
+                    builder.notes.append(f"the arms differ in shape: {DIFFERING_SHAPES_NOTE}")
                 return builder.cond(condition, if_true, if_false, operands)
-        if hazard is not None:
-            return f"{hazard}; torch.cond does not apply: {problem}"
-    problems = [arms.pair_problem(a, b) for a, b in pairs]
-    problem = next((p for p in problems if p), None)
+        if hazard is not None or shapes_differ:
+            return f"{hazard or arms.pair_problem_of(pairs)}; torch.cond does not apply: {problem}"
+    problem = arms.pair_problem_of(pairs)
     if problem is not None:
         return problem
     if len(pairs) == 1:

@@ -23,8 +23,9 @@ raise or put NaN into gradients, state mutated by an arm or between a guard and 
 return. `torch.cond` runs only the taken branch; it is used when the configuration asks for
 it (`tensor-branch-fix = "cond"`, `choice`) or where `torch.where` is withheld for an
 untaken arm that may fail, and only when both branches are single tensor expressions of
-one shape. What the rewrites are built from is in `blocks`; conditions as Python tests plus
-one bool tensor in `conditions`.
+one shape, or of shapes that differ where `differing_shapes` measured torch.cond exact
+(the first dimension, no autograd, a result not broadcast). What the rewrites are built
+from is in `blocks`; conditions as Python tests plus one bool tensor in `conditions`.
 
 To add a shape: write its module here (a function `(rule, node, condition, ...)` that
 returns a `BranchFix`), add a `Shape` to `SHAPES` where it must be tried, and give the rule

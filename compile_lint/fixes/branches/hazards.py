@@ -76,6 +76,22 @@ _BOOL_METHODS = frozenset({"isnan", "isinf", "isfinite", "logical_not", "logical
 ShapeTerm = tuple
 
 
+def enclosing_loop(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The innermost `for`/`while` of the function around `node`, or None."""
+    current = rule.context.parent(node)
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
+        if isinstance(current, (cst.For, cst.While)):
+            return current
+        current = rule.context.parent(current)
+    return None
+
+
+def short_code(node: cst.CSTNode) -> str:
+    """`node`'s code on one line, cut to 60 characters (for messages)."""
+    text = " ".join(cst.Module(body=[]).code_for_node(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _source(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node).strip()
 

@@ -28,6 +28,7 @@ from compile_lint.fixes.branches.blocks import (
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
 )
+from compile_lint.fixes.branches.differing_shapes import ResultSite
 from compile_lint.fixes.branches.hazards import (
     names_read,
     stateful_argument,
@@ -81,7 +82,7 @@ def returns(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
         prefer = "cond"
     else:
         prefer = branch_fix_choice(rule)
-    chosen = select(rule, builder, arms, true_value, final.value, prefer)
+    chosen = select(rule, builder, arms, true_value, final.value, prefer, ResultSite(node, returned=True))
     if isinstance(chosen, str):
         return no_fix(chosen)
     if condition.guard is not None:

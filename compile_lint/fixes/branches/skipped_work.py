@@ -24,7 +24,6 @@ from compile_lint.fixes.branches.blocks import (
     assignment_steps,
     block_and_index,
     block_lines,
-    enclosing_loop,
     no_fix,
     only_statement,
     reads_tensor_data,
@@ -37,6 +36,7 @@ from compile_lint.fixes.branches.blocks import (
 from compile_lint.fixes.branches.conditions import TensorCondition
 from compile_lint.fixes.guards import is_side_effect_free
 from compile_lint.fixes.branches.hazards import (
+    enclosing_loop,
     names_read,
     stateful_argument,
     untaken_arm_hazard,

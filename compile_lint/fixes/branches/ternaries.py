@@ -19,6 +19,7 @@ from compile_lint.fixes.branches.blocks import (
 from compile_lint.fixes.branches.conditions import (
     tensor_condition,
 )
+from compile_lint.fixes.branches.differing_shapes import ResultSite
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
@@ -30,7 +31,8 @@ def linearise_ifexp(rule: Rule, node: cst.IfExp) -> BranchFix:
     if isinstance(condition, str):
         return no_fix(condition)
     builder = TorchCalls(rule)
-    chosen = select(rule, builder, Arms(rule, condition), node.body, node.orelse, branch_fix_choice(rule))
+    chosen = select(rule, builder, Arms(rule, condition), node.body, node.orelse, branch_fix_choice(rule),
+                    ResultSite(node))
     if isinstance(chosen, str):
         return no_fix(chosen)
     if condition.guard is not None:

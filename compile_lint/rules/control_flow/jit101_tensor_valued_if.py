@@ -40,10 +40,15 @@ class TensorValuedIf(ElifTracker, Rule):
     would run it on the untaken side too, measured slower on an H200), torch.where where
     both arms only compute values; "where" / "cond" force one. torch.cond is also written
     where computing the untaken branch may fail (linalg, division by a guarded value),
-    when both branches are single tensor expressions of one shape.
+    when both branches are single tensor expressions of one shape, and where the arms
+    differ in shape only in their first dimension (`h.mean(0, keepdim=True)` vs `h * 2`,
+    `x[:2]` vs `x`), under `torch.no_grad()` / `torch.inference_mode()` (torch 2.13 cannot
+    differentiate such a cond), with a result not broadcast against another tensor (its
+    size is known only at run time).
 
     No fix, and the message says why, where a rewrite could change results: arms of
-    different shapes (a reduction without `keepdim`, `unsqueeze` or indexing on one side);
+    different shapes otherwise (a reduction without `keepdim`, `unsqueeze`, a second
+    dimension, gradients, a broadcast result);
     an untaken arm that may raise or put NaN into gradients (linalg, indexing or division
     by what the condition guards, `torch.autograd.grad`) when torch.cond cannot take it;
     state changed by a branch or between a guard and its return (`self.x = ...`,
@@ -739,6 +744,71 @@ class TensorValuedIf(ElifTracker, Rule):
             entry="Router",
             lines=[11],
             note="arms that call submodules get torch.cond under the default `tensor-branch-fix = \"auto\"`: torch.where would run both (measured slower on an H200)",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Summary(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    with torch.no_grad():
+                        h = self.proj(x)
+                        if h.mean() > 0:
+                            pooled = h.mean(0, keepdim=True)
+                        else:
+                            pooled = h * 2
+                        return pooled.sum(-1)
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Summary(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    with torch.no_grad():
+                        h = self.proj(x)
+                        pooled = torch.cond(h.mean() > 0, lambda h: h.mean(0, keepdim=True).contiguous(), lambda h: (h * 2).contiguous(), (h,))
+                        return pooled.sum(-1)
+            """,
+            calls="[(torch.randn(4, 8) + 3,), (torch.randn(4, 8) - 3,)]",
+            entry="Summary",
+            lines=[12],
+            note=("arms of one rank and dtype that differ in shape get torch.cond where no gradient flows "
+                  "and the result is not broadcast against another tensor (its size is known only at run time)"),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class TopRows(nn.Module):
+                @torch.no_grad()
+                def forward(self, scores):
+                    if scores.mean() > 0:
+                        return scores[:2] * 2
+                    return scores.softmax(-1)
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class TopRows(nn.Module):
+                @torch.no_grad()
+                def forward(self, scores):
+                    return torch.cond(scores.mean() > 0, lambda scores: (scores[:2] * 2).contiguous(), lambda scores: scores.softmax(-1).contiguous(), (scores,))
+            """,
+            calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,)]",
+            entry="TopRows",
+            lines=[7],
         ),
         Invalid(
             """

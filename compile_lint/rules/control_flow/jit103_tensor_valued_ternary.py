@@ -22,9 +22,12 @@ class TensorValuedTernary(Rule):
     values read into Python as tensors (`t.item() > 0` -> `t > 0`). It writes
     `torch.cond(...)` instead where `tensor-branch-fix = "cond"` asks for it, or where
     computing the untaken side may fail (a division by the guarded value puts NaN into
-    gradients; linalg may raise). No fix, and the message says why, where the sides may
-    differ in shape or dtype, where neither side is certainly a tensor (torch.where would
-    turn Python numbers into a tensor), or where a side has a side effect.
+    gradients; linalg may raise), and where the sides differ in shape but torch.cond takes
+    them: one rank and dtype, under `torch.no_grad()` / `torch.inference_mode()` (torch 2.13
+    cannot differentiate such a cond), the result not broadcast against another tensor (its
+    size is known only at run time). No fix, and the message says why, where the sides
+    differ in shape otherwise, or in dtype, where neither side is certainly a tensor
+    (torch.where would turn Python numbers into a tensor), or where a side has a side effect.
     """
 
     code = "JIT103"
@@ -141,7 +144,36 @@ class TensorValuedTernary(Rule):
             """,
             entry="MaybePool",
             lines=[6],
-            note="No fix: the arms differ in shape, which torch.where would broadcast.",
+            note=("No fix: the arms differ in shape, which torch.where would broadcast, and torch.cond "
+                  "cannot differentiate on torch 2.13 (forward may run with gradients)."),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PeakPool(nn.Module):
+                @torch.no_grad()
+                def forward(self, x):
+                    y = x.amax(0, keepdim=True) if x.mean() > 0 else x
+                    return y.softmax(-1)
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class PeakPool(nn.Module):
+                @torch.no_grad()
+                def forward(self, x):
+                    y = torch.cond(x.mean() > 0, lambda x: x.amax(0, keepdim=True).contiguous(), lambda x: x.clone(memory_format=torch.contiguous_format), (x,))
+                    return y.softmax(-1)
+            """,
+            calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,)]",
+            entry="PeakPool",
+            lines=[7],
+            note=("Arms of one rank and dtype that differ in shape get torch.cond where no gradient flows "
+                  "(`torch.no_grad()`, `torch.inference_mode()`) and the result is not broadcast against "
+                  "another tensor: its size is known only at run time."),
         ),
     ]
     valid = [

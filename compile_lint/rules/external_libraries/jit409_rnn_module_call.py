@@ -173,8 +173,18 @@ _RNN_MODULES = frozenset(
 
 def _is_rnn_module(rule: Rule, expr: cst.BaseExpression) -> bool:
     """True when every value the file assigns to `self.NAME` is an nn.LSTM/GRU/RNN."""
-    return made_only_by(rule.context, expr, _RNN_MODULES | _UNRESOLVED_SPELLINGS)
+    context = rule.context
+    if (isinstance(expr, cst.Attribute) and context.owner_class is not None
+            and expr.attr.value not in context.facts.self_attributes(context.owner_class).values
+            and not context.bases_mention(_RNN_WORDS)):
+        # Only base classes can bind it, and no file of theirs names an RNN class: reading
+        # them in detail (every method, for every `self.attr` read) cannot find one.
+        return False
+    return made_only_by(context, expr, _RNN_MODULES | _UNRESOLVED_SPELLINGS)
 
+
+# Words every spelling of an RNN class contains, whatever a file imports it as.
+_RNN_WORDS = frozenset({"LSTM", "GRU", "RNN"})
 
 # `nn.LSTM` where the file's imports do not resolve `nn` (a star import).
 _UNRESOLVED_SPELLINGS = frozenset({"nn.LSTM", "nn.GRU", "nn.RNN"})
