@@ -96,11 +96,12 @@ UNFIXED = example_cases("invalid", lambda rule, example: rule.code in BRANCH_COD
 
 
 @pytest.mark.parametrize("case", UNFIXED, ids=[case_id(c) for c in UNFIXED])
-def test_a_branch_finding_without_a_fix_says_why(case):
+def test_a_branch_finding_without_a_fix_says_why_and_what_to_write(case):
     rule, _, example = case
     findings = [d for d in lint_text(example.code, "example.py", Config(select=(rule.code,))) if d.code == rule.code]
     assert findings and all(d.fix is None for d in findings)
-    assert all("no automatic fix: " in d.message for d in findings), [d.message for d in findings]
+    assert all("no automatic fix: " in d.message and "; by hand: " in d.message for d in findings), \
+        [d.message for d in findings]
 
 
 COND = Config(select=("JIT101", "JIT103"), tensor_branch_fix="cond")

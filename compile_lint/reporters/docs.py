@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 
 from compile_lint.core.codes import OTHER_CODES, OtherCode
 from compile_lint.core.diagnostics import rule_anchor
+from compile_lint.fixes.next_steps import NEXT_STEPS
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Example, Rule
 
@@ -118,6 +119,16 @@ def _bold_heading(line: str) -> str:
     return line
 
 
+def _next_steps(rule: type[Rule], markdown: bool = True) -> list[str]:
+    """What to write by hand for each kind of reason the rule's fix is withheld for (its messages say which)."""
+    if not rule.withheld_fix_steps:
+        return []
+    title = "Where there is no automatic fix, the message says why; by hand:"
+    lines = [f"**{title}**" if markdown else title] + ([""] if markdown else [])
+    lines += [f"- {step.when}: {step.recipe}" for step in NEXT_STEPS]
+    return lines + [""]
+
+
 def rule_section(rule: type[Rule]) -> str:
     """The Markdown section for one rule."""
     doc = rule.documentation().splitlines()
@@ -128,6 +139,7 @@ def rule_section(rule: type[Rule]) -> str:
     lines.append("")
     if body:
         lines += [_bold_heading(line) for line in "\n".join(body).strip("\n").splitlines()] + [""]
+    lines += _next_steps(rule)
     flag = "`--fix --unsafe-fixes`" if rule.fix_applicability == "unsafe" else "`--fix`"
     lines += _examples("Flagged, example", rule.invalid, f"After {flag}:")
     lines += _examples("Not flagged, example", rule.valid, None)
@@ -139,6 +151,7 @@ def explain(rule: type[Rule]) -> str:
     lines = [f"{rule.code} ({rule.name})", ""]
     lines += [f"{label}: {value}" for label, value in _facts(rule, markdown=False)]
     lines += ["", rule.documentation(), ""]
+    lines += _next_steps(rule, markdown=False)
     lines += _examples("Flagged, example", rule.invalid, "Fixed:", markdown=False)
     lines += _examples("Not flagged, example", rule.valid, None, markdown=False)
     return "\n".join(lines).rstrip() + "\n"

@@ -99,6 +99,9 @@ class Rule:
     # to fire, where words are too loose (`compile` is in many docstrings; a compile call is not).
     trigger_pattern: ClassVar[Optional[str]] = None
     config_note: ClassVar[str] = ""  # a config that changes the verdict, if any
+    # True when the rule's fix can be withheld with a reason (`fixes/branches/blocks.with_reason`):
+    # its docs then list what to write by hand for each kind of reason (`fixes/next_steps.py`).
+    withheld_fix_steps: ClassVar[bool] = False
     # True when a fix also edits other top-level statements (e.g. call sites of a function).
     fix_edits_call_sites: ClassVar[bool] = False
     invalid: ClassVar[Sequence[Example]] = ()

@@ -20,6 +20,7 @@ from compile_lint.fixes.branches.conditions import EAGER_TENSOR, TensorCondition
 from compile_lint.fixes.branches.differing_shapes import NOTE as DIFFERING_SHAPES_NOTE
 from compile_lint.fixes.branches.differing_shapes import ResultSite, any_differ, differing_shapes_problem
 from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free, spell
+from compile_lint.fixes.next_steps import next_step
 from compile_lint.fixes.branches.hazards import (
     ShapeModel,
     dtype_changes,
@@ -56,9 +57,11 @@ def no_fix(reason: str) -> BranchFix:
 
 
 def with_reason(message: str, outcome: BranchFix) -> str:
-    """A finding's message, with the reason it has no fix when it has none."""
+    """A finding's message, with the reason it has no fix and what to write by hand, when it has none."""
     if outcome.fix is None and outcome.reason:
-        return f"{message}; no automatic fix: {outcome.reason}"
+        step = next_step(outcome.reason)
+        by_hand = f"; by hand: {step.recipe}" if step is not None else ""
+        return f"{message}; no automatic fix: {outcome.reason}{by_hand}"
     return message
 
 

@@ -68,7 +68,8 @@ def skip_rest_of_loop(rule: Rule, node: cst.If, condition: TensorCondition) -> B
     if not rest:
         return no_fix("nothing follows the `continue` in the loop body")
     if isinstance(loop, cst.For) and rule.context.kind(loop.iter) is Kind.TENSOR:
-        return no_fix(f"the loop iterates over the tensor `{short_code(loop.iter)}`: its steps depend on data")
+        return no_fix(f"`for {short_code(loop.target)} in {short_code(loop.iter)}` iterates over a tensor: its steps "
+                      "depend on data")
     return skip_with_where(rule, node, condition, rest, loop, nested or condition.guard is not None)
 
 

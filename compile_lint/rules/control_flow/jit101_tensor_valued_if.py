@@ -63,6 +63,7 @@ class TensorValuedIf(ElifTracker, Rule):
     gb_type = "Data-dependent branching"
     gb_id = "GB0170"
     fix_applicability = "unsafe"
+    withheld_fix_steps = True
     message = (
         "`if` on a tensor value breaks the graph (data-dependent branching); "
         "use torch.where(cond, a, b) or torch.cond"

@@ -36,6 +36,7 @@ class TensorValuedTernary(Rule):
     gb_type = "Data-dependent branching"
     gb_id = "GB0170"
     fix_applicability = "unsafe"
+    withheld_fix_steps = True
     message = "a ternary on a tensor value breaks the graph; use torch.where(cond, a, b)"
     invalid = [
         Invalid(

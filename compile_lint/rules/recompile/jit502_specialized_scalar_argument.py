@@ -35,7 +35,10 @@ class SpecializedScalarArgument(Rule):
     code = "JIT502"
     name = "specialized-scalar-argument"
     kind = "recompile"
-    message = "this argument is compiled in as a constant: every new value recompiles (eager after 8)"
+    message = (
+        "this argument is compiled in as a constant: every new value recompiles (eager after 8); "
+        "fix it at construction or keep it constant"
+    )
     invalid = [
         Invalid(
             """

@@ -29,7 +29,10 @@ class CompilerDisabledCall(Rule):
     default_enabled = False
     gb_type = "Skip calling `torch.compiler.disable()`d function"
     gb_id = "GB0098"
-    message = "calls a @torch.compiler.disable function: the graph is split here"
+    message = (
+        "calls a @torch.compiler.disable function: the graph is split here; keep the call out of hot "
+        "loops, or make the function traceable and drop the decorator"
+    )
     invalid = [
         Invalid(
             """

@@ -52,6 +52,7 @@ class TensorItem(ElifTracker, Rule):
     gb_type = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
     gb_id = "GB0124"
     fix_applicability = "unsafe"
+    withheld_fix_steps = True
     config_note = SCALAR_CONFIG_NOTE
     message = (
         "`.item()` reads tensor data into Python and breaks the graph; "

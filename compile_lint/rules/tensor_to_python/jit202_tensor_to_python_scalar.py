@@ -44,6 +44,7 @@ class TensorToPythonScalar(ElifTracker, Rule):
     gb_id = "GB0124"
     gb_types = ("Data dependent operator",)  # the same pattern, reported differently
     fix_applicability = "unsafe"
+    withheld_fix_steps = True
     config_note = SCALAR_CONFIG_NOTE
     message = (
         "`int()`/`float()`/`bool()` on a tensor reads its data into Python and breaks the graph; "
