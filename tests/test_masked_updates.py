@@ -34,7 +34,9 @@ def _findings(source: str):
 @pytest.mark.parametrize("body, reason", [
     ("y = x.clone()\ny[labels == 1] += w[1]\nreturn y", "`w[1]` may hold one value per selected element"),
     ("y = x.clone()\ny[labels == 1] *= 0.5\nreturn y", "the dims of `labels == 1` against `y`'s are unknown"),
-    ("y = x.clone()\ny[y > 0] += w[y > 0]\nreturn y", "`w[y > 0]` may hold one value per selected element"),
+    ("y = x.clone()\ny[y > 0] += w[y > 0]\nreturn y", "`w` is not known to be `y`'s shape"),
+    ("y = x.clone()\nz = torch.zeros_like(y)\nz = z.sum(0)\ny[y > 0] = z[y > 0]\nreturn y", "`z` is not known"),
+    ("y = x.clone()\ny[y > 0] = y[y > 1]\nreturn y", None),
     ("y = x.clone()\ny[y > 0] += w\nreturn y", "`w` may hold one value per selected element"),
     ("y = x.clone()\ny[y > 0] //= 2\nreturn y", "only `+= -= *= /=` updates"),
     ("y = x.clone()\ny[y < 0] = y[y < 0].exp()\nreturn y", "is more than `+ - * /`"),
@@ -43,7 +45,10 @@ def _findings(source: str):
 def test_look_alikes_keep_the_finding_and_say_why(body, reason):
     findings = _findings(_forward(body))
     assert findings and all(d.fix is None for d in findings)
-    assert any(reason in d.message for d in findings), [d.message for d in findings]
+    if reason is None:  # a read through another mask than the write's: no update of that mask
+        assert all("no automatic fix" not in d.message for d in findings)
+    else:
+        assert any(reason in d.message for d in findings), [d.message for d in findings]
 
 
 def test_untyped_parameter_is_no_evidence_for_a_torch_rewrite():
@@ -70,7 +75,7 @@ def test_fix_is_unsafe_and_names_what_it_rests_on():
 def _original_and_fixed(body: str):
     source = _forward(body)
     fixed = fix_text(source, "m.py", SELECT, unsafe=True).text
-    assert fixed != source and "copy_(torch.where(" in fixed
+    assert fixed != source and "[" not in fixed.split("def forward", 1)[1].split("\n", 1)[1]
     models = []
     for text in (source, fixed):
         namespace: dict = {}
@@ -99,7 +104,8 @@ def test_a_view_of_the_callers_tensor_is_written_through_as_before():
 
 
 def test_gradients_are_the_same():
-    original, fixed = _original_and_fixed("y = x * 1\ny[y > 0] = y[y > 0] * 3 - 1\ny[y < 0] -= 2\nreturn (y * y).sum()")
+    original, fixed = _original_and_fixed(
+        "y = x * 1\nz = x.exp()\ny[y > 0] = y[y > 0] * 3 - z[y > 0]\ny[y < 0] -= 2\nreturn (y * y).sum()")
     grads = []
     for model in (original, fixed):
         x = torch.linspace(-2, 2, 24).reshape(4, 6).requires_grad_()

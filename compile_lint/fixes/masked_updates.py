@@ -21,10 +21,11 @@ Unsafe: integer `x` with a float update raises in the original and is truncated 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import BranchFix, TorchCalls, no_fix, parenthesised
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.hazards import ShapeModel
@@ -43,51 +44,60 @@ _SCALAR_TERMS = (("scalar",), ("0d",))
 
 
 def masked_update_fix(rule: Rule, read: cst.Subscript, mask: cst.BaseExpression) -> Optional[BranchFix]:
-    """The fix for the masked read `read` (`x[mask]`) when it is part of an update of `x[mask]`.
+    """The fix for the masked read `read` (`y[mask]`) when it is part of an update of `x[mask]`.
 
     None when `read` is not an update (a plain read such as `loss[valid].mean()`); a
     BranchFix with a reason when it is one the rewrite cannot keep exact.
     """
-    parent = rule.context.parent(read)
-    if isinstance(parent, cst.AugAssign) and parent.target is read:
-        operator = _AUGMENTED.get(type(parent.operator))
-        if operator is None:
-            return no_fix(f"only `+= -= *= /=` updates through a mask are rewritten, not `{_code(parent.operator).strip()}`")
-        updated = cst.BinaryOperation(read.value, operator(), parenthesised(parent.value))
-        return _rewrite(rule, parent, read, mask, updated, [parent.value])
-    assign = _enclosing_assignment(rule, read)
-    if assign is None:
+    statement = _update_statement(rule, read, mask)
+    if statement is None:
         return None
-    spelled = _code(read)
+    target = statement.target if isinstance(statement, cst.AugAssign) else statement.targets[0].target
+    if isinstance(statement, cst.AugAssign):
+        operator = _AUGMENTED.get(type(statement.operator))
+        if operator is None:
+            return no_fix(f"only `+= -= *= /=` updates through a mask are rewritten, not `{_code(statement.operator).strip()}`")
+        value = cst.BinaryOperation(target, operator(), _right_operand(statement.value, operator))
+    else:
+        value = statement.value
     leaves: list[cst.BaseExpression] = []
-    arithmetic = _arithmetic_leaves(assign.value, leaves)
-    others = [leaf for leaf in leaves if _code(leaf) != spelled]
-    if not arithmetic or any(spelled in _code(leaf) for leaf in others):
-        return no_fix(f"`{_short(assign.value)}` is more than `+ - * /` on `{spelled}` and scalars")
-    updated = _replace_reads(assign.value, spelled, read.value)
-    return _rewrite(rule, assign, read, mask, updated, others)
+    spelled_mask = _code(mask)
+    arithmetic = _arithmetic_leaves(value, leaves)
+    partners = [leaf for leaf in leaves if _masked_by(leaf, spelled_mask)]
+    others = [leaf for leaf in leaves if not _masked_by(leaf, spelled_mask)]
+    if not arithmetic or any(_reads_through(leaf, spelled_mask) for leaf in others):
+        return no_fix(f"`{_short(statement.value)}` is more than `+ - * /` on tensors read through "
+                      f"`{_short(mask)}` and scalars")
+    return _rewrite(rule, statement, target.value, mask, _replace_reads(value, spelled_mask),
+                    [p.value for p in partners], others)
 
 
-def _rewrite(rule: Rule, statement: cst.CSTNode, read: cst.Subscript, mask: cst.BaseExpression,
-             updated: cst.BaseExpression, others: list[cst.BaseExpression]) -> BranchFix:
+def _rewrite(rule: Rule, statement: cst.CSTNode, target: cst.BaseExpression, mask: cst.BaseExpression,
+             updated: cst.BaseExpression, partners: list[cst.BaseExpression],
+             others: list[cst.BaseExpression]) -> BranchFix:
     """`x.copy_(torch.where(mask, updated, x))` in place of `statement`, or why not."""
-    target = read.value
-    if not isinstance(target, (cst.Name, cst.Attribute)) or not is_side_effect_free(rule.context, target):
-        return no_fix(f"`{_short(target)}` is not a plain name the rewrite can read twice")
+    for tensor in [target, *partners]:
+        if not isinstance(tensor, (cst.Name, cst.Attribute)) or not is_side_effect_free(rule.context, tensor):
+            return no_fix(f"`{_short(tensor)}` is not a plain name the rewrite can read again")
+    selected_shape = f"`{_short(target)}[{_short(mask)}]` is [n_selected, ...]"
     for operand in others:
         if not is_side_effect_free(rule.context, operand):
             return no_fix(f"`{_short(operand)}` has a side effect")
         if not _is_scalar(rule, operand):
             return no_fix(
-                f"`{_short(operand)}` may hold one value per selected element (`{_short(read)}` is "
-                f"[n_selected, ...]), which torch.where would broadcast against all of `{_short(target)}`; "
-                f"if it is one value per element, write `{_short(target)}.copy_(torch.where(mask, new, "
-                f"{_short(target)}))` with the mask shaped like `{_short(target)}`")
-    if not _mask_shaped_like(rule, mask, target):
+                f"`{_short(operand)}` may hold one value per selected element ({selected_shape}), which "
+                f"torch.where would broadcast against all of `{_short(target)}`; if it is one value per "
+                f"element, write `{_short(target)}.copy_(torch.where(mask, new, {_short(target)}))` with "
+                f"the mask shaped like `{_short(target)}`")
+    for partner in partners:
+        if not _same_shape(rule, partner, target):
+            return no_fix(f"`{_short(partner)}` is not known to be `{_short(target)}`'s shape, so torch.where "
+                          f"could pair its elements with others of `{_short(target)}` than the mask does")
+    if not _same_shape(rule, mask, target):
         return no_fix(
             f"the dims of `{_short(mask)}` against `{_short(target)}`'s are unknown: torch.where needs the "
             f"mask shaped like `{_short(target)}` (`mask[..., None]` for each dim it leaves out)")
-    reason = unsafe_operand(rule, target, mask)
+    reason = unsafe_operand(rule, target, mask, *partners)
     if reason:
         return no_fix(reason)
     builder = TorchCalls(rule)
@@ -95,22 +105,59 @@ def _rewrite(rule: Rule, statement: cst.CSTNode, read: cst.Subscript, mask: cst.
     write = cst.Call(func=cst.Attribute(target, cst.Name("copy_")), args=[cst.Arg(selected)])
     return builder.plan(
         [(statement, cst.Expr(write))],
-        f"Update `{_short(target)}` through the mask without reading `{_short(read)}`: "
+        f"Update `{_short(target)}` through the mask without reading through it: "
         f"`{_short(write)}` (every element computed, the masked ones kept, in place)")
 
 
-def _enclosing_assignment(rule: Rule, read: cst.Subscript) -> Optional[cst.Assign]:
-    """The `x[m] = ...` whose value holds `read` (spelled like its target), else None."""
+# Operators that bind tighter than `+ -` and than `* /`: `x + 2.0 * math.pi` needs no
+# parentheses; `x - (a - b)` and `x + (a + b)` do (floating-point addition does not associate).
+_TIGHTER = {cst.Add: (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power),
+            cst.Subtract: (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power),
+            cst.Multiply: (cst.Power,), cst.Divide: (cst.Power,)}
+
+
+def _right_operand(value: cst.BaseExpression, operator: type) -> cst.BaseExpression:
+    """`value` as the right operand of `operator`, parenthesised unless it binds tighter."""
+    if isinstance(value, cst.BinaryOperation) and not value.lpar and isinstance(value.operator, _TIGHTER[operator]):
+        return value
+    return parenthesised(value)
+
+
+def _update_statement(rule: Rule, read: cst.Subscript,
+                      mask: cst.BaseExpression) -> Optional[Union[cst.Assign, cst.AugAssign]]:
+    """`x[mask] = ...` or `x[mask] op= ...` that `read` is the target of or is read in, else None."""
     node: cst.CSTNode = read
     while True:
         parent = rule.context.parent(node)
         if parent is None or isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             break
         node = parent
-    if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1):
+    if isinstance(parent, cst.AugAssign) and (parent.target is read or parent.value is node):
+        target = parent.target
+    elif isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+        target = parent.targets[0].target
+    else:
         return None
-    target = parent.targets[0].target
-    return parent if isinstance(target, cst.Subscript) and _code(target) == _code(read) else None
+    return parent if _masked_by(target, _code(mask)) else None
+
+
+def _masked_by(expr: cst.BaseExpression, spelled_mask: str) -> bool:
+    """True for `y[mask]` with `mask` spelled `spelled_mask` (one index, nothing else)."""
+    return (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
+            and _code(expr.slice[0].slice.value) == spelled_mask)
+
+
+def _reads_through(expr: cst.BaseExpression, spelled_mask: str) -> bool:
+    """True when `expr` reads some tensor through the mask spelled `spelled_mask`."""
+    found = False
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            nonlocal found
+            found = found or _masked_by(node, spelled_mask)
+
+    expr.visit(_Reads())
+    return found
 
 
 def _arithmetic_leaves(expr: cst.BaseExpression, leaves: list[cst.BaseExpression]) -> bool:
@@ -124,51 +171,84 @@ def _arithmetic_leaves(expr: cst.BaseExpression, leaves: list[cst.BaseExpression
     return True
 
 
-def _replace_reads(expr: cst.BaseExpression, spelled: str, whole: cst.BaseExpression) -> cst.BaseExpression:
-    """`expr` with every `x[m]` spelled `spelled` replaced by `whole` (`x`)."""
-    if _code(expr) == spelled:
+def _replace_reads(expr: cst.BaseExpression, spelled_mask: str) -> cst.BaseExpression:
+    """`expr` with every `y[mask]` (mask spelled `spelled_mask`) replaced by `y`."""
+    if _masked_by(expr, spelled_mask):
+        whole = expr.value
         return whole.with_changes(lpar=expr.lpar, rpar=expr.rpar) if expr.lpar else whole
     if isinstance(expr, cst.BinaryOperation):
-        return expr.with_changes(left=_replace_reads(expr.left, spelled, whole),
-                                 right=_replace_reads(expr.right, spelled, whole))
+        return expr.with_changes(left=_replace_reads(expr.left, spelled_mask),
+                                 right=_replace_reads(expr.right, spelled_mask))
     if isinstance(expr, cst.UnaryOperation):
-        return expr.with_changes(expression=_replace_reads(expr.expression, spelled, whole))
+        return expr.with_changes(expression=_replace_reads(expr.expression, spelled_mask))
     return expr
 
 
 def _is_scalar(rule: Rule, operand: cst.BaseExpression) -> bool:
     """True when `operand` is certainly one value: a Python number or a 0-d reduction."""
+    if _python_number(rule, operand):
+        return True
     shapes = _shapes(rule, operand)
     return shapes is not None and shapes.term(operand) in _SCALAR_TERMS
 
 
-def _mask_shaped_like(rule: Rule, mask: cst.BaseExpression, target: cst.BaseExpression) -> bool:
-    """True when `mask` is certainly `target`'s shape: made from it elementwise, with scalars."""
-    shapes = _shapes(rule, mask)
-    if shapes is None:
-        return False
-    term = shapes.term(mask)
-    return term is not None and term not in _SCALAR_TERMS and term == shapes.term(target)
+# The `math` module's constants: Python floats the kinds do not know by name.
+_MATH_CONSTANTS = frozenset({"math.pi", "math.e", "math.tau", "math.inf"})
 
 
-def _shapes(rule: Rule, expr: cst.BaseExpression) -> Optional[ShapeModel]:
-    """A shape model that sees through `expr` when it is a local bound once, else None if it cannot.
+def _python_number(rule: Rule, expr: cst.BaseExpression) -> bool:
+    """True for a Python number: the kinds say so, or arithmetic on literals and `math.pi`."""
+    if rule.context.kind(expr) in (Kind.PY, Kind.SHAPE) or rule.context.qualname(expr) in _MATH_CONSTANTS:
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        return _python_number(rule, expr.left) and _python_number(rule, expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _python_number(rule, expr.expression)
+    return False
+
+
+def _same_shape(rule: Rule, expr: cst.BaseExpression, target: cst.BaseExpression) -> bool:
+    """True when `expr` is certainly `target`'s shape (a mask made from it elementwise, a `zeros_like`)."""
+    # Compared with `target` by its name, then with what it was made from (`outputs =
+    # torch.zeros_like(inputs)` is `inputs`'s shape); either proof is enough.
+    for kept in ((_code(target),), ()):
+        shapes = _shapes(rule, expr, target, kept=kept)
+        term = shapes.term(expr) if shapes is not None else None
+        if term is not None and term not in _SCALAR_TERMS and term == shapes.term(target):
+            return True
+    return False
+
+
+def _shapes(rule: Rule, *exprs: cst.BaseExpression, kept: tuple[str, ...] = ()) -> Optional[ShapeModel]:
+    """A shape model that sees through the names among `exprs` bound once, or None if it cannot.
 
     `m = x > 0` ... `x[m] += 1`: `m` is `x`'s shape only if `x` is the same tensor at both
-    places, so each name its value reads must be bound at most once in the function.
-    Names read where the update is (`x[x > 0]`) are read at one point and need no such check.
+    places, so each name a substituted value reads must be bound at most once in the
+    function (and is substituted in turn). Names read where the update is (`x[x > 0]`) are
+    read at one point and need no such check. Names in `kept` stay names.
     """
-    if not isinstance(expr, cst.Name):
-        return ShapeModel(rule)
-    values = rule.context.local_values(expr.value)
-    if not values:
-        return ShapeModel(rule)
-    if len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
-        return None
-    value = values[0]
-    if any(len(rule.context.local_values(name)) > 1 for name in _names_in(value)):
-        return None
-    return ShapeModel(rule, {expr.value: value})
+    bindings: dict[str, cst.BaseExpression] = {}
+    for expr in exprs:
+        if not isinstance(expr, cst.Name) or expr.value in kept:
+            continue
+        values = rule.context.local_values(expr.value)
+        if not values:
+            continue
+        if len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
+            if expr is exprs[0]:
+                return None
+            continue  # the target, rebound: compared by its name, read where the update is
+        bindings[expr.value] = values[0]
+    pending = list(bindings.values())
+    while pending and len(bindings) < 16:
+        for name in _names_in(pending.pop()):
+            values = rule.context.local_values(name)
+            if len(values) > 1:
+                return None
+            if values and name not in bindings and name not in kept and isinstance(values[0], cst.BaseExpression):
+                bindings[name] = values[0]
+                pending.append(values[0])
+    return ShapeModel(rule, bindings)
 
 
 def _names_in(expr: cst.BaseExpression) -> list[str]:

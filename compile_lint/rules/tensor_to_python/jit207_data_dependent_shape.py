@@ -31,7 +31,8 @@ class DataDependentShape(Rule):
     `x.masked_fill(~mask, 0)`, masked sums (`(x * mask).sum() / mask.sum()`); assigning
     through a mask (`x[mask] = 0`) is fine, but `x[mask] += 1` reads `x[mask]` and
     breaks: write `x.copy_(torch.where(mask, x + 1, x))` (the fix, when the mask has
-    `x`'s shape and the update is `+ - * /` with scalars; with a mask over leading dims,
+    `x`'s shape and the update is `+ - * /` with scalars and tensors of `x`'s shape read
+    through the same mask, `x[mask] = y[mask]` too; with a mask over leading dims,
     shape it like `x` with `mask[..., None]`, and keep a row per element such as `emb[k]`
     only if it is one row for every selected element); pass `output_size=` to
     `repeat_interleave`. The fix is unsafe: an integer `x` with a float update raises in
@@ -186,6 +187,68 @@ class DataDependentShape(Rule):
                     x.copy_(torch.where(low, x * self.scale - x.mean(), x))
                     x.copy_(torch.where(torch.isnan(x), x - 1, x))
                     return x
+            """,
+        ),
+        Invalid(
+            """
+            import math
+            import torch
+            from torch import nn
+
+            class WrapAngles(nn.Module):
+                def forward(self, x):
+                    angles = torch.atan2(x, x.flip(-1))
+                    angles[angles < 0] += 2.0 * math.pi
+                    degrees = torch.rad2deg(angles)
+                    degrees[degrees >= 180] -= 360 - 1e-3
+                    return degrees
+            """,
+            entry="WrapAngles",
+            lines=[8, 10],
+            note="kornia's keypoint orientations and angle differences",
+            fixed="""
+            import math
+            import torch
+            from torch import nn
+
+            class WrapAngles(nn.Module):
+                def forward(self, x):
+                    angles = torch.atan2(x, x.flip(-1))
+                    angles.copy_(torch.where(angles < 0, angles + 2.0 * math.pi, angles))
+                    degrees = torch.rad2deg(angles)
+                    degrees.copy_(torch.where(degrees >= 180, degrees - (360 - 1e-3), degrees))
+                    return degrees
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Spline(nn.Module):
+                def forward(self, inputs: torch.Tensor):
+                    outputs = torch.zeros_like(inputs)
+                    outside = inputs.abs() > 1
+                    outputs[outside] = inputs[outside]
+                    inside = ~outside
+                    outputs[inside] = inputs[inside] * 0.5 - inputs[inside] * inputs[inside]
+                    return outputs
+            """,
+            entry="Spline",
+            lines=[8, 10],
+            note="VITS's spline flow: tensors of one shape read through one mask pair element by element",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Spline(nn.Module):
+                def forward(self, inputs: torch.Tensor):
+                    outputs = torch.zeros_like(inputs)
+                    outside = inputs.abs() > 1
+                    outputs.copy_(torch.where(outside, inputs, outputs))
+                    inside = ~outside
+                    outputs.copy_(torch.where(inside, inputs * 0.5 - inputs * inputs, outputs))
+                    return outputs
             """,
         ),
         Invalid(
