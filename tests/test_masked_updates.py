@@ -37,6 +37,8 @@ def _findings(source: str):
     ("y = x.clone()\ny[y > 0] += w[y > 0]\nreturn y", "`w` is not known to be `y`'s shape"),
     ("y = x.clone()\nz = torch.zeros_like(y)\nz = z.sum(0)\ny[y > 0] = z[y > 0]\nreturn y", "`z` is not known"),
     ("y = x.clone()\ny[y > 0] = y[y > 1]\nreturn y", None),
+    ("y = x.clone()\ny[torch.rand_like(y) > 0.5] = y[torch.rand_like(y) > 0.5] * 2\nreturn y",
+     "is evaluated more than once and may differ each time"),
     ("y = x.clone()\ny[y > 0] += w\nreturn y", "`w` may hold one value per selected element"),
     ("y = x.clone()\ny[y > 0] //= 2\nreturn y", "only `+= -= *= /=` updates"),
     ("y = x.clone()\ny[y < 0] = y[y < 0].exp()\nreturn y", "is more than `+ - * /`"),
@@ -112,3 +114,28 @@ def test_gradients_are_the_same():
         model(x, torch.zeros(4), torch.zeros(6)).backward()
         grads.append(x.grad)
     torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=0)
+
+
+def test_a_random_mask_evaluated_once_keeps_its_one_draw():
+    # `y[m] += 1` evaluates the mask once, and so does the rewrite: same draw, same order.
+    source = _forward("y = x.clone()\ny[torch.rand_like(y) > 0.5] += 1\nreturn y")
+    assert "torch.where(torch.rand_like(y) > 0.5, y + 1, y)" in fix_text(source, "m.py", SELECT, unsafe=True).text
+
+
+@pytest.mark.parametrize("values", [[2**40 + 1, -3], [2**40 + 1, 7, -3]])
+def test_an_integer_target_refuses_a_float_augmented_update_in_the_original(values):
+    # Why `x + v` needs no cast: a float result for an integer `x` (which would
+    # round-trip inexactly through float) is an error there, however many are selected.
+    y = torch.tensor(values)
+    with pytest.raises(RuntimeError):
+        y[y > 0] += 0.5
+
+
+def test_a_masked_write_of_one_float_into_an_integer_target_is_cast_and_so_is_the_fix():
+    # One selected element: the original casts the float; without `.to(x.dtype)` the where
+    # form would round the other int64 values through float32.
+    original, fixed = _original_and_fixed("y = x.clone()\ny[y > 0] = y[y > 0] * 0.5\nreturn y")
+    x = torch.tensor([[2**40 + 1, -(2**40) - 3]])
+    expected = original(x, torch.zeros(1), torch.zeros(1))
+    assert torch.equal(expected, torch.tensor([[2**39, -(2**40) - 3]]))
+    assert torch.equal(fixed(x, torch.zeros(1), torch.zeros(1)), expected)

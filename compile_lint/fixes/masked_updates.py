@@ -2,19 +2,28 @@
 
 Rewritten to `x.copy_(torch.where(m, x + v, x))`: every element is computed, the masked
 ones are kept, and `x` is still updated in place (a parameter, a view or a tensor the
-caller holds sees the write, as it sees the original's `index_put_`). `copy_` casts back to
-`x`'s dtype as the original's write does. The rewrite is exact only where each selected
-element meets the same value in both forms, so it is offered only when that is proven:
+caller holds sees the write, as it sees the original's `index_put_`). Dtypes, measured on
+torch 2.13: in-place arithmetic (`+=`) refuses a result `x`'s dtype cannot hold (a float
+for an integer `x`) and otherwise widens exactly, so `x + v` round-trips; the masked write
+(`x[m] = new`) refuses a value of another dtype unless it has one element, which it
+casts, so that form casts too (`new.to(x.dtype)`, a no-op where the dtypes agree) rather
+than let torch.where widen all of `x` (an int64 through float32 is not exact). The
+rewrite is exact only where each selected element meets the same value in both forms,
+so it is offered only when that is proven:
 
 - the mask has `x`'s shape (made from `x` elementwise: `x > 0`, `torch.isnan(x)`), so
   `torch.where` lines it up with `x` as the indexing did; a mask over leading dims only
   (`labels == k` for `x` of shape [n, d]) would need `mask[..., None]`, and its dims are
   not known here;
-- every other operand is a scalar (a Python number or a full reduction): `x[m]` has shape
-  [n_selected], and an operand with one value per selected element would broadcast
-  differently against the whole of `x` (silently, when the sizes happen to agree).
+- every other operand is a scalar (a Python number or a full reduction) or a tensor of
+  `x`'s shape read through the same mask (`y[m]`, paired element by element as the
+  indexing pairs them): `x[m]` has shape [n_selected], and an operand with one value per
+  selected element would broadcast differently against the whole of `x` (silently, when
+  the sizes happen to agree);
+- a mask the original evaluates twice (`x[m] = x[m] * 2` spelled out) makes no random
+  draw or unknown call, so both evaluations are the one mask the rewrite computes.
 
-Unsafe: integer `x` with a float update raises in the original and is truncated by
+Unsafe: integer `x` with a float `+=` raises in the original and is truncated by
 `copy_`, and an operand that requires grad meets the masked-out elements in backward
 (a non-finite value there gives a NaN gradient for `*` and `/`).
 """
@@ -68,8 +77,16 @@ def masked_update_fix(rule: Rule, read: cst.Subscript, mask: cst.BaseExpression)
     if not arithmetic or any(_reads_through(leaf, spelled_mask) for leaf in others):
         return no_fix(f"`{_short(statement.value)}` is more than `+ - * /` on tensors read through "
                       f"`{_short(mask)}` and scalars")
-    return _rewrite(rule, statement, target.value, mask, _replace_reads(value, spelled_mask),
-                    [p.value for p in partners], others)
+    if len(partners) + isinstance(statement, cst.Assign) > 1 and not _same_every_time(rule, mask):
+        return no_fix(f"`{_short(mask)}` is evaluated more than once and may differ each time "
+                      "(a call the rewrite cannot tell is deterministic)")
+    updated = _replace_reads(value, spelled_mask)
+    if isinstance(statement, cst.Assign):
+        # The masked write casts a one-element value to `x`'s dtype (an int64 `x` takes a
+        # float, measured), where torch.where would widen all of `x` and round it back.
+        updated = cst.Call(func=cst.Attribute(parenthesised(updated, call=True), cst.Name("to")),
+                           args=[cst.Arg(cst.Attribute(target.value, cst.Name("dtype")))])
+    return _rewrite(rule, statement, target.value, mask, updated, [p.value for p in partners], others)
 
 
 def _rewrite(rule: Rule, statement: cst.CSTNode, target: cst.BaseExpression, mask: cst.BaseExpression,
@@ -145,6 +162,37 @@ def _masked_by(expr: cst.BaseExpression, spelled_mask: str) -> bool:
     """True for `y[mask]` with `mask` spelled `spelled_mask` (one index, nothing else)."""
     return (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
             and _code(expr.slice[0].slice.value) == spelled_mask)
+
+
+# Calls a mask may make and still be the same mask when evaluated twice: comparisons and
+# tests of values (no random draws, no module calls).
+_DETERMINISTIC_CALLS = frozenset({
+    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isin", "isclose", "abs", "bool",
+    "logical_and", "logical_or", "logical_not", "logical_xor", "eq", "ne", "gt", "ge", "lt", "le",
+    "unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "flatten", "all", "any",
+})
+
+
+def _same_every_time(rule: Rule, mask: cst.BaseExpression) -> bool:
+    """True when evaluating `mask` again gives the same mask: only deterministic calls.
+
+    `x[m] = x[m] * 2` evaluates the mask twice; the rewrite, once. With a draw in it
+    (`torch.rand_like(x) > 0.5`) the original's two masks differ.
+    """
+    stable = True
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal stable
+            func = node.func
+            qualified = rule.context.qualname(func) or ""
+            name = func.attr.value if isinstance(func, cst.Attribute) else qualified
+            if not (qualified.startswith("torch.") or isinstance(func, cst.Attribute)) \
+                    or name.rsplit(".", 1)[-1] not in _DETERMINISTIC_CALLS:
+                stable = False
+
+    mask.visit(_Calls())
+    return stable
 
 
 def _reads_through(expr: cst.BaseExpression, spelled_mask: str) -> bool:

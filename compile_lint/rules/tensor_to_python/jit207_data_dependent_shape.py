@@ -184,7 +184,7 @@ class DataDependentShape(Rule):
 
                 def forward(self, x: torch.Tensor):
                     low = x < -1
-                    x.copy_(torch.where(low, x * self.scale - x.mean(), x))
+                    x.copy_(torch.where(low, (x * self.scale - x.mean()).to(x.dtype), x))
                     x.copy_(torch.where(torch.isnan(x), x - 1, x))
                     return x
             """,
@@ -245,9 +245,9 @@ class DataDependentShape(Rule):
                 def forward(self, inputs: torch.Tensor):
                     outputs = torch.zeros_like(inputs)
                     outside = inputs.abs() > 1
-                    outputs.copy_(torch.where(outside, inputs, outputs))
+                    outputs.copy_(torch.where(outside, inputs.to(outputs.dtype), outputs))
                     inside = ~outside
-                    outputs.copy_(torch.where(inside, inputs * 0.5 - inputs * inputs, outputs))
+                    outputs.copy_(torch.where(inside, (inputs * 0.5 - inputs * inputs).to(outputs.dtype), outputs))
                     return outputs
             """,
         ),
