@@ -1,12 +1,12 @@
 """How many tensor-branching and tensor-to-Python findings in real code carry a fix.
 
 Lints library sources (e.g. the unpacked transformers, timm and diffusers of the
-real-world list) with `--select JIT101,JIT102,JIT103,JIT201,JIT202` and reports, per
-code, the findings, those carrying a safe or an unsafe fix, and why the others have none
-(the reason each finding's message gives after "no automatic fix:", without the "by hand:"
-next step that follows it).
+real-world list) with `--select JIT101,JIT102,JIT103,JIT201,JIT202` (or the `--codes`
+given) and reports, per code, the findings, those carrying a safe or an unsafe fix, and
+why the others have none (the reason each finding's message gives after "no automatic fix:",
+without the "by hand:" next step that follows it).
 
-    python benchmarks/fix_coverage.py PATH [PATH ...] [--out benchmarks/results/fix_coverage]
+    python benchmarks/fix_coverage.py PATH [PATH ...] [--codes JIT207] [--out benchmarks/results/fix_coverage]
 
 Writes OUT.json (every finding: path, line, code, fix applicability, reason) and OUT.md.
 """
@@ -28,9 +28,9 @@ REASON_MARK = "; no automatic fix: "
 BY_HAND_MARK = "; by hand: "
 
 
-def lint(paths: list[str]) -> list[dict]:
-    """The JSON findings of compile-lint on `paths` (fresh, no cache)."""
-    command = [sys.executable, "-m", "compile_lint", "--select", ",".join(CODES), "--no-cache",
+def lint(paths: list[str], codes: tuple[str, ...] = CODES) -> list[dict]:
+    """The JSON findings of compile-lint on `paths` for `codes` (fresh, no cache)."""
+    command = [sys.executable, "-m", "compile_lint", "--select", ",".join(codes), "--no-cache",
                "--output-format", "json", "--exit-zero", *paths]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -38,7 +38,7 @@ def lint(paths: list[str]) -> list[dict]:
     return json.loads(result.stdout)
 
 
-def summarise(findings: list[dict], root: str) -> dict:
+def summarise(findings: list[dict], root: str, codes: tuple[str, ...] = CODES) -> dict:
     """Per code: findings, safe and unsafe fixes, and the reasons for no fix."""
     rows = []
     for finding in findings:
@@ -54,7 +54,7 @@ def summarise(findings: list[dict], root: str) -> dict:
             "reason": reason,
         })
     per_code = {}
-    for code in CODES:
+    for code in codes:
         mine = [row for row in rows if row["code"] == code]
         reasons = collections.Counter(_reason_kind(row["reason"]) for row in mine if row["fix"] is None)
         fixes = collections.Counter(_fix_kind(row["fix_message"]) for row in mine if row["fix"])
@@ -97,12 +97,14 @@ def _fix_kind(message: str | None) -> str:
     return "`…`".join(parts[0::2]) if len(parts) > 1 else message
 
 
-def markdown(summary: dict, paths: list[str], seconds: float) -> str:
+def markdown(summary: dict, paths: list[str], seconds: float, codes: tuple[str, ...] = CODES) -> str:
     """The summary as a Markdown report."""
+    option = "" if codes == CODES else f" --codes {','.join(codes)}"
+    title = "the tensor-branching and tensor-to-Python findings" if codes == CODES else ", ".join(codes)
     lines = [
-        "# Fix coverage of the tensor-branching and tensor-to-Python findings",
+        f"# Fix coverage of {title}",
         "",
-        f"`python benchmarks/fix_coverage.py {' '.join(paths)}` ({seconds:.0f} s).",
+        f"`python benchmarks/fix_coverage.py {' '.join(paths)}{option}` ({seconds:.0f} s).",
         "",
         f"**{summary['fixed']} of {summary['total']} findings carry a fix "
         f"({100 * summary['fixed'] / max(summary['total'], 1):.1f}%).**",
@@ -131,14 +133,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--out", default="benchmarks/results/fix_coverage")
+    parser.add_argument("--codes", default=",".join(CODES), help="the codes to count (default: %(default)s)")
     args = parser.parse_args(argv)
+    codes = tuple(code.strip() for code in args.codes.split(",") if code.strip())
     root = os.path.commonpath([os.path.abspath(p) for p in args.paths])
     root = root if os.path.isdir(root) else os.path.dirname(root)
     start = time.perf_counter()
-    summary = summarise(lint(args.paths), root)
+    summary = summarise(lint(args.paths, codes), root, codes)
     seconds = time.perf_counter() - start
     shown = args.paths if len(args.paths) <= 4 else [root + f" ({len(args.paths)} files under it)"]
-    report = markdown(summary, shown, seconds)
+    report = markdown(summary, shown, seconds, codes)
     with open(args.out + ".json", "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=1)
     with open(args.out + ".md", "w", encoding="utf-8") as handle:

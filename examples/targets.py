@@ -50,6 +50,6 @@ def moe_router_fixed_temperature():
 
 
 def sparse_dispatch():
-    """Data-dependent split sizes: a break no rewrite removes (JIT203/JIT207 have no fix)."""
+    """Data-dependent split sizes: a break no rewrite removes (JIT203 and JIT207 offer no fix for it)."""
     torch.manual_seed(0)
     return SparseDispatch(), [(torch.randn(12, 32),)]

@@ -7,6 +7,8 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.branches.blocks import with_reason
+from compile_lint.fixes.masked_updates import masked_update_fix
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -28,7 +30,15 @@ class DataDependentShape(Rule):
     Instead: keep shapes static: `torch.where(mask, x, 0)`, `x * mask`,
     `x.masked_fill(~mask, 0)`, masked sums (`(x * mask).sum() / mask.sum()`); assigning
     through a mask (`x[mask] = 0`) is fine, but `x[mask] += 1` reads `x[mask]` and
-    breaks (write `x = x + mask`); pass `output_size=` to `repeat_interleave`.
+    breaks: write `x.copy_(torch.where(mask, x + 1, x))` (the fix, when the mask has
+    `x`'s shape and the update is `+ - * /` with scalars and tensors of `x`'s shape read
+    through the same mask, `x[mask] = y[mask]` too; with a mask over leading dims,
+    shape it like `x` with `mask[..., None]`, and keep a row per element such as `emb[k]`
+    only if it is one row for every selected element); pass `output_size=` to
+    `repeat_interleave`. The fix is unsafe: an integer `x` with a float update raises in
+    the original and is truncated by `copy_`, and an update operand that requires grad
+    meets the masked-out elements in backward (a non-finite one there gives a NaN
+    gradient through `*` or `/`).
     """
 
     code = "JIT207"
@@ -37,6 +47,7 @@ class DataDependentShape(Rule):
     gb_type = "Dynamic shape operator"
     gb_id = "GB0036"
     gb_types = ("Attempted to use `torch.nn.functional.one_hot` with data-dependent output shape",)
+    fix_applicability = "unsafe"
     config_note = (
         "With torch._dynamo.config.capture_dynamic_output_shape_ops = True the default "
         "compile captures these ops without a break; fullgraph=True passes either way."
@@ -132,6 +143,133 @@ class DataDependentShape(Rule):
             """,
             entry="BumpPositives",
             lines=[7],
+            fixed="""
+            import torch
+            from torch import nn
+
+            class BumpPositives(nn.Module):
+                def forward(self, x):
+                    y = x.clone()
+                    y.copy_(torch.where(y > 0, y + 1, y))
+                    return y
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Rescale(nn.Module):
+                def __init__(self, scale=0.5):
+                    super().__init__()
+                    self.scale = scale
+
+                def forward(self, x: torch.Tensor):
+                    low = x < -1
+                    x[low] = x[low] * self.scale - x.mean()
+                    x[torch.isnan(x)] -= 1
+                    return x
+            """,
+            entry="Rescale",
+            lines=[11, 12],
+            note="in place, like the original: a caller holding `x` sees the update",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Rescale(nn.Module):
+                def __init__(self, scale=0.5):
+                    super().__init__()
+                    self.scale = scale
+
+                def forward(self, x: torch.Tensor):
+                    low = x < -1
+                    x.copy_(torch.where(low, (x * self.scale - x.mean()).to(x.dtype), x))
+                    x.copy_(torch.where(torch.isnan(x), x - 1, x))
+                    return x
+            """,
+        ),
+        Invalid(
+            """
+            import math
+            import torch
+            from torch import nn
+
+            class WrapAngles(nn.Module):
+                def forward(self, x):
+                    angles = torch.atan2(x, x.flip(-1))
+                    angles[angles < 0] += 2.0 * math.pi
+                    degrees = torch.rad2deg(angles)
+                    degrees[degrees >= 180] -= 360 - 1e-3
+                    return degrees
+            """,
+            entry="WrapAngles",
+            lines=[8, 10],
+            note="kornia's keypoint orientations and angle differences",
+            fixed="""
+            import math
+            import torch
+            from torch import nn
+
+            class WrapAngles(nn.Module):
+                def forward(self, x):
+                    angles = torch.atan2(x, x.flip(-1))
+                    angles.copy_(torch.where(angles < 0, angles + 2.0 * math.pi, angles))
+                    degrees = torch.rad2deg(angles)
+                    degrees.copy_(torch.where(degrees >= 180, degrees - (360 - 1e-3), degrees))
+                    return degrees
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Spline(nn.Module):
+                def forward(self, inputs: torch.Tensor):
+                    outputs = torch.zeros_like(inputs)
+                    outside = inputs.abs() > 1
+                    outputs[outside] = inputs[outside]
+                    inside = ~outside
+                    outputs[inside] = inputs[inside] * 0.5 - inputs[inside] * inputs[inside]
+                    return outputs
+            """,
+            entry="Spline",
+            lines=[8, 10],
+            note="VITS's spline flow: tensors of one shape read through one mask pair element by element",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Spline(nn.Module):
+                def forward(self, inputs: torch.Tensor):
+                    outputs = torch.zeros_like(inputs)
+                    outside = inputs.abs() > 1
+                    outputs.copy_(torch.where(outside, inputs.to(outputs.dtype), outputs))
+                    inside = ~outside
+                    outputs.copy_(torch.where(inside, (inputs * 0.5 - inputs * inputs).to(outputs.dtype), outputs))
+                    return outputs
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class AddClassEmbedding(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.emb = nn.Parameter(torch.randn(3, 8))
+
+                def forward(self, x: torch.Tensor, labels: torch.Tensor):
+                    y = x.clone()
+                    y[labels == 1] += self.emb[1]
+                    return y
+            """,
+            calls="[(torch.randn(4, 8), torch.tensor([0, 1, 1, 2]))]",
+            entry="AddClassEmbedding",
+            lines=[11],
+            note="no fix: `self.emb[1]` might be one row per selected element, and the mask covers only `y`'s first dim",
         ),
         Invalid(
             """
@@ -319,7 +457,11 @@ class DataDependentShape(Rule):
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and _is_mask(self, index.value):
-                self.report(node)
+                update = masked_update_fix(self, node, index.value) if len(node.slice) == 1 else None
+                if update is None:
+                    self.report(node)
+                else:
+                    self.report(node, with_reason(self.message, update), update.fix)
                 return
 
     def visit_Call(self, node: cst.Call) -> None:
