@@ -16,9 +16,10 @@ from compile_lint.rules import ALL_RULES
 from compile_lint.settings.config import Config
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
-# Where withheld-fix reasons are written: the branch rewrites, keeping a tensor, and the rules
+# Where withheld-fix reasons are written: the branch rewrites, keeping a tensor, masked updates, and the rules
 # that report a reason of their own.
-REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / "keep_tensor.py"]
+REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / name
+                                                                for name in ("keep_tensor.py", "masked_updates.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
 # Calls whose string argument is a reason.
 REASON_CALLS = {"no_fix", "BranchFix", "unkept_reason"}
@@ -31,6 +32,7 @@ NOT_REASONS = {
     "the code between the guard and its return", "the skipped code",
     "the arms differ in shape: x", "the code after it",
     "the skipped work still runs (slower; its random draws and zero gradients differ from skipping it)",
+    "`x[x]` is [n_selected, ...]",  # a masked update's selected shape, part of a reason
 }
 
 

@@ -103,9 +103,7 @@ def _rewrite(rule: Rule, statement: cst.CSTNode, target: cst.BaseExpression, mas
         if not _is_scalar(rule, operand):
             return no_fix(
                 f"`{_short(operand)}` may hold one value per selected element ({selected_shape}), which "
-                f"torch.where would broadcast against all of `{_short(target)}`; if it is one value per "
-                f"element, write `{_short(target)}.copy_(torch.where(mask, new, {_short(target)}))` with "
-                f"the mask shaped like `{_short(target)}`")
+                f"torch.where would broadcast against all of `{_short(target)}`")
     for partner in partners:
         if not _same_shape(rule, partner, target):
             return no_fix(f"`{_short(partner)}` is not known to be `{_short(target)}`'s shape, so torch.where "
@@ -113,7 +111,7 @@ def _rewrite(rule: Rule, statement: cst.CSTNode, target: cst.BaseExpression, mas
     if not _same_shape(rule, mask, target):
         return no_fix(
             f"the dims of `{_short(mask)}` against `{_short(target)}`'s are unknown: torch.where needs the "
-            f"mask shaped like `{_short(target)}` (`mask[..., None]` for each dim it leaves out)")
+            f"mask shaped like `{_short(target)}`")
     reason = unsafe_operand(rule, target, mask, *partners)
     if reason:
         return no_fix(reason)

@@ -40,6 +40,32 @@ class NextStep:
 # First match wins: the specific kinds come before the general ones they overlap.
 NEXT_STEPS: tuple[NextStep, ...] = (
     NextStep(
+        "a masked update whose value may differ per selected element (JIT207)",
+        r"may hold one value per selected element",
+        "if it is one value per element of `x`, write `x.copy_(torch.where(mask, new, x))`, the mask shaped "
+        "like `x`; else update outside compiled code",
+    ),
+    NextStep(
+        "a masked update whose mask rank is unknown (JIT207)",
+        r"the dims of .* are unknown: torch\.where needs the mask shaped like",
+        "shape the mask like `x` (`mask[..., None]` for each trailing dim it leaves out), then write "
+        "`x.copy_(torch.where(mask, x + v, x))`",
+    ),
+    NextStep(
+        "a masked update beyond `+ - * /`, or read from a tensor of another shape (JIT207)",
+        r"updates through a mask are rewritten|is more than `\+ - \* /` on tensors read through|"
+        r"is not known to be .*shape, so torch\.where",
+        "compute the new value for every element, then write `x.copy_(torch.where(mask, new, x))` with the "
+        "mask shaped like `x`",
+    ),
+    NextStep(
+        "a masked update whose parts cannot be read twice (JIT207)",
+        r"is evaluated more than once and may differ|is not a plain name the rewrite can read again|"
+        r"` has a side effect",
+        "bind the mask and the value to locals first (one evaluation each), then write "
+        "`x.copy_(torch.where(mask, x + v, x))`",
+    ),
+    NextStep(
         "a loop over the experts a router picked (MoE)",
         r"`for [^`]*expert[^`]*` iterates over a tensor",
         "run all experts on all tokens, weighted by the routing (num_experts/top_k x the FLOPs), or sort "

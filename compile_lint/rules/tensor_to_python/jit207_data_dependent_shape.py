@@ -46,6 +46,7 @@ class DataDependentShape(Rule):
     kind = "break"
     gb_type = "Dynamic shape operator"
     gb_id = "GB0036"
+    withheld_fix_steps = True
     gb_types = ("Attempted to use `torch.nn.functional.one_hot` with data-dependent output shape",)
     fix_applicability = "unsafe"
     config_note = (
