@@ -21,7 +21,10 @@ TorchFix --select ALL (own venv: it pins an older libcst), flake8 default checks
 venv: no plugins), ruff --select ALL --no-cache, a bare libcst parse of every file
 (benchmarks/libcst_parse.py), the floor of any libcst-based linter, and Python's
 `ast.parse` of every file (the same script, `--parser ast`). With `--server`, the language
-server's latency is measured too (benchmarks/server_latency.py).
+server's latency is measured too (benchmarks/server_latency.py). With `--base-tree DIR`
+(a directory holding an earlier commit's `compile_lint/`), that tree's CLI runs too, as
+"compile-lint base", in the same rounds: a before/after comparison that a machine whose
+speed drifts between runs cannot skew.
 """
 
 from __future__ import annotations
@@ -185,16 +188,24 @@ def tool_commands(jobs: int, config: str) -> dict[str, tuple[list[str], dict]]:
     }
 
 
-def run_round(root: str, jobs: int, samples: dict, tools: list[str], rotate: int) -> None:
+BASE_TOOL = "compile-lint base"  # another tree's compile-lint (--base-tree), interleaved with this one's
+
+
+def run_round(root: str, jobs: int, samples: dict, tools: list[str], rotate: int,
+              base_tree: Optional[str] = None) -> None:
     """One run of every tool on `root` with `jobs` processes, in rotated order."""
     config = os.path.join(root, "compile-lint.toml")
     commands = tool_commands(jobs, config)
+    commands[BASE_TOOL] = commands["compile-lint"]
     order = tools[rotate % len(tools):] + tools[:rotate % len(tools)]
     env_base = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
     for name in order:
         command, extra = commands[name]
         env = {**env_base, **extra}
-        if name == "compile-lint":
+        if name == BASE_TOOL:
+            # The other tree first on the path: its `compile_lint` package is the one imported.
+            env["PYTHONPATH"] = os.path.abspath(base_tree or REPO) + os.pathsep + env_base["PYTHONPATH"]
+        if name in ("compile-lint", BASE_TOOL):
             shutil.rmtree(os.path.join(root, ".compile-lint-cache"), ignore_errors=True)
             samples.setdefault((name + " cold", jobs), []).append(measure(command, root, env))
             samples.setdefault((name + " warm", jobs), []).append(measure(command, root, env))
@@ -290,10 +301,16 @@ def main() -> int:
     parser.add_argument("--server", nargs="?", const="transformers/models/longformer/modeling_longformer.py",
                         help="also measure the language server's latency on this corpus file")
     parser.add_argument("--no-single", action="store_true", help="skip the single-process runs")
+    parser.add_argument("--base-tree", help="a directory holding another tree's compile_lint/ package (an earlier "
+                        "commit): measured as 'compile-lint base', interleaved with this tree's, round by round")
     parser.add_argument("--single-tools", help="tools to run single-process (default: all of --tools)")
     parser.add_argument("--output", help="results file (default: results/<date>-<host>.md)")
     args = parser.parse_args()
     tools = [t.strip() for t in args.tools.split(",")]
+    if args.base_tree:
+        if not os.path.isdir(os.path.join(args.base_tree, "compile_lint")):
+            parser.error(f"--base-tree {args.base_tree}: no compile_lint package there")
+        tools.append(BASE_TOOL)
     for peer in ("TorchFix", "flake8"):
         if peer in tools:
             ensure_peer_venv(peer.lower())
@@ -308,7 +325,7 @@ def main() -> int:
     single_tools = [t.strip() for t in args.single_tools.split(",")] if args.single_tools else tools
     for round_number in range(args.repeat):
         for jobs in process_counts:
-            run_round(root, jobs, samples, single_tools if jobs == 1 else tools, round_number)
+            run_round(root, jobs, samples, single_tools if jobs == 1 else tools, round_number, args.base_tree)
         print(f"round {round_number + 1}/{args.repeat} done, load average {os.getloadavg()[0]:.1f}", flush=True)
     growth = []
     for scale in [int(s) for s in args.scales.split(",") if s.strip()]:
