@@ -249,6 +249,8 @@ def _starts_from_lines(module: cst.Module, text: str) -> Optional[tuple[list[int
     """
     if not module.has_trailing_newline:
         return None  # the last statement's rendering would hold a line break the text does not
+    if not round_trips(module, text):
+        return None  # libcst's code is not the text (a lone `\` line): only its own rendering places it
     code_lines = _first_code_lines(text)
     body = module.body
     if code_lines is None or len(code_lines) != len(body):
