@@ -322,7 +322,8 @@ def test_language_server_on_each_file(project, copy_of):
 
     root = copy_of(project)
     client = LspClient(str(root))
-    found = set()
+    expected = expected_findings(project)
+    found: set = set()
     try:
         client.initialize(root.as_uri())
         for relative in python_files(root):
@@ -330,9 +331,16 @@ def test_language_server_on_each_file(project, copy_of):
             uri = path.as_uri()
             client.notify("textDocument/didOpen", {"textDocument": {
                 "uri": uri, "languageId": "python", "version": 1, "text": path.read_text(encoding="utf-8")}})
-            for diagnostic in client.diagnostics(uri, version=1)["diagnostics"]:
-                found.add((relative, diagnostic["range"]["start"]["line"] + 1, diagnostic["code"]))
+            # The file's own findings come first, then, when they differ, those with the
+            # project's reach: the last of at most two publishes is the server's answer.
+            wanted = {(line, code) for path, line, code in expected if path == relative}
+            publishes: list[set] = []
+            while not publishes or publishes[-1] != wanted:
+                assert len(publishes) < 2, (relative, publishes, wanted)
+                publishes.append({(d["range"]["start"]["line"] + 1, d["code"])
+                                  for d in client.diagnostics(uri, version=1)["diagnostics"]})
+            found |= {(relative, line, code) for line, code in publishes[-1]}
         assert client.close() == 0
     finally:
         client.kill()
-    assert found == expected_findings(project)
+    assert found == expected
