@@ -98,3 +98,31 @@ def test_the_setting_goes_before_a_compile_decorator_and_uses_the_file_torch_nam
         """)
     fixed = fix_text(source, "m.py", only(ITEM), unsafe=True).text
     assert fixed == source.replace("# compiled helper", "th._dynamo.config.capture_scalar_outputs = True\n# compiled helper")
+
+
+AS_SIZE = RULES_BY_CODE["JIT204"]
+
+
+def _as_size_findings(use: str):
+    source = _module(use).replace("n = lengths.max().item()", "n = lengths.max()")
+    return source, [d for d in lint_source(source, "m.py", only(AS_SIZE)).diagnostics if d.code == "JIT204"]
+
+
+@pytest.mark.parametrize("use", [
+    "torch.zeros(n)", "torch.arange(n)", "x.new_zeros(n, 4)", "x[:1].expand(n, 4)", "x.narrow(0, 0, n)",
+    "x.topk(n).values", "torch.full((n,), 1.0)",
+])
+def test_a_tensor_passed_as_a_measured_size_gets_the_setting(use):
+    source, found = _as_size_findings(use)
+    assert len(found) == 1 and found[0].fix is not None
+    fixed = fix_text(source, "m.py", only(AS_SIZE), unsafe=True).text
+    assert fixed == source.replace("model = torch.compile", f"{SETTING}\nmodel = torch.compile")
+
+
+@pytest.mark.parametrize("use", [
+    "x.narrow(0, n, 2)", "F.pad(x, (0, n))",  # fail once captured when torch reads the tensor itself
+    "x.view(n, -1)", "torch.split(x, n)",
+])
+def test_a_tensor_passed_where_capture_does_not_help_gets_no_fix(use):
+    _, found = _as_size_findings(use)
+    assert len(found) == 1 and found[0].fix is None

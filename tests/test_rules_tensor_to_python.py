@@ -323,9 +323,10 @@ CONFIG_CLAIMS = [
     ("JIT202", 3, SCALARS, False),  # bool(t) deciding a ternary: still a data-dependent guard
     ("JIT203", 1, SCALARS, True),  # integer .tolist() as split sizes
     ("JIT203", 0, SCALARS, False),  # float .tolist(): never traceable
-    ("JIT204", 0, SCALARS, True),  # torch.arange(lengths.max())
-    ("JIT204", 2, SCALARS, False),  # x[t.argmax()]: 0-d tensor index
-    ("JIT204", 3, SCALARS, False),  # range(t)
+    ("JIT204", 0, SCALARS, True),  # x.new_zeros(lengths.max(), d) (the example the capture fix fixes)
+    ("JIT204", 1, SCALARS, True),  # torch.arange(lengths.max())
+    ("JIT204", 3, SCALARS, False),  # x[t.argmax()]: 0-d tensor index
+    ("JIT204", 4, SCALARS, False),  # range(t)
     ("JIT207", 0, SHAPES, True),  # loss[mask]
 ]
 

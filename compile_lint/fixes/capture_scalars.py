@@ -47,6 +47,10 @@ _SIZE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.
 # `topk`'s k, `roll`'s shift.
 _SIZE_METHODS = {"new_zeros": None, "new_ones": None, "expand": None, "repeat": None,
                  "narrow": (1, 2), "topk": (0,), "roll": (0,)}
+# The same for a 0-d tensor passed as the size: `narrow`'s start and a `roll` shift failed
+# ("Pending unbacked symbols not in returned outputs").
+_TENSOR_SIZE_METHODS = {"new_zeros": None, "new_ones": None, "expand": None, "repeat": None,
+                        "narrow": (2,), "topk": (0,)}
 # Functions taking a tuple of sizes at a positional argument: `torch.full((n,), v)`, `F.pad(x, (0, n))`.
 _SIZE_TUPLES = {"torch.full": 0, "torch.nn.functional.pad": 1}
 
@@ -59,13 +63,30 @@ def report_captured_size(rule: Rule, conversion: cst.Call, message: str) -> bool
     """
     if not only_captured_sizes(rule, conversion):
         return False
+    _report_capture(rule, conversion, message)
+    return True
+
+
+def report_captured_tensor_size(rule: Rule, value: cst.BaseExpression, message: str) -> bool:
+    """`report_captured_size` for a 0-d tensor passed straight as a size (`torch.zeros(t.max())`, JIT204).
+
+    Torch reads the number itself there; measured clean once captured for fewer uses than
+    `.item()`: not as `narrow`'s start, a `roll` shift, an `F.pad` pad or an index.
+    """
+    if not _captured_size(rule, value, implicit=True):
+        return False
+    _report_capture(rule, value, message)
+    return True
+
+
+def _report_capture(rule: Rule, node: cst.CSTNode, message: str) -> None:
+    """Report `node` with the capture fix, or with why there is none; nothing where the file captures already."""
     if captures_scalars(rule):
-        return True
+        return
     fix, reason = capture_fix(rule)
     what_breaks = message.split("; ")[0]  # the rule's advice (keep a tensor) does not apply to a size
     noted = what_breaks + CAPTURED_NOTE if fix is not None else what_breaks
-    rule.report(conversion, message=with_reason(noted, BranchFix(fix, reason)), fix=fix)
-    return True
+    rule.report(node, message=with_reason(noted, BranchFix(fix, reason)), fix=fix)
 
 
 def only_captured_sizes(rule: Rule, conversion: cst.Call) -> bool:
@@ -73,20 +94,23 @@ def only_captured_sizes(rule: Rule, conversion: cst.Call) -> bool:
     return every_use(rule, conversion, _captured_size)
 
 
-def _captured_size(rule: Rule, node: cst.CSTNode) -> bool:
-    """True when `node` is a slice bound, the one index of a tensor, or a size argument measured clean."""
+def _captured_size(rule: Rule, node: cst.CSTNode, implicit: bool = False) -> bool:
+    """True when `node` is a slice bound, the one index of a tensor, or a size argument measured clean.
+
+    `implicit`: `node` is the 0-d tensor itself, which torch reads (JIT204's uses), not a number.
+    """
     context = rule.context
     parent = context.parent(node)
     if isinstance(parent, cst.Slice):
         return node in (parent.lower, parent.upper) and _subscripted_tensor(rule, context.parent(parent), False)
     if isinstance(parent, cst.Index):
-        return parent.value is node and _subscripted_tensor(rule, context.parent(parent), True)
+        return not implicit and parent.value is node and _subscripted_tensor(rule, context.parent(parent), True)
     if isinstance(parent, cst.Element):
         sequence = context.parent(parent)
         argument = context.parent(sequence) if isinstance(sequence, (cst.Tuple, cst.List)) else None
-        return isinstance(argument, cst.Arg) and argument.value is sequence and _size_tuple(rule, argument)
+        return isinstance(argument, cst.Arg) and argument.value is sequence and _size_tuple(rule, argument, implicit)
     if isinstance(parent, cst.Arg) and parent.value is node and parent.keyword is None and parent.star == "":
-        return _size_argument(rule, parent)
+        return _size_argument(rule, parent, implicit)
     return False
 
 
@@ -107,7 +131,7 @@ def _call_of(rule: Rule, argument: cst.Arg) -> tuple[Optional[cst.Call], int]:
     return call, next((index for index, arg in enumerate(positional) if arg is argument), -1)
 
 
-def _size_argument(rule: Rule, argument: cst.Arg) -> bool:
+def _size_argument(rule: Rule, argument: cst.Arg, implicit: bool) -> bool:
     call, position = _call_of(rule, argument)
     if call is None or position < 0:
         return False
@@ -118,14 +142,17 @@ def _size_argument(rule: Rule, argument: cst.Arg) -> bool:
         return len(call.args) == 1
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS and qualified == "":
-        positions = _SIZE_METHODS[func.attr.value]
+        positions = (_TENSOR_SIZE_METHODS if implicit else _SIZE_METHODS).get(func.attr.value, ())
         return (positions is None or position in positions) and rule.context.kind(func.value).tensorish
     return False
 
 
-def _size_tuple(rule: Rule, argument: cst.Arg) -> bool:
+def _size_tuple(rule: Rule, argument: cst.Arg, implicit: bool) -> bool:
     call, position = _call_of(rule, argument)
-    return call is not None and _SIZE_TUPLES.get(rule.context.qualname(call.func) or "", -1) == position
+    if call is None:
+        return False
+    qualified = rule.context.qualname(call.func) or ""
+    return (_SIZE_TUPLES.get(qualified, -1) == position) and not (implicit and qualified == "torch.nn.functional.pad")
 
 
 def captures_scalars(rule: Rule) -> bool:
