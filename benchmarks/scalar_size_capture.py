@@ -7,7 +7,7 @@ slice bound. Fix (b) keeps the read and sets `torch._dynamo.config.capture_scala
 
 Each case is a function of `x` (8x6 floats) and `t` that reads a number from `t` one
 way (READS: `.item()` of a value computed in the graph or of a 0-d tensor passed in,
-`int()`, or the 0-d tensor itself) and uses it once (USES). It is compiled with backend="eager" four ways:
+`int()`, or the 0-d tensor itself, computed or passed in) and uses it once (USES). It is compiled with backend="eager" four ways:
 capture off / on, each with the default `fullgraph=False` and with `fullgraph=True`; it is
 called with t=3 then t=4. A column reads `ok` when the call compiled as one frame with no
 graph break (a counting backend, Dynamo's graph-break counter), no recompile over the two
@@ -72,6 +72,7 @@ READS = {
     "t.item()": lambda v: torch.tensor(v),                      # JIT201, a 0-d tensor passed in
     "int(t.max())": lambda v: torch.tensor([v, 1, 2]),          # JIT202
     "t.max()": lambda v: torch.tensor([v, 1, 2]),               # JIT204: the 0-d tensor itself
+    "t": lambda v: torch.tensor(v),                             # JIT204: a 0-d tensor passed in
 }
 
 
