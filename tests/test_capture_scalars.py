@@ -14,6 +14,7 @@ from compile_lint.engine.api import lint_source
 from compile_lint.fixes.apply import fix_text
 from compile_lint.fixes.capture_scalars import CAPTURED_NOTE
 from compile_lint.rules import RULES_BY_CODE
+from compile_lint.settings.config import Config
 from compile_lint.testing import only
 
 ITEM = RULES_BY_CODE["JIT201"]
@@ -126,3 +127,12 @@ def test_a_tensor_passed_as_a_measured_size_gets_the_setting(use):
 def test_a_tensor_passed_where_capture_does_not_help_gets_no_fix(use):
     _, found = _as_size_findings(use)
     assert len(found) == 1 and found[0].fix is None
+
+
+def test_two_reads_in_one_file_get_one_setting():
+    source = _module("x[:n] * x.new_zeros(int(lengths.min()), 1).sum()")
+    config = Config(select=("JIT201", "JIT202"))
+    assert sum(d.fix is not None for d in lint_source(source, "m.py", config).diagnostics) == 2
+    fixed = fix_text(source, "m.py", config, unsafe=True).text
+    assert fixed == source.replace("model = torch.compile", f"{SETTING}\nmodel = torch.compile")
+    assert not lint_source(fixed, "m.py", config).diagnostics
