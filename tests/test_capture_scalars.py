@@ -136,3 +136,17 @@ def test_two_reads_in_one_file_get_one_setting():
     fixed = fix_text(source, "m.py", config, unsafe=True).text
     assert fixed == source.replace("model = torch.compile", f"{SETTING}\nmodel = torch.compile")
     assert not lint_source(fixed, "m.py", config).diagnostics
+
+
+def test_a_compiled_method_gets_the_setting_before_its_class():
+    source = textwrap.dedent("""\
+        import torch
+
+
+        class Head(torch.nn.Module):
+            @torch.compile
+            def forward(self, x, lengths):
+                return x[:lengths.max().item()]
+        """)
+    fixed = fix_text(source, "m.py", only(ITEM), unsafe=True).text
+    assert fixed == source.replace("\n\nclass Head", f"\n\n{SETTING}\nclass Head")

@@ -197,13 +197,17 @@ def _compile_sites(rule: Rule) -> list[cst.CSTNode]:
 
 
 def _statement_in_block(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The statement that holds `node` and stands in a module or an indented block."""
+    """The statement that holds `node` and stands in a module or a function's block.
+
+    In a class body it is the class: the setting belongs before the class, not among its attributes.
+    """
     context = rule.context
     current: Optional[cst.CSTNode] = node
     while current is not None:
         parent = context.parent(current)
         if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) \
-                and isinstance(parent, (cst.Module, cst.IndentedBlock)):
+                and (isinstance(parent, cst.Module)
+                     or isinstance(parent, cst.IndentedBlock) and not isinstance(context.parent(parent), cst.ClassDef)):
             return current
         current = parent
     return None
