@@ -49,8 +49,8 @@ _SIZE_METHODS = {"new_zeros": None, "new_ones": None, "expand": None, "repeat": 
                  "narrow": (1, 2), "topk": (0,), "roll": (0,)}
 # The same for a 0-d tensor passed as the size: `narrow`'s start and a `roll` shift failed
 # ("Pending unbacked symbols not in returned outputs").
-_TENSOR_SIZE_METHODS = {"new_zeros": None, "new_ones": None, "expand": None, "repeat": None,
-                        "narrow": (2,), "topk": (0,)}
+_TENSOR_SIZE_METHODS = {name: positions for name, positions in _SIZE_METHODS.items() if name != "roll"} | {
+    "narrow": (2,)}
 # Functions taking a tuple of sizes at a positional argument: `torch.full((n,), v)`, `F.pad(x, (0, n))`.
 _SIZE_TUPLES = {"torch.full": 0, "torch.nn.functional.pad": 1}
 
