@@ -11,8 +11,9 @@ way (READS: `.item()` of a value computed in the graph or of a 0-d tensor passed
 capture off / on, each with the default `fullgraph=False` and with `fullgraph=True`; it is
 called with t=3 then t=4. A column reads `ok` when the call compiled as one frame with no
 graph break (a counting backend, Dynamo's graph-break counter), no recompile over the two
-values, and the outputs equal eager; `break N` when it ran with N graph breaks; `recompile`
-when the second value compiled again; else the error's first line.
+values, and the outputs equal eager; `break N` when it ran with N graph breaks; `no graph`
+when Dynamo compiled nothing (a break before any op, which the counter may miss);
+`recompile` when the second value compiled again; else the error's first line.
 
 Usage: python benchmarks/scalar_size_capture.py > benchmarks/results/scalar_size_capture.txt
 """
@@ -102,6 +103,8 @@ def measure(fn, make_t, capture: bool, fullgraph: bool) -> str:
     breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     if breaks or frames_after[0] > 1:
         return f"break {max(breaks, frames_after[0] - 1)}"
+    if frames_after[0] == 0:
+        return "no graph (ran eagerly)"  # a break before any op can leave no graph and no counter
     if frames_after[-1] > frames_after[0]:
         return "recompile"
     return "ok"
