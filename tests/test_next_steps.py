@@ -16,10 +16,11 @@ from compile_lint.rules import ALL_RULES
 from compile_lint.settings.config import Config
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
-# Where withheld-fix reasons are written: the branch rewrites, keeping a tensor, masked updates, and the rules
-# that report a reason of their own.
+# Where withheld-fix reasons are written: the branch rewrites, keeping a tensor, masked updates, captured sizes,
+# and the rules that report a reason of their own.
 REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / name
-                                                                for name in ("keep_tensor.py", "masked_updates.py")]
+                                                                for name in ("keep_tensor.py", "masked_updates.py",
+                                                                             "capture_scalars.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
 # Calls whose string argument is a reason.
 REASON_CALLS = {"no_fix", "BranchFix", "unkept_reason"}

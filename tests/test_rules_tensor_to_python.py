@@ -315,13 +315,18 @@ SHAPES = {"capture_dynamic_output_shape_ops": True}
 CONFIG_CLAIMS = [
     # (rule, invalid example index, config, compiles cleanly under that config)
     ("JIT201", 0, SCALARS, True),  # .item() feeding arithmetic
-    ("JIT202", 1, SCALARS, True),  # float(t) feeding arithmetic
-    ("JIT202", 2, SCALARS, False),  # bool(t) deciding a ternary: still a data-dependent guard
+    ("JIT201", 6, SCALARS, True),  # .item() as a slice bound (the example the capture fix fixes)
+    ("JIT201", 7, SCALARS, True),  # .item() as a torch.arange size (no compile call: the message says where)
+    ("JIT201", 8, SCALARS, False),  # .item() of a 0-d input as a reshape size: a recompile per value
+    ("JIT202", 0, SCALARS, True),  # int(t) as a new_zeros size
+    ("JIT202", 2, SCALARS, True),  # float(t) feeding arithmetic
+    ("JIT202", 3, SCALARS, False),  # bool(t) deciding a ternary: still a data-dependent guard
     ("JIT203", 1, SCALARS, True),  # integer .tolist() as split sizes
     ("JIT203", 0, SCALARS, False),  # float .tolist(): never traceable
-    ("JIT204", 0, SCALARS, True),  # torch.arange(lengths.max())
-    ("JIT204", 2, SCALARS, False),  # x[t.argmax()]: 0-d tensor index
-    ("JIT204", 3, SCALARS, False),  # range(t)
+    ("JIT204", 0, SCALARS, True),  # x.new_zeros(lengths.max(), d) (the example the capture fix fixes)
+    ("JIT204", 1, SCALARS, True),  # torch.arange(lengths.max())
+    ("JIT204", 3, SCALARS, False),  # x[t.argmax()]: 0-d tensor index
+    ("JIT204", 4, SCALARS, False),  # range(t)
     ("JIT207", 0, SHAPES, True),  # loss[mask]
 ]
 

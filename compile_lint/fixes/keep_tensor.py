@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 SCALAR_CONFIG_NOTE = (
     "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "
     "unbacked symbol and the default compile no longer breaks (fullgraph=True passes "
-    "either way). Python control flow on the value still fails, and on torch 2.13 so does "
-    "indexing with it (`x[:, t.item()]` raises IndexError once captured)."
+    "either way). Python control flow on the value still fails, and on torch 2.13 so do an "
+    "index after the first (`x[:, t.item()]`: IndexError) and a split size; a view/reshape "
+    "size read from a 0-d input recompiles per value (benchmarks/results/scalar_size_capture.txt)."
 )
 
 
@@ -76,12 +77,17 @@ class NameOccurrences(cst.CSTVisitor):
 
 
 def only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
-    """True when every use of the Python number `conversion` produces is tensor arithmetic.
+    """True when every use of the Python number `conversion` produces is tensor arithmetic."""
+    return every_use(rule, conversion, tensor_arithmetic_operand)
 
-    Either the call is itself such an operand, or it is the whole value of `NAME = ...`,
-    assigned once in the function, and every read of NAME is such an operand.
+
+def every_use(rule: Rule, conversion: cst.Call, accepts: Callable[[Rule, cst.CSTNode], bool]) -> bool:
+    """True when `accepts(rule, use)` holds for every use of the number `conversion` produces.
+
+    Either the call itself is such a use, or it is the whole value of `NAME = ...`,
+    assigned once in the function, and every read of NAME is such a use.
     """
-    if tensor_arithmetic_operand(rule, conversion):
+    if accepts(rule, conversion):
         return True
     statement = rule.context.parent(conversion)
     function = rule.context.function
@@ -99,7 +105,7 @@ def only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
     reads = [name for name in occurrences.found if name is not target]
     if occurrences.shadowed or not reads:
         return False
-    return all(tensor_arithmetic_operand(rule, name) for name in reads)
+    return all(accepts(rule, name) for name in reads)
 
 
 KEEP_TENSOR_MESSAGE = "Keep the 0-d tensor (detached) instead of a Python number"

@@ -8,9 +8,11 @@ withheld. tests/test_next_steps.py fails when a reason the fixes can give has no
 
 The recipes rest on what torch 2.13 does (CPU, backend="eager"): `torch.cond` compiles
 branches whose outputs differ in size but not in rank; with
-`torch._dynamo.config.capture_scalar_outputs = True`, an `.item()` used as a size, slice
-bound or index compiles with `fullgraph=True` (no `torch._check_is_size` needed; 2.13
-deprecates it), one used in an `if` or `range()` does not; a MoE layer written dense
+`torch._dynamo.config.capture_scalar_outputs = True`, an `.item()` used as a slice bound,
+the one index of a tensor or a factory/pad/expand/narrow/topk size compiles with
+`fullgraph=True` and by default (no `torch._check_is_size` needed; 2.13 deprecates it),
+one used as `x[:, n]`, a split size, in an `if` or `range()` does not, and a view size
+read from a 0-d input recompiles per value (benchmarks/results/scalar_size_capture.txt); a MoE layer written dense
 (every expert on every token, weighted by the routing) or with `F.grouped_mm` over tokens
 sorted by expert compiles with `fullgraph=True` (grouped_mm takes bf16 under compile).
 """
@@ -192,10 +194,16 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "drop the shortcut (the general path gives the same result), or keep a tensor (an all-True mask)",
     ),
     NextStep(
+        "a number only used as a size, slice bound or index, with no single compile call in the file",
+        r"to set capture_scalar_outputs before",
+        "put `torch._dynamo.config.capture_scalar_outputs = True` right before the `torch.compile(...)` "
+        "that compiles this code (the read stays as it is)",
+    ),
+    NextStep(
         "a number used as a size, an index or in Python control flow",
         r"used beyond tensor arithmetic",
-        "as a size, slice bound or index: set torch._dynamo.config.capture_scalar_outputs = True; "
-        "in an `if` or range(): torch.where, or a fixed bound",
+        "only as a slice bound, `x[n]` or a zeros/pad size: set "
+        "torch._dynamo.config.capture_scalar_outputs = True; in an `if` or range(): torch.where or a fixed bound",
     ),
     NextStep(
         "a number returned to the caller",

@@ -67,6 +67,7 @@ def loaded_module(code: str, name_hint: str = "example") -> Iterator[Any]:
     no modification time.
     """
     directory = tempfile.mkdtemp(prefix="compile-lint-probe-")
+    dynamo_settings = _dynamo_settings()
     try:
         module_name = f"_compile_lint_{name_hint}_{next(_counter)}"
         path = os.path.join(directory, module_name + ".py")
@@ -81,6 +82,25 @@ def loaded_module(code: str, name_hint: str = "example") -> Iterator[Any]:
         yield module
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+        _restore_dynamo_settings(dynamo_settings)
+
+
+def _dynamo_settings() -> dict:
+    """torch._dynamo's settings now (empty when torch is not imported): code may set them when imported."""
+    torch = sys.modules.get("torch")
+    return torch._dynamo.config.get_config_copy() if torch is not None else {}
+
+
+def _restore_dynamo_settings(saved: dict) -> None:
+    """Put back the settings an imported example changed (`capture_scalar_outputs = True`), and only those."""
+    torch = sys.modules.get("torch")
+    if torch is None or not saved:
+        return
+    config = torch._dynamo.config
+    now = config.get_config_copy()  # read as a copy: getattr warns on the deprecated names
+    for name, value in saved.items():
+        if now.get(name) != value:
+            setattr(config, name, value)
 
 
 def load_module_from_source(code: str, name_hint: str = "example") -> Any:

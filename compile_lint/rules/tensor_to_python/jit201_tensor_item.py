@@ -10,6 +10,7 @@ import libcst as cst
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.capture_scalars import report_captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
@@ -40,10 +41,15 @@ class TensorItem(ElifTracker, Rule):
       (JIT101) rewrite, so the two rules agree on one fix; an assert on a tensor compiles
       into a runtime check. A Python float literal is then compared in the tensor's
       dtype, not in double precision.
-    No fix, and the message says why, where the number is used as a size, an index, in a
-    call or in Python control flow that has no rewrite (see JIT101 for those shapes):
-    sizes read from data (`torch.arange(t.item())`) need
-    `capture_scalar_outputs`/`capture_dynamic_output_shape_ops`, not a rewrite.
+    - the number is only a slice bound (`x[:n]`), the one index of a tensor (`x[n]`) or a
+      size (`torch.zeros/arange(n)`, `x.new_zeros`, `expand`, `repeat`, `narrow`, `topk`,
+      `roll`, `F.pad`): the read stays, and `torch._dynamo.config.capture_scalar_outputs =
+      True` goes right before the file's `torch.compile` call (measured clean on 2.13,
+      benchmarks/results/scalar_size_capture.txt; the setting holds for every compile after
+      it). With no compile call in the file the message says where the setting goes.
+    No fix, and the message says why, where the number is used in a call, as a `view`/
+    `reshape`/`split` size, a second index (`x[:, n]`), or in Python control flow that has
+    no rewrite (see JIT101 for those shapes).
     """
 
     code = "JIT201"
@@ -216,6 +222,84 @@ class TensorItem(ElifTracker, Rule):
             import torch
             from torch import nn
 
+            class Truncate(nn.Module):
+                def forward(self, x, lengths):
+                    n = lengths.max().item()
+                    return x[:, :n] * 2
+
+            model = torch.compile(Truncate())
+            """,
+            calls="[(torch.randn(2, 8, 4), torch.tensor([5, 3])), (torch.randn(2, 8, 4), torch.tensor([2, 7]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Truncate(nn.Module):
+                def forward(self, x, lengths):
+                    n = lengths.max().item()
+                    return x[:, :n] * 2
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            model = torch.compile(Truncate())
+            """,
+            entry="Truncate",
+            lines=[6],
+            note="Only a slice bound: the number is captured (an unbacked size), set before the compile call.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Positions(nn.Module):
+                def forward(self, x, lengths):
+                    n = lengths.max().item()
+                    return torch.arange(n) * x.sum()
+            """,
+            calls="[(torch.randn(2, 8, 4), torch.tensor([5, 3]))]",
+            entry="Positions",
+            lines=[6],
+            note="No fix: no torch.compile call in this file; the message says where the setting goes.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Rows(nn.Module):
+                def forward(self, x, groups):
+                    n = groups.item()
+                    return x.reshape(n, -1) * 2
+
+            model = torch.compile(Rows())
+            """,
+            calls="[(torch.randn(8, 6), torch.tensor(4)), (torch.randn(8, 6), torch.tensor(3))]",
+            entry="Rows",
+            lines=[6],
+            note="No fix: a reshape size read from a 0-d input is guarded on (`8 % n`): it recompiles, captured or not.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class TruncateMean(nn.Module):
+                def forward(self, x, lengths):
+                    n = lengths.max().item()
+                    return x[:, :n].sum(1) / n
+
+            model = torch.compile(TruncateMean())
+            """,
+            calls="[(torch.randn(2, 8, 4), torch.tensor([5, 3]))]",
+            entry="TruncateMean",
+            lines=[6],
+            note="No fix: the number is a slice bound and also Python arithmetic.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
             class LatentStats(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -290,6 +374,22 @@ class TensorItem(ElifTracker, Rule):
             """,
             entry="Classifier",
         ),
+        Valid(
+            """
+            import torch
+            from torch import nn
+
+            class Window(nn.Module):
+                def forward(self, x, start):
+                    s = start.max().item()
+                    return x.narrow(1, s, 2) * 2
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            compiled = torch.compile(Window())
+            """,
+            calls="[(torch.randn(2, 8, 4), torch.tensor([1, 3])), (torch.randn(2, 8, 4), torch.tensor([5, 2]))]",
+            entry="Window",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -310,6 +410,8 @@ class TensorItem(ElifTracker, Rule):
         outcome = linearise_data_read(self, node, self.is_elif)
         if outcome is not None:
             self.report(node, message=with_reason(self.message, outcome), fix=outcome.fix)
+            return
+        if report_captured_size(self, node, self.message):
             return
         assert isinstance(node.func, cst.Attribute)
         fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),

@@ -7,6 +7,7 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.capture_scalars import report_captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
@@ -33,8 +34,11 @@ class TensorToPythonScalar(ElifTracker, Rule):
       `if int(t.sum()) == 0:`): the test stays a tensor (`t`, `t > c`,
       `t.sum().long() == 0`, `.long()` truncating as `int()` does) and the whole `if`
       gets the tensor-valued-if (JIT101) rewrite.
-    No fix, and the message says why, for sizes, indices, `int()`/`bool()` values kept in
-    Python, and tests whose branches have no rewrite (see JIT101).
+    - `int(t)` only used as a slice bound, the one index of a tensor or a size (the sizes
+      JIT201 lists): the read stays, and `torch._dynamo.config.capture_scalar_outputs = True`
+      goes right before the file's `torch.compile` call.
+    No fix, and the message says why, for other sizes and indices, `int()`/`bool()` values
+    kept in Python, and tests whose branches have no rewrite (see JIT101).
     """
 
     code = "JIT202"
@@ -51,6 +55,35 @@ class TensorToPythonScalar(ElifTracker, Rule):
         "keep a tensor (`t.detach()`, `t.float()`) and use torch ops"
     )
     invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PadRows(nn.Module):
+                def forward(self, x, lengths):
+                    extra = int(lengths.max())
+                    return torch.cat([x, x.new_zeros(extra, x.shape[1])])
+
+            model = torch.compile(PadRows())
+            """,
+            calls="[(torch.randn(4, 6), torch.tensor([2, 1])), (torch.randn(4, 6), torch.tensor([0, 3]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class PadRows(nn.Module):
+                def forward(self, x, lengths):
+                    extra = int(lengths.max())
+                    return torch.cat([x, x.new_zeros(extra, x.shape[1])])
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            model = torch.compile(PadRows())
+            """,
+            entry="PadRows",
+            lines=[6],
+            note="Only a size: captured, set before the compile call.",
+        ),
         Invalid(
             """
             import torch
@@ -299,6 +332,8 @@ class TensorToPythonScalar(ElifTracker, Rule):
         outcome = linearise_data_read(self, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
         if outcome is not None:
             self.report(node, message=with_reason(message, outcome), fix=outcome.fix)
+            return
+        if name == "int" and self.context.kind(value).tensorish and report_captured_size(self, node, message):
             return
         fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:

@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.capture_scalars import report_captured_tensor_size
 from compile_lint.rules.support.tensor_data import bound_only_to, holds_tensor_data
 from compile_lint.rules.base import Invalid, Rule, Valid
 
@@ -25,6 +26,12 @@ class TensorAsSize(Rule):
     ints from config; index with a 1-d tensor (`x[i.view(1)]`, `x.index_select(0, i)`,
     `x.gather`) so the index stays in the graph. When a size truly depends on data,
     `capture_scalar_outputs = True` removes the break for factory and view sizes.
+
+    The fix (unsafe), where the tensor is a size of `torch.zeros/ones/empty/randn/arange/
+    full`, `x.new_zeros/new_ones`, `expand`, `repeat`, `narrow`'s length or `topk`'s k
+    (measured clean once captured, benchmarks/results/scalar_size_capture.txt): the code
+    stays, and `torch._dynamo.config.capture_scalar_outputs = True` goes right before the
+    file's `torch.compile` call; with no compile call the message says where it goes.
     """
 
     code = "JIT204"
@@ -33,6 +40,8 @@ class TensorAsSize(Rule):
     gb_type = "Data dependent operator"
     gb_id = "GB0033"
     gb_types = ("Failed to trace builtin operator",)  # the same pattern, reported differently
+    fix_applicability = "unsafe"
+    withheld_fix_steps = True
     config_note = (
         "capture_scalar_outputs = True removes the break for factory/view/topk sizes; "
         "range(t), split/chunk/linspace sizes and 0-d tensor indices fail under every setting."
@@ -42,6 +51,33 @@ class TensorAsSize(Rule):
         "use shapes or Python ints, or index with a 1-d tensor"
     )
     invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PadRows(nn.Module):
+                def forward(self, x, lengths):
+                    return torch.cat([x, x.new_zeros(lengths.max(), x.shape[1])])
+
+            model = torch.compile(PadRows())
+            """,
+            calls="[(torch.randn(4, 6), torch.tensor([2, 1])), (torch.randn(4, 6), torch.tensor([0, 3]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class PadRows(nn.Module):
+                def forward(self, x, lengths):
+                    return torch.cat([x, x.new_zeros(lengths.max(), x.shape[1])])
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            model = torch.compile(PadRows())
+            """,
+            entry="PadRows",
+            lines=[6],
+            note="A size of new_zeros: captured, set before the compile call.",
+        ),
         Invalid(
             """
             import torch
@@ -287,7 +323,7 @@ class TensorAsSize(Rule):
         if spec is None:
             return
         for value in _size_arguments(node, spec):
-            if holds_tensor_data(self, value):
+            if holds_tensor_data(self, value) and not report_captured_tensor_size(self, value, self.message):
                 self.report(value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
