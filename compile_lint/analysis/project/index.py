@@ -629,10 +629,11 @@ class IndexStore:
     def _answer_file(self) -> Optional[str]:
         return self.cache_file[:-len(".pickle")] + ".answer.pickle" if self.cache_file else None
 
-    def unchanged_answer(self, listed: Sequence[str],
-                         key_for: Callable[[dict[str, str]], str]) -> Optional[tuple[dict[str, str], object]]:
-        """(path -> digest, answer) of the kept answer, when no file it rests on changed its stat,
-        `listed` names no file it does not know, and `key_for(digests)` is the key it was kept under."""
+    def unchanged_answer(self, listed: Sequence[str], key_for: Callable[[dict[str, str]], str],
+                         ) -> Optional[tuple[dict[str, tuple[tuple[int, int], str]], object]]:
+        """(path -> (stat stamp, digest), answer) of the kept answer, when no file it rests on changed
+        its stat (so the stamps are the files' current ones), `listed` names no file it does not
+        know, and `key_for(path -> digest)` is the key it was kept under."""
         stored = _load(self._answer_file())
         if stored is None:
             return None
@@ -642,7 +643,7 @@ class IndexStore:
         if any(file_stamp(path) != stamp for path, (stamp, _) in files.items()):
             return None
         digests = {path: digest for path, (_, digest) in files.items()}
-        return (digests, stored["answer"]) if stored["key"] == key_for(digests) else None
+        return (files, stored["answer"]) if stored["key"] == key_for(digests) else None
 
     def summaries(self, paths: Sequence[str], map_function=None) -> dict[str, FileSummary]:
         """The summary of each path: from the store while its stat (or digest) is unchanged, else read anew."""

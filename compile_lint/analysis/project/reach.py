@@ -291,10 +291,11 @@ def project_reach(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
     unchanged = store.unchanged_answer(files, lambda digests: _answer_key(key, digests))
     if unchanged is not None:
-        # Every file as the last run found it: its traced set, without loading a summary.
-        digests, stored = unchanged
-        watched = set(digests) | _directories(root, digests)
-        memo = _MEMOS[key] = _Memo(_stamps(watched), StoredReach(*stored), None)  # type: ignore[misc]
+        # Every file as the last run found it: its traced set, without loading a summary. The
+        # files' stamps were just checked; only the directories are stat'ed for the memo.
+        files, stored = unchanged
+        stamps = {path: stamp for path, (stamp, _) in files.items()} | _stamps(_directories(root, files))
+        memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
         return _answer(memo)
     summaries = store.summaries(files, map_function)
     if not recursive:
