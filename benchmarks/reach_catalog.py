@@ -550,7 +550,12 @@ def unit(key: str) -> Unit:
 
 def entry_points(package: str) -> list[str]:
     """The `entry-points` targets compile-lint needs for a library (what the code alone does not show)."""
-    return sorted({e.lint_entry for u in units([package]) for e in u.entries if e.lint_entry})
+    found = set()
+    for item in units([package]):
+        for entry in item.entries:
+            # One target, or several where the compiled code enters the library at more than one place.
+            found.update([entry.lint_entry] if isinstance(entry.lint_entry, str) else entry.lint_entry or ())
+    return sorted(found)
 
 
 def package_root(package: str) -> str:
@@ -573,7 +578,8 @@ def prepare_imports() -> None:
 def main() -> int:
     for item in units():
         for entry in item.entries:
-            print(f"{item.key}\t{entry.name}\t{','.join(entry.modes)}\t{entry.lint_entry or '-'}"
+            targets = [entry.lint_entry] if isinstance(entry.lint_entry, str) else entry.lint_entry or ["-"]
+            print(f"{item.key}\t{entry.name}\t{','.join(entry.modes)}\t{','.join(targets)}"
                   + (f"\t{entry.user_site}" if entry.user_site else ""))
     return 0
 

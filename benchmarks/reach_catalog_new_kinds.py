@@ -20,6 +20,7 @@ from reach_units import Entry, Unit, forward_entry, method_entry, randn, token_i
 # Distribution -> import package (the pins are the `reach` extra's, as for the first eleven).
 NEW_KIND_PACKAGES = {
     "torchdiffeq": "torchdiffeq",
+    "gpytorch": "gpytorch",
 }
 
 
@@ -58,6 +59,64 @@ def _torchdiffeq_units():
     ]
 
 
+# ----------------------------------------------------------------------------- gpytorch (Gaussian processes)
+
+def _gpytorch_units():
+    # Every gpytorch model, kernel, mean and likelihood overrides __call__ (Module.__call__ calls
+    # forward, ExactGP.__call__ builds a prediction strategy in eval mode, Kernel.__call__ returns a
+    # lazily evaluated operator); predictions read @property getters memoised by @cached.
+    def exact():
+        return user_module("gpytorch", "gp_model").exact_model()
+
+    def sparse():
+        return user_module("gpytorch", "gp_model").sparse_model()
+
+    def test_points(model):
+        return (randn(5, 1),), {}
+
+    def training_points(model):
+        return (model.train_inputs[0],), {}
+
+    def training_data(model):
+        return (model.train_inputs[0], model.train_targets), {}
+
+    def minibatch(model):
+        import torch
+
+        x = torch.rand(8, 1)
+        return (x, torch.sin(6.0 * x).squeeze(-1)), {}
+
+    exact_call = "gpytorch/models/exact_gp.py:ExactGP.__call__"
+    approximate_call = "gpytorch/models/approximate_gp.py:ApproximateGP.__call__"
+    likelihood_call = "gpytorch/likelihoods/likelihood.py:Likelihood.__call__"
+    moments = ("gpytorch/distributions/multivariate_normal.py:MultivariateNormal.mean",
+               "gpytorch/distributions/multivariate_normal.py:MultivariateNormal.variance")
+    exact_mll = "gpytorch/mlls/exact_marginal_log_likelihood.py:ExactMarginalLogLikelihood.forward"
+    elbo = "gpytorch/mlls/_approximate_mll.py:_ApproximateMarginalLogLikelihood.forward"
+    return [
+        Unit("gpytorch", "ExactGP-RBF", exact, (
+            Entry("forward", lambda m: m, test_points, ("eval",), exact_call, True,
+                  "reach_users/gpytorch/serve.py:serve_exact"),
+            Entry("forward-prior", lambda m: m, training_points, ("train",), exact_call, True),
+            _user_entry("train_step", "gpytorch", "fit", "train_step", training_data, ("train",),
+                        (exact_call, exact_mll)),
+            _user_entry("predict", "gpytorch", "fit", "predict", test_points, ("eval",),
+                        (exact_call, likelihood_call) + moments),
+            _user_entry("predict_fast", "gpytorch", "fit", "predict_fast", test_points, ("eval",),
+                        (exact_call, likelihood_call) + moments),
+        )),
+        Unit("gpytorch", "ApproximateGP-Matern", sparse, (
+            Entry("forward", lambda m: m, test_points, ("eval", "train"), approximate_call, True,
+                  "reach_users/gpytorch/serve.py:serve_sparse"),
+            _user_entry("variational_train_step", "gpytorch", "fit", "variational_train_step", minibatch, ("train",),
+                        (approximate_call, elbo)),
+            _user_entry("predict", "gpytorch", "fit", "predict", test_points, ("eval",),
+                        (approximate_call, likelihood_call) + moments),
+        )),
+    ]
+
+
 NEW_KIND_BUILDERS = {
     "torchdiffeq": _torchdiffeq_units,
+    "gpytorch": _gpytorch_units,
 }

@@ -24,7 +24,9 @@ class Entry:
     target: Callable[[Any], Callable]           # model -> what torch.compile gets
     inputs: Callable[[Any], tuple]              # model -> (args, kwargs) of one call
     modes: tuple = ("eval", "train")
-    lint_entry: Optional[str] = None            # compile-lint `entry-points` target, when forward is not it
+    # compile-lint `entry-points` target(s), when forward is not it (a tuple where the compiled
+    # code enters the library at several places: a model's __call__, a loss, a likelihood).
+    lint_entry: Optional[str | tuple] = None
     whole_module: bool = False                  # torch.compile(model) rather than a bound method
     # Where a user's own project compiles this entry ("reach_users/torchdiffeq/train.py:train_step",
     # relative to benchmarks/): the line holding the torch.compile of code that calls into the library.
