@@ -21,6 +21,7 @@ from reach_units import Entry, Unit, forward_entry, method_entry, randn, token_i
 NEW_KIND_PACKAGES = {
     "torchdiffeq": "torchdiffeq",
     "gpytorch": "gpytorch",
+    "stable-baselines3": "stable_baselines3",
 }
 
 
@@ -116,7 +117,72 @@ def _gpytorch_units():
     ]
 
 
+# ----------------------------------------------------------------------------- stable-baselines3 (RL)
+
+def _sb3_units():
+    # Policies pick a distribution class per action space (Categorical, DiagGaussian,
+    # SquashedDiagGaussian) and build and fill it in traced code (proba_distribution returns
+    # self); predict() goes numpy -> tensor -> numpy around _predict.
+    def policy(kind):
+        return lambda: getattr(user_module("stable_baselines3", "agent"), kind)()
+
+    def observations(model):
+        return (randn(4, 6),), {}
+
+    def numpy_observations(model):
+        import numpy as np
+
+        return (np.random.RandomState(0).rand(4, 6).astype(np.float32),), {}
+
+    def frames(model):
+        import numpy as np
+
+        return ((np.random.RandomState(0).rand(2, 3, 36, 36) * 255).astype(np.uint8),), {}
+
+    def dict_observations(model):
+        import numpy as np
+
+        return ({"state": np.random.RandomState(0).rand(4, 6).astype(np.float32), "mode": np.array([1, 2, 3, 0])},), {}
+
+    def rollout(discrete):
+        def inputs(model):
+            import torch
+
+            actions = token_ids(3, 4) if discrete else randn(4, 2)
+            return (randn(4, 6), actions, randn(4), randn(4), randn(4)), {}
+        return inputs
+
+    policies = "stable_baselines3/common/policies.py"
+    predict = f"{policies}:BasePolicy.predict"
+    evaluate = f"{policies}:ActorCriticPolicy.evaluate_actions"
+    def act(inputs=numpy_observations):
+        return _user_entry("predict", "stable_baselines3", "agent", "act", inputs, ("eval",), predict)
+
+    ppo = functools.partial(_user_entry, "ppo_step", "stable_baselines3", "update", "ppo_step")
+    return [
+        Unit("stable_baselines3", "ActorCriticPolicy-Discrete", policy("discrete_policy"), (
+            forward_entry(observations), act(),
+            ppo(rollout(True), ("train",), evaluate),
+            _user_entry("entropy_bonus", "stable_baselines3", "update", "entropy_bonus", observations, ("eval",),
+                        f"{policies}:ActorCriticPolicy.get_distribution"),
+        )),
+        Unit("stable_baselines3", "ActorCriticPolicy-Box", policy("continuous_policy"), (
+            forward_entry(observations), act(), ppo(rollout(False), ("train",), evaluate),
+        )),
+        Unit("stable_baselines3", "SACPolicy", policy("sac_policy"), (
+            forward_entry(observations), act(),
+            _user_entry("sac_actor_step", "stable_baselines3", "update", "sac_actor_step", observations, ("train",),
+                        ("stable_baselines3/sac/policies.py:Actor.action_log_prob",
+                         "stable_baselines3/common/policies.py:ContinuousCritic.forward")),
+        )),
+        Unit("stable_baselines3", "DQNPolicy", policy("dqn_policy"), (forward_entry(observations), act())),
+        Unit("stable_baselines3", "ActorCriticCnnPolicy", policy("pixel_policy"), (act(frames),)),
+        Unit("stable_baselines3", "MultiInputActorCriticPolicy", policy("multi_input_policy"), (act(dict_observations),)),
+    ]
+
+
 NEW_KIND_BUILDERS = {
     "torchdiffeq": _torchdiffeq_units,
     "gpytorch": _gpytorch_units,
+    "stable_baselines3": _sb3_units,
 }
