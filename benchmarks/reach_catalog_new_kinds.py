@@ -22,6 +22,7 @@ NEW_KIND_PACKAGES = {
     "torchdiffeq": "torchdiffeq",
     "gpytorch": "gpytorch",
     "stable-baselines3": "stable_baselines3",
+    "torch-geometric": "torch_geometric",
 }
 
 
@@ -181,8 +182,58 @@ def _sb3_units():
     ]
 
 
+# ----------------------------------------------------------------------------- torch-geometric (graphs, point clouds)
+
+def _pyg_units():
+    # The models are a user's (benchmarks/reach_users/torch_geometric/models.py) built from PyG
+    # layers: MessagePassing.propagate, aggregation modules (their __call__ overrides forward),
+    # self-loop and scatter utilities, pooling functions called by the user's forward.
+    def model(name):
+        return lambda: getattr(user_module("torch_geometric", "models"), name)()
+
+    def graphs(model):
+        import torch
+
+        return (randn(10, 8), token_ids(10, 2, 30), torch.tensor([0] * 5 + [1] * 5)), {}
+
+    def labelled_graphs(model):
+        args, _ = graphs(model)
+        return args + (token_ids(3, 2),), {}
+
+    def clouds(model):
+        import torch
+
+        return (randn(12, 3), torch.tensor([0] * 6 + [1] * 6)), {}
+
+    def labelled_clouds(model):
+        args, _ = clouds(model)
+        return args + (token_ids(4, 2),), {}
+
+    def forward(name, inputs, library_entries, modes=("eval", "train")):
+        return Entry("forward", lambda m: m, inputs, modes, library_entries, True,
+                     f"reach_users/torch_geometric/models.py:{name}.forward")
+
+    def train_step(inputs, library_entries):
+        return _user_entry("train_step", "torch_geometric", "train", "train_step", inputs, ("train",), library_entries)
+
+    pool = "torch_geometric/nn/pool/glob.py"
+    mean_pool, add_pool, max_pool = (f"{pool}:global_mean_pool", f"{pool}:global_add_pool", f"{pool}:global_max_pool")
+    dense = "torch_geometric/utils/_to_dense_batch.py:to_dense_batch"
+    return [
+        Unit("torch_geometric", "GCN-graph-classifier", model("GraphClassifier"), (
+            forward("GraphClassifier", graphs, mean_pool), train_step(labelled_graphs, mean_pool))),
+        Unit("torch_geometric", "GAT-graph-classifier", model("AttentionClassifier"), (
+            forward("AttentionClassifier", graphs, add_pool), train_step(labelled_graphs, add_pool))),
+        Unit("torch_geometric", "GraphSAGE-dense-batch", model("SageSetEncoder"), (
+            forward("SageSetEncoder", graphs, dense),)),
+        Unit("torch_geometric", "PointNet-EdgeConv", model("PointNet"), (
+            forward("PointNet", clouds, max_pool), train_step(labelled_clouds, max_pool))),
+    ]
+
+
 NEW_KIND_BUILDERS = {
     "torchdiffeq": _torchdiffeq_units,
     "gpytorch": _gpytorch_units,
     "stable_baselines3": _sb3_units,
+    "torch_geometric": _pyg_units,
 }

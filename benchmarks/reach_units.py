@@ -28,8 +28,9 @@ class Entry:
     # code enters the library at several places: a model's __call__, a loss, a likelihood).
     lint_entry: Optional[str | tuple] = None
     whole_module: bool = False                  # torch.compile(model) rather than a bound method
-    # Where a user's own project compiles this entry ("reach_users/torchdiffeq/train.py:train_step",
-    # relative to benchmarks/): the line holding the torch.compile of code that calls into the library.
+    # The compiled function (or module forward) of a user's own project that calls into the
+    # library ("reach_users/torchdiffeq/train.py:train_step", relative to benchmarks/); that
+    # project's files also hold the torch.compile a user would write.
     user_site: Optional[str] = None
 
 
