@@ -23,6 +23,7 @@ NEW_KIND_PACKAGES = {
     "gpytorch": "gpytorch",
     "stable-baselines3": "stable_baselines3",
     "torch-geometric": "torch_geometric",
+    "pytorch-metric-learning": "pytorch_metric_learning",
 }
 
 
@@ -231,9 +232,54 @@ def _pyg_units():
     ]
 
 
+# ----------------------------------------------------------------------------- pytorch-metric-learning
+
+def _pml_units():
+    # Losses call their distance and reducer modules, unpack index tuples returned by the
+    # mining utilities (get_all_pairs_indices, convert_to_triplets), and dispatch per sub-loss
+    # through a loss dict; training steps add a miner whose output the loss consumes.
+    def loss(name, **options):
+        def build():
+            from pytorch_metric_learning import losses
+
+            return getattr(losses, name)(**options)
+        return build
+
+    def embeddings(model):
+        import torch
+
+        return (randn(8, 16), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])), {}
+
+    def batch(model):
+        import torch
+
+        return (randn(8, 12), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])), {}
+
+    base = ("pytorch_metric_learning/losses/base_metric_loss_function.py:BaseMetricLossFunction.forward",
+            "pytorch_metric_learning/miners/base_miner.py:BaseMiner.forward")
+    both = forward_entry(embeddings)
+    train = forward_entry(embeddings, ("train",))
+    return [
+        Unit("pytorch_metric_learning", "TripletMarginLoss", loss("TripletMarginLoss", margin=0.1), (both,)),
+        Unit("pytorch_metric_learning", "NTXentLoss", loss("NTXentLoss", temperature=0.1), (both,)),
+        Unit("pytorch_metric_learning", "MultiSimilarityLoss", loss("MultiSimilarityLoss"), (both,)),
+        Unit("pytorch_metric_learning", "SupConLoss", loss("SupConLoss"), (both,)),
+        Unit("pytorch_metric_learning", "ArcFaceLoss", loss("ArcFaceLoss", num_classes=4, embedding_size=16), (train,)),
+        Unit("pytorch_metric_learning", "ProxyAnchorLoss", loss("ProxyAnchorLoss", num_classes=4, embedding_size=16),
+             (train,)),
+        Unit("pytorch_metric_learning", "Embedder-miner-loss", lambda: user_module("pytorch_metric_learning",
+                                                                                     "train").Embedder(), (
+            _user_entry("train_step", "pytorch_metric_learning", "train", "train_step", batch, ("train",), base),
+            _user_entry("pair_train_step", "pytorch_metric_learning", "train", "pair_train_step", batch, ("train",),
+                        base),
+        )),
+    ]
+
+
 NEW_KIND_BUILDERS = {
     "torchdiffeq": _torchdiffeq_units,
     "gpytorch": _gpytorch_units,
     "stable_baselines3": _sb3_units,
     "torch_geometric": _pyg_units,
+    "pytorch_metric_learning": _pml_units,
 }
