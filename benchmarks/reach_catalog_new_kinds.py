@@ -24,6 +24,7 @@ NEW_KIND_PACKAGES = {
     "stable-baselines3": "stable_baselines3",
     "torch-geometric": "torch_geometric",
     "pytorch-metric-learning": "pytorch_metric_learning",
+    "monai": "monai",
 }
 
 
@@ -276,10 +277,38 @@ def _pml_units():
     ]
 
 
+# ----------------------------------------------------------------------------- MONAI (medical imaging)
+
+def _monai_units():
+    # Patch-wise inference: the user compiles a function that calls sliding_window_inference
+    # (or an inferer object's __call__) with the network as a callable argument.
+    def unet():
+        return user_module("monai", "segment").unet()
+
+    def image(model):
+        return (randn(1, 1, 24, 24),), {}
+
+    def labelled(model):
+        return (randn(1, 1, 24, 24), token_ids(3, 1, 1, 24, 24)), {}
+
+    windows = "monai/inferers/utils.py:sliding_window_inference"
+    return [
+        Unit("monai", "UNet", unet, (
+            forward_entry(image),
+            _user_entry("sliding_window_inference", "monai", "segment", "infer", image, ("eval",), windows),
+            _user_entry("SlidingWindowInferer", "monai", "segment", "infer_with_inferer", image, ("eval",),
+                        "monai/inferers/inferer.py:SlidingWindowInferer.__call__"),
+            _user_entry("train_step", "monai", "segment", "train_step", labelled, ("train",),
+                        "monai/losses/dice.py:DiceCELoss.forward"),
+        )),
+    ]
+
+
 NEW_KIND_BUILDERS = {
     "torchdiffeq": _torchdiffeq_units,
     "gpytorch": _gpytorch_units,
     "stable_baselines3": _sb3_units,
     "torch_geometric": _pyg_units,
     "pytorch_metric_learning": _pml_units,
+    "monai": _monai_units,
 }
