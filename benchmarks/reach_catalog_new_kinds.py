@@ -93,8 +93,8 @@ def _gpytorch_units():
     exact_call = "gpytorch/models/exact_gp.py:ExactGP.__call__"
     approximate_call = "gpytorch/models/approximate_gp.py:ApproximateGP.__call__"
     likelihood_call = "gpytorch/likelihoods/likelihood.py:Likelihood.__call__"
-    moments = ("gpytorch/distributions/multivariate_normal.py:MultivariateNormal.mean",
-               "gpytorch/distributions/multivariate_normal.py:MultivariateNormal.variance")
+    # `.mean` is torch's own MultivariateNormal property; `.variance` is gpytorch's getter.
+    moments = ("gpytorch/distributions/multivariate_normal.py:MultivariateNormal.variance",)
     exact_mll = "gpytorch/mlls/exact_marginal_log_likelihood.py:ExactMarginalLogLikelihood.forward"
     elbo = "gpytorch/mlls/_approximate_mll.py:_ApproximateMarginalLogLikelihood.forward"
     return [
