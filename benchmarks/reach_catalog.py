@@ -23,11 +23,14 @@ import functools
 import os
 import sys
 import tempfile
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+from reach_units import Entry, Unit  # noqa: E402
+from reach_units import forward_entry as _forward, image as _image, method_entry as _method  # noqa: E402
+from reach_units import randn as _t, token_ids as _ids  # noqa: E402
+from reach_catalog_new_kinds import NEW_KIND_BUILDERS, NEW_KIND_PACKAGES  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -49,6 +52,7 @@ PACKAGES = {
     "kokoro": "kokoro",
     "ultralytics": "ultralytics",
     "brevitas": "brevitas",
+    **NEW_KIND_PACKAGES,
 }
 
 
@@ -63,54 +67,6 @@ def _pins() -> dict[str, str]:
 # Distribution -> (pinned version, import package).
 LIBRARIES = {dist: (_pins()[dist], package) for dist, package in PACKAGES.items()}
 PACKAGE_OF = {package: dist for dist, package in PACKAGES.items()}
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One compiled entry point of a unit."""
-
-    name: str                                   # "forward", "decode", "generate", ...
-    target: Callable[[Any], Callable]           # model -> what torch.compile gets
-    inputs: Callable[[Any], tuple]              # model -> (args, kwargs) of one call
-    modes: tuple = ("eval", "train")
-    lint_entry: Optional[str] = None            # compile-lint `entry-points` target, when forward is not it
-    whole_module: bool = False                  # torch.compile(model) rather than a bound method
-
-
-@dataclass(frozen=True)
-class Unit:
-    library: str                                # import package name
-    name: str
-    build: Callable[[], Any]
-    entries: tuple = field(default_factory=tuple)
-
-    @property
-    def key(self) -> str:
-        return f"{self.library}/{self.name}"
-
-
-def _forward(inputs, modes=("eval", "train")) -> Entry:
-    return Entry("forward", lambda m: m, inputs, modes, None, True)
-
-
-def _method(name, inputs, lint_entry=None, modes=("eval",)) -> Entry:
-    return Entry(name, lambda m: getattr(m, name), inputs, modes, lint_entry)
-
-
-def _t(*shape):
-    import torch
-
-    return torch.randn(*shape)
-
-
-def _ids(high, *shape):
-    import torch
-
-    return torch.randint(0, high, shape)
-
-
-def _image(batch=1, channels=3, side=32):
-    return ((_t(batch, channels, side, side),), {})
 
 
 # ----------------------------------------------------------------------------- kornia
@@ -572,6 +528,7 @@ CATALOG_BUILDERS = {
     "k_diffusion": _k_diffusion_units, "segmentation_models_pytorch": _smp_units, "kokoro": _kokoro_units,
     "ultralytics": _ultralytics_units,
     "brevitas": _brevitas_units,
+    **NEW_KIND_BUILDERS,
 }
 
 
@@ -593,7 +550,12 @@ def unit(key: str) -> Unit:
 
 def entry_points(package: str) -> list[str]:
     """The `entry-points` targets compile-lint needs for a library (what the code alone does not show)."""
-    return sorted({e.lint_entry for u in units([package]) for e in u.entries if e.lint_entry})
+    found = set()
+    for item in units([package]):
+        for entry in item.entries:
+            # One target, or several where the compiled code enters the library at more than one place.
+            found.update([entry.lint_entry] if isinstance(entry.lint_entry, str) else entry.lint_entry or ())
+    return sorted(found)
 
 
 def package_root(package: str) -> str:
@@ -616,7 +578,9 @@ def prepare_imports() -> None:
 def main() -> int:
     for item in units():
         for entry in item.entries:
-            print(f"{item.key}\t{entry.name}\t{','.join(entry.modes)}\t{entry.lint_entry or '-'}")
+            targets = [entry.lint_entry] if isinstance(entry.lint_entry, str) else entry.lint_entry or ["-"]
+            print(f"{item.key}\t{entry.name}\t{','.join(entry.modes)}\t{','.join(targets)}"
+                  + (f"\t{entry.user_site}" if entry.user_site else ""))
     return 0
 
 

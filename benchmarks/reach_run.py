@@ -102,15 +102,23 @@ def _fresh(unit, entry, mode: str):
     return model, entry.inputs(model)
 
 
-_HARNESS = tuple(os.path.join(HERE, name) for name in ("reach_run.py", "reach_catalog.py", "sweep_probe.py"))
+_HARNESS = tuple(os.path.join(HERE, name) for name in ("reach_run.py", "reach_catalog.py", "reach_catalog_new_kinds.py",
+                                                         "reach_units.py", "sweep_probe.py"))
+_USER_PROJECTS = os.path.join(HERE, "reach_users") + os.sep
 
 
 def _frames(text: str, paths) -> list[dict]:
     """Every frame of a user stack but the harness's, library-relative where it is the
-    library's, else tagged ("<outside>torch/nn/modules/module.py")."""
+    library's, a user project's as "<user>reach_users/LIB/FILE", else tagged
+    ("<outside>torch/nn/modules/module.py")."""
     import sweep_probe
 
-    return [{"file": paths(path) or sweep_probe._outside(path), "line": int(line), "function": function.strip()}
+    def name(path: str) -> str:
+        if path.startswith(_USER_PROJECTS):
+            return "<user>" + os.path.relpath(path, HERE)
+        return paths(path) or sweep_probe._outside(path)
+
+    return [{"file": name(path), "line": int(line), "function": function.strip()}
             for path, line, function in sweep_probe._FRAME.findall(text) if not path.startswith(_HARNESS)]
 
 
@@ -156,7 +164,7 @@ def probe_entry(unit, entry, mode: str, paths, budget: float) -> dict:
 
     started = time.perf_counter()
     record = {"unit": unit.key, "variant": f"{entry.name}-{mode}", "entry": entry.name, "mode": mode,
-              "lint_entry": entry.lint_entry, "status": "ok", "protocol": "default-first", "calls": 1,
+              "lint_entry": entry.lint_entry, "user_site": entry.user_site, "status": "ok", "protocol": "default-first", "calls": 1,
               "recompiles": []}
     try:
         model, inputs = _fresh(unit, entry, mode)

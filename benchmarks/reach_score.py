@@ -122,15 +122,39 @@ def _library(path: str) -> str:
     return path.split("/", 1)[0]
 
 
-def tables(truth, result: dict, libraries: dict) -> dict:
-    """Per library, per gb_type and overall: sites, caught (±1), with stack, break findings, violations."""
+def reached_from(site: dict, whole_module: dict) -> str:
+    """"forward" when one of the site's entries compiles a module whole (`torch.compile(model)`:
+    its forward or __call__ override), else "non-forward" (reached only through a compiled
+    method, a library function or a user's step). `whole_module` maps (unit, entry) to the
+    catalog's flag; a pair the catalog lacks counts by its name."""
+    for unit in site.get("units", []):
+        for entry in site.get("entries", []):
+            if whole_module.get((unit, entry), entry == "forward" and (unit, entry) not in whole_module):
+                return "forward"
+    return "non-forward"
+
+
+def catalog_whole_module() -> dict:
+    """(unit key, entry name) -> whether the entry compiles the module whole, from reach_catalog.py."""
+    import reach_catalog
+
+    return {(unit.key, entry.name): entry.whole_module for unit in reach_catalog.units() for entry in unit.entries}
+
+
+def tables(truth, result: dict, libraries: dict, whole_module: Optional[dict] = None) -> dict:
+    """Per library, per gb_type, per way of being reached (forward / non-forward entries) and
+    overall: sites, caught (±1), with stack, break findings, violations."""
     def empty():
         return Counter()
 
     by_library: dict[str, Counter] = defaultdict(empty)
     by_type: dict[str, Counter] = defaultdict(empty)
+    by_reach: dict[str, Counter] = defaultdict(empty)
     for site in result["sites"]:
-        for row in (by_library[_library(site["file"])], by_type[site["gb_type"]]):
+        reach = site["reached_from"] = reached_from(site, whole_module or {})
+        rows = (by_library[_library(site["file"])], by_type[site["gb_type"]], by_reach[reach],
+                by_reach[f"{_library(site['file'])}: {reach}"])
+        for row in rows:
             row["sites"] += 1
             row["caught"] += bool(site["caught_by"])
             row["caught_with_stack"] += bool(site["caught_by"] or site["caught_by_stack"])
@@ -154,6 +178,7 @@ def tables(truth, result: dict, libraries: dict) -> dict:
     for row in by_library.values():
         total.update(row)
     return {"by_library": {k: dict(v) for k, v in sorted(by_library.items())},
+            "by_reach": {k: dict(v) for k, v in sorted(by_reach.items())},
             "by_gb_type": {k: dict(v) for k, v in sorted(by_type.items(), key=lambda kv: (-kv[1]["sites"], kv[0]))},
             "total": dict(total)}
 
@@ -217,6 +242,14 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
                    f"{row.get('clean_lines_eval', 0)} / {row.get('clean_lines_train', 0)} | "
                    f"{row.get('break_findings', 0)} | {row.get('violations', 0)} | "
                    f"{lint_runs.get(package, {}).get('seconds', 0):.1f} |")
+    out += ["", "## Break sites by how they are reached", "",
+            "*forward*: one of the site's entries is `torch.compile(model)` (the module's forward or its `__call__` "
+            "override); *non-forward*: reached only through a compiled method, a library function compiled in a "
+            "closure, or a user's compiled step (benchmarks/reach_score.py `reached_from`).", "",
+            "| reached from | sites | caught ±1 | recall | caught incl. stack |", "| --- | ---: | ---: | ---: | ---: |"]
+    for reach, row in summary["by_reach"].items():
+        out.append(f"| {reach} | {row['sites']} | {row['caught']} | {_ratio(row['caught'], row['sites'])} | "
+                   f"{row['caught_with_stack']} |")
     out += ["", "## Break sites by gb_type", "", "| gb_type | sites | caught ±1 | caught incl. stack |",
             "| --- | ---: | ---: | ---: |"]
     for gb_type, row in summary["by_gb_type"].items():
@@ -227,13 +260,14 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
             "The site is the innermost frame of the break's user stack in the library; *stack* is the library's "
             "frames, outermost first (the entry's frame first). Full user stacks (torch frames too) are in the "
             "ground truth's `user_stacks`.", "",
-            "| gb_type | site | source | modes | configs | entries (units) | stack | stack hit by |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| gb_type | site | source | modes | configs | reached from | entries (units) | stack | stack hit by |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for site in sorted(missed, key=lambda s: (s["file"], s["line"])):
         units = ", ".join(u.split("/", 1)[1] for u in site.get("units", [])[:3])
         out.append(f"| {site['gb_type'][:70].replace('|', '/')} | {site['file']}:{site['line']} | "
                    f"`{_source(root_of, site['file'], site['line'])}` | {','.join(site['modes'])} | "
-                   f"{','.join(site.get('configs', []))} | {','.join(site.get('entries', []))} ({units}) | "
+                   f"{','.join(site.get('configs', []))} | {site['reached_from']} | "
+                   f"{','.join(site.get('entries', []))} ({units}) | "
                    f"{' > '.join(site.get('stack') or [])} | {', '.join(site['caught_by_stack']) or '-'} |")
     violations = [f for f in result["findings"] if f["verdict"].startswith("violation")]
     out += ["", f"## Break findings on clean traced lines ({len(violations)})", ""]
@@ -330,7 +364,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception:  # another layout of compile-lint: the findings' own kinds and gb types do
         rules = {}
     result = score_all(truth, findings, rules)
-    summary = tables(truth, result, packages)
+    summary = tables(truth, result, packages, catalog_whole_module())
     environment = _environment(known, passed)
     label = args.label or ("with entry-points" if passed else "no entry-points")
     total = summary["total"]
@@ -339,6 +373,10 @@ def main(argv: Optional[list[str]] = None) -> int:
           f"{total.get('caught_with_stack', 0)} ({_ratio(total.get('caught_with_stack', 0), total.get('sites', 0))}); "
           f"violations on clean traced lines: {total.get('violations', 0)} of {total.get('break_findings', 0)} "
           f"break findings; entry-points passed: {passed}")
+    for reach in ("forward", "non-forward"):
+        row = summary["by_reach"].get(reach, {})
+        print(f"  reached from {reach}: {row.get('caught', 0)}/{row.get('sites', 0)} "
+              f"({_ratio(row.get('caught', 0), row.get('sites', 0))})")
     for package, row in summary["by_library"].items():
         print(f"  {package:30} sites {row.get('sites', 0):3}  caught {row.get('caught', 0):3}  "
               f"stack {row.get('caught_with_stack', 0):3}  violations {row.get('violations', 0):3}")

@@ -158,7 +158,7 @@ def build_truth(records: list[dict], sources: Optional[dict] = None) -> dict:
         elif fullgraph.get("ok") and (record["unit"], record.get("variant")) not in default_measured:
             lines["fullgraph_clean"].add(mode, record.get("traced_clean", {}))
         for item in record.get("breaks", []):
-            site = _site(item, by_location)
+            site = _site(item, by_location, record["unit"].split("/", 1)[0])
             if not site:
                 unattributed[item["gb_type"]] += 1
                 continue
@@ -256,8 +256,10 @@ def _lenient_types(records: list[dict]) -> list[str]:
     return sorted(found)
 
 
-def _site(item: dict, by_location: dict) -> Optional[tuple]:
-    """(file, line) of a break record's library site, recovering deduplicated records."""
+def _site(item: dict, by_location: dict, library: str = "") -> Optional[tuple]:
+    """(file, line) of a break record's library site, recovering deduplicated records (from
+    the full records of the same gb_type and location, those of the record's own library
+    first: a location such as "<string>:1" can be every library's)."""
     site = item.get("site")
     if site:
         return site["file"], site["line"]
@@ -267,6 +269,8 @@ def _site(item: dict, by_location: dict) -> Optional[tuple]:
     # the probe's reset of that checker): the earlier full record with the same gb_type and
     # location names the site, when only one does.
     candidates = by_location.get((item["gb_type"], item.get("location")), set())
+    own = {candidate for candidate in candidates if candidate[0].split("/", 1)[0] == library}
+    candidates = own if len(candidates) > 1 and own else candidates
     return next(iter(candidates)) if len(candidates) == 1 else None
 
 

@@ -77,3 +77,27 @@ def test_a_finding_on_an_outer_frame_counts_for_stack_recall_only():
     result = reach_score.score_all(truth(), [finding(MODEL, 10)], {})
     site = next(s for s in result["sites"] if s["line"] == 20)
     assert site["caught_by"] == [] and site["caught_by_stack"] == ["JIT101"]
+
+
+def test_sites_split_by_whether_a_whole_module_entry_reaches_them():
+    whole_module = {("kokoro/KModel", "forward_with_tokens"): False, ("kokoro/KModel", "forward"): True}
+    result = reach_score.score_all(truth(), [finding(COMMONS, 20)], {})
+    summary = reach_score.tables(truth(), result, ["kokoro"], whole_module)
+    assert {s["line"]: s["reached_from"] for s in result["sites"]} == {20: "non-forward", 40: "non-forward"}
+    assert summary["by_reach"]["non-forward"]["sites"] == 2 and summary["by_reach"]["non-forward"]["caught"] == 1
+    site = {"units": ["kokoro/KModel"], "entries": ["forward", "forward_with_tokens"]}
+    assert reach_score.reached_from(site, whole_module) == "forward"
+
+
+def test_a_deduplicated_break_is_recovered_from_its_own_library_records():
+    # Dynamo logs a repeated break without its user stack; the same location in another
+    # library's full record must not make the recovery ambiguous.
+    shared = {"gb_type": "Data-dependent branching", "location": "<string>:1"}
+    full = record("forward_with_tokens-eval", breaks=[("Data-dependent branching", 20)])
+    full["breaks"][0]["location"] = "<string>:1"
+    other = dict(record("forward-eval", breaks=[("Data-dependent branching", 7)]), unit="whisper/Whisper")
+    other["breaks"][0].update(location="<string>:1", site={"file": "whisper/model.py", "line": 7})
+    repeated = dict(record("forward-train"), default_clean=False, breaks=[dict(shared, call=1)])
+    rows = reach_run.reach_truth([full, other, repeated], {})["sites"]
+    site = next(s for s in rows if s["file"] == COMMONS and s["line"] == 20)
+    assert site["modes"] == ["eval", "train"]
