@@ -90,6 +90,18 @@ def _runtime_imports(path: str) -> set[str]:
     return found
 
 
+def _every_import(path: str) -> set[str]:
+    """Every module a file names in an import statement, also under `if TYPE_CHECKING:` and in functions."""
+    found = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
 def _layer(module: str) -> int:
     for index, (_, prefixes) in enumerate(LAYERS):
         if (module + ".").startswith(prefixes):
@@ -151,6 +163,15 @@ def test_no_import_cycles_between_modules():
         if state.get(module) is None and visit(module, [module]):
             break
     assert not cycle, " -> ".join(cycle)
+
+
+def test_fixes_never_name_a_rule():
+    """fixes/ sits below the rules: its functions take the file's context, not the rule asking."""
+    wrong = [f"{module} imports {imported}" for module, path in MODULES.items()
+             if module.startswith("compile_lint.fixes.")
+             for imported in sorted(_every_import(path))
+             if imported == "compile_lint.rules" or imported.startswith("compile_lint.rules.")]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_rules_and_fixes_read_only_the_public_analysis_api():

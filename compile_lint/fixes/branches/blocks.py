@@ -31,7 +31,7 @@ from compile_lint.fixes.branches.hazards import (
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 WHERE_NOTE = "both branches are computed"
 UNUSED_NUMBER = ("the number is used beyond tensor arithmetic (as a size, an index, in Python control "
@@ -65,9 +65,9 @@ def with_reason(message: str, outcome: BranchFix) -> str:
     return message
 
 
-def branch_fix_choice(rule: Rule) -> str:
+def branch_fix_choice(context: FileContext) -> str:
     """"where" or "cond": what the configuration asks for where both are valid."""
-    choice = rule.context.branch_fix
+    choice = context.branch_fix
     return choice if choice in BRANCH_FIX_CHOICES else DEFAULT_BRANCH_FIX
 
 
@@ -102,7 +102,7 @@ _AUGMENTED = {
 }
 
 
-def assignment_steps(rule: Rule, lines: Sequence[cst.CSTNode]) -> Union[list[Step], str]:
+def assignment_steps(context: FileContext, lines: Sequence[cst.CSTNode]) -> Union[list[Step], str]:
     """The branch as `NAME = value` steps, or why it is more than that."""
     steps: list[Step] = []
     for line in lines:
@@ -117,7 +117,7 @@ def assignment_steps(rule: Rule, lines: Sequence[cst.CSTNode]) -> Union[list[Ste
             steps.append(Step(small.target.value, small.value, line))
         elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and type(small.operator) in _AUGMENTED:
             name = small.target.value
-            if _may_alias(rule, name):
+            if _may_alias(context, name):
                 return f"`{name} {short_code(small.operator).strip()}` updates `{name}` in place, which may alias another tensor"
             operator = _AUGMENTED[type(small.operator)]()
             value = cst.BinaryOperation(cst.Name(name), operator, parenthesised(small.value))
@@ -125,7 +125,7 @@ def assignment_steps(rule: Rule, lines: Sequence[cst.CSTNode]) -> Union[list[Ste
         else:
             return _why_not_assignment(line, small)
     for step in steps:
-        if not is_side_effect_free(rule.context, step.value):
+        if not is_side_effect_free(context, step.value):
             return f"`{short_code(step.value)}` has a side effect"
     return steps
 
@@ -152,12 +152,12 @@ _VIEW_METHODS = frozenset({"view", "reshape", "transpose", "permute", "expand", 
                            "unflatten", "diagonal", "movedim", "contiguous", "to", "float", "type_as"})
 
 
-def _may_alias(rule: Rule, name: str) -> bool:
+def _may_alias(context: FileContext, name: str) -> bool:
     """True when `name` may share memory with a tensor the caller sees (a parameter, a view)."""
-    function = rule.context.function
-    if function is None or rule.context.facts.param_kind(function, name) is not None:
+    function = context.function
+    if function is None or context.facts.param_kind(function, name) is not None:
         return True
-    values = rule.context.local_values(name)
+    values = context.local_values(name)
     if not values:
         return True
     for value in values:
@@ -176,8 +176,8 @@ def _may_alias(rule: Rule, name: str) -> bool:
 class Scope:
     """Name reads and definite assignments in one function, for the rewrites' checks."""
 
-    def __init__(self, rule: Rule, function: cst.FunctionDef) -> None:
-        self.rule = rule
+    def __init__(self, context: FileContext, function: cst.FunctionDef) -> None:
+        self.context = context
         self.function = function
         self.order: dict[int, int] = {}
         self.reads: dict[str, list[int]] = {}
@@ -223,11 +223,11 @@ class Scope:
 
     def assigned_before(self, name: str, node: cst.CSTNode) -> bool:
         """True when `name` is a parameter or assigned by a statement every path to `node` runs."""
-        if self.rule.context.facts.param_kind(self.function, name) is not None:
+        if self.context.facts.param_kind(self.function, name) is not None:
             return True
         current: cst.CSTNode = node
         while current is not self.function:
-            parent = self.rule.context.parent(current)
+            parent = self.context.parent(current)
             if parent is None:
                 return False
             if isinstance(parent, cst.IndentedBlock):
@@ -267,21 +267,18 @@ def always_binds(line: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def scope_of(rule: Rule) -> Optional[Scope]:
+def scope_of(context: FileContext) -> Optional[Scope]:
     """The `Scope` of the function being visited (built once per function)."""
-    function = rule.context.function
+    function = context.function
     if function is None:
         return None
-    cache = rule.__dict__.setdefault("_linearise_scopes", {})
-    if function not in cache:
-        cache[function] = Scope(rule, function)
-    return cache[function]
+    return context.memo(("branch scope", function), lambda: Scope(context, function))
 
 
-def fresh_name(rule: Rule, base: str) -> str:
+def fresh_name(context: FileContext, base: str) -> str:
     """`base`, or `base_2`, ... : a name the function being visited does not use."""
-    scope = scope_of(rule)
-    used = set(scope.reads) | set(rule.context.local_assignments()) if scope is not None else set()
+    scope = scope_of(context)
+    used = set(scope.reads) | set(context.local_assignments()) if scope is not None else set()
     name, counter = base, 1
     while name in used:
         counter += 1
@@ -289,8 +286,8 @@ def fresh_name(rule: Rule, base: str) -> str:
     return name
 
 
-def block_and_index(rule: Rule, node: cst.CSTNode) -> tuple[Optional[cst.IndentedBlock], int]:
-    parent = rule.context.parent(node)
+def block_and_index(context: FileContext, node: cst.CSTNode) -> tuple[Optional[cst.IndentedBlock], int]:
+    parent = context.parent(node)
     if isinstance(parent, cst.IndentedBlock):
         for index, line in enumerate(parent.body):
             if line is node:
@@ -306,15 +303,15 @@ _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 class TorchCalls:
     """Spells torch calls in the file's terms and remembers the imports they need."""
 
-    def __init__(self, rule: Rule) -> None:
-        self.rule = rule
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
         self.imports: list[str] = []
         self.operands: list[tuple[str, str]] = []  # what each torch.where / torch.cond rests on
         self.notes: list[str] = []  # what the fix's message must add (a result of run-time size)
 
     def name(self, qualified: str) -> cst.BaseExpression:
         """`qualified` spelled through the file's imports (`T.where`), noting a missing import."""
-        spelled, imports = spell(self.rule.context, qualified)
+        spelled, imports = spell(self.context, qualified)
         self.imports.extend(imports)
         return cst.parse_expression(spelled)
 
@@ -351,7 +348,7 @@ class TorchCalls:
     def _rests_on(self, *values: cst.BaseExpression) -> None:
         for value in values:
             parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-            self.operands.extend(operand_evidence(self.rule, *parts))
+            self.operands.extend(operand_evidence(self.context, *parts))
 
     def _output(self, value: cst.BaseExpression, other: cst.BaseExpression) -> cst.BaseExpression:
         """A torch.cond branch output: a new tensor, with the memory layout the other branch has.
@@ -365,7 +362,7 @@ class TorchCalls:
         arithmetic = (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)
         if isinstance(value, arithmetic) and isinstance(other, arithmetic):
             return value  # elementwise results of the same inputs share their layout
-        if _fresh(value, (), self.rule) is value:
+        if _fresh(value, (), self.context) is value:
             return cst.Call(func=cst.Attribute(parenthesised(value, call=True), cst.Name("contiguous")))
         layout = cst.Arg(self.name("torch.contiguous_format"), keyword=cst.Name("memory_format"),
                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
@@ -383,7 +380,7 @@ class TorchCalls:
 # torch functions other than views, tensor methods other than views and no-op conversions.
 def compiling_predicate(builder: TorchCalls) -> cst.BaseExpression:
     """`torch.compiler.is_compiling()`, or the file's own `is_torchdynamo_compiling()`."""
-    for local, qualified in builder.rule.context.imports.names.items():
+    for local, qualified in builder.context.imports.names.items():
         if qualified.endswith("is_torchdynamo_compiling"):
             return cst.Call(func=cst.Name(local))
     return cst.Call(func=builder.name(GUARD_PREDICATE))
@@ -394,10 +391,10 @@ _MAY_RETURN_INPUT = _VIEW_METHODS | {"half", "double", "bool", "long", "int", "t
                                      "requires_grad_", "__getitem__"}
 
 
-def _fresh(value: cst.BaseExpression, operands: Sequence[str], rule: Optional[Rule] = None) -> cst.BaseExpression:
+def _fresh(value: cst.BaseExpression, operands: Sequence[str], context: Optional[FileContext] = None) -> cst.BaseExpression:
     """`value`, cloned unless it is certainly a new tensor (torch.cond rejects aliasing outputs)."""
     if isinstance(value, cst.Tuple):
-        return value.with_changes(elements=[e.with_changes(value=_fresh(e.value, operands, rule))
+        return value.with_changes(elements=[e.with_changes(value=_fresh(e.value, operands, context))
                                             for e in value.elements])
     if isinstance(value, _FRESH_RESULTS):
         return value
@@ -406,8 +403,8 @@ def _fresh(value: cst.BaseExpression, operands: Sequence[str], rule: Optional[Ru
         receiver = value.func.value
         is_module = isinstance(receiver, cst.Name) and receiver.value == "self"
         if not is_module and name not in _MAY_RETURN_INPUT and (
-                rule is None or rule.context.qualname(value.func) is None or
-                (rule.context.qualname(value.func) or "").startswith("torch.")):
+                context is None or context.qualname(value.func) is None or
+                (context.qualname(value.func) or "").startswith("torch.")):
             return value
     return cst.Call(func=cst.Attribute(parenthesised(value, call=True), cst.Name("clone")))
 
@@ -472,11 +469,11 @@ def replacement_for(guard: Optional[cst.BaseExpression], lines: list[cst.CSTNode
 class Arms:
     """Checks on the values a rewrite would compute on both sides of a condition."""
 
-    def __init__(self, rule: Rule, condition: TensorCondition) -> None:
-        self.rule = rule
+    def __init__(self, context: FileContext, condition: TensorCondition) -> None:
+        self.context = context
         self.condition = condition
         self.test = condition.tensor  # what the rewrite spells as the condition
-        self.shapes = ShapeModel(rule)
+        self.shapes = ShapeModel(context)
 
     def pair_problem(self, if_true: cst.BaseExpression, if_false: cst.BaseExpression) -> Optional[str]:
         """Why `torch.where(cond, if_true, if_false)` could differ from the branch, or None."""
@@ -488,8 +485,8 @@ class Arms:
                 return "one branch gives None"
             if kind not in (Kind.TENSOR, Kind.PY, Kind.SHAPE):
                 return f"cannot tell that `{short_code(value)}` is a tensor or a number"
-            if kind is Kind.TENSOR and tensor_evidence(self.rule, value) != EAGER_TENSOR:
-                return (f"`{short_code(value)}` is a {tensor_evidence(self.rule, value)}, no evidence it is one "
+            if kind is Kind.TENSOR and tensor_evidence(self.context, value) != EAGER_TENSOR:
+                return (f"`{short_code(value)}` is a {tensor_evidence(self.context, value)}, no evidence it is one "
                         "in eager code (torch.where would fail on, or change, what eager code passes)")
         if self.shapes.relation(if_true, if_false) == "differs":
             return (f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape (a reduction, reshape "
@@ -503,7 +500,7 @@ class Arms:
         return next((problem for problem in (self.pair_problem(a, b) for a, b in pairs) if problem), None)
 
     def _kind(self, value: cst.BaseExpression) -> Kind:
-        return definite_kind(self.rule, value)
+        return definite_kind(self.context, value)
 
     def cond_problem(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]],
                      site: Optional[ResultSite] = None) -> Optional[str]:
@@ -516,30 +513,30 @@ class Arms:
             for value in (if_true, if_false):
                 if self._kind(value) is not Kind.TENSOR:
                     return f"`{short_code(value)}` is not certainly a tensor (torch.cond branches return tensors)"
-                if tensor_evidence(self.rule, value) != EAGER_TENSOR:
-                    return (f"`{short_code(value)}` is a {tensor_evidence(self.rule, value)}, no evidence it is one "
+                if tensor_evidence(self.context, value) != EAGER_TENSOR:
+                    return (f"`{short_code(value)}` is a {tensor_evidence(self.context, value)}, no evidence it is one "
                             "in eager code (torch.cond branches return tensors)")
             if self.shapes.relation(if_true, if_false) == "differs":
                 if site is None:
                     return f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape"
-                problem = differing_shapes_problem(self.rule, self.shapes, if_true, if_false, site)
+                problem = differing_shapes_problem(self.context, self.shapes, if_true, if_false, site)
                 if problem is not None:
                     return problem
         return None
 
 
-def _operands(rule: Rule, values: Sequence[cst.BaseExpression]) -> list[str]:
+def _operands(context: FileContext, values: Sequence[cst.BaseExpression]) -> list[str]:
     """Tensor names the branch values read, in first-read order (torch.cond's operands)."""
     found: list[str] = []
     for value in values:
         for node in iter_nodes(value):
             if isinstance(node, cst.Name) and node.value not in found and node.value != "self":
-                if rule.context.kind(node) in (Kind.TENSOR, Kind.MAYBE_TENSOR) and node.value in names_read(value):
+                if context.kind(node) in (Kind.TENSOR, Kind.MAYBE_TENSOR) and node.value in names_read(value):
                     found.append(node.value)
     return found
 
 
-def select(rule: Rule, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
+def select(context: FileContext, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
            prefer: str, site: Optional[ResultSite] = None) -> Union[cst.BaseExpression, str]:
     """`torch.where` (or `torch.cond`) choosing between two values, or why neither is valid.
 
@@ -553,14 +550,15 @@ def select(rule: Rule, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpress
         pairs = [(a.value, b.value) for a, b in zip(if_true.elements, if_false.elements)]
     else:
         pairs = [(if_true, if_false)]
-    hazard = untaken_arm_hazard(rule, [value for pair in pairs for value in pair], arms.condition.tensor)
+    hazard = untaken_arm_hazard(context, [value for pair in pairs for value in pair], arms.condition.tensor)
     values = [value for pair in pairs for value in pair]
-    use_cond = hazard is not None or prefer == "cond" or (prefer == "auto" and any(does_heavy_work(rule, v) for v in values))
+    use_cond = hazard is not None or prefer == "cond" or (
+        prefer == "auto" and any(does_heavy_work(context, v) for v in values))
     shapes_differ = site is not None and any_differ(arms.shapes, pairs)
     if use_cond or shapes_differ:
         problem = arms.cond_problem(pairs, site)
         if problem is None:
-            operands = _operands(rule, [value for pair in pairs for value in pair])
+            operands = _operands(context, [value for pair in pairs for value in pair])
             if not operands:
                 problem = "the branches read no tensor to pass to torch.cond"
             else:
@@ -594,9 +592,8 @@ _HEAVY_PREFIXES = ("torch.linalg.", "torch.fft.")
 _HEAVY_METHODS = frozenset({"matmul", "mm", "bmm", "baddbmm", "addmm"})
 
 
-def does_heavy_work(rule: Rule, value: cst.BaseExpression) -> bool:
+def does_heavy_work(context: FileContext, value: cst.BaseExpression) -> bool:
     """True when computing `value` calls a submodule or a heavy op (matmul, conv, attention, linalg)."""
-    context = rule.context
     for node in iter_nodes(value):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
             return True
@@ -613,35 +610,35 @@ def does_heavy_work(rule: Rule, value: cst.BaseExpression) -> bool:
     return False
 
 
-def definite_kind(rule: Rule, value: cst.BaseExpression) -> Kind:
+def definite_kind(context: FileContext, value: cst.BaseExpression) -> Kind:
     """The kind of `value`, TENSOR where facts say MAYBE_TENSOR only for locals never None.
 
     Facts merge a local's assignments flow-insensitively (`scale = x.new_ones(())` then
     `scale = scale * 2` reads as a tensor or a number); a local never assigned None, and
     not an optional parameter, is a tensor wherever one of its values is.
     """
-    kind = rule.context.kind(value)
+    kind = context.kind(value)
     if kind is not Kind.MAYBE_TENSOR:
         return kind
-    maybes = [name for name in names_read(value) if rule.context.kind(cst.Name(name)) is Kind.MAYBE_TENSOR]
-    if maybes and not any(may_hold_non_tensor(rule, name) for name in maybes):
+    maybes = [name for name in names_read(value) if context.kind(cst.Name(name)) is Kind.MAYBE_TENSOR]
+    if maybes and not any(may_hold_non_tensor(context, name) for name in maybes):
         return Kind.TENSOR
     return kind
 
 
-def tensor_before(rule: Rule, name: str) -> bool:
+def tensor_before(context: FileContext, name: str) -> bool:
     """True when local `name` holds a tensor (not None) before a branch that may reassign it."""
-    return definite_kind(rule, cst.Name(name)) is Kind.TENSOR
+    return definite_kind(context, cst.Name(name)) is Kind.TENSOR
 
 
 _NOT_TENSOR_VALUES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
                       cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
 
 
-def may_hold_non_tensor(rule: Rule, name: str) -> bool:
+def may_hold_non_tensor(context: FileContext, name: str) -> bool:
     """True when `name` may hold something other than a tensor: an optional parameter, or a
     local ever assigned None, a literal number or string, or a Python container."""
-    function = rule.context.function
+    function = context.function
     if function is None:
         return True
     for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
@@ -649,9 +646,9 @@ def may_hold_non_tensor(rule: Rule, name: str) -> bool:
             if param.default is not None and isinstance(param.default, (cst.Name, *_NOT_TENSOR_VALUES)) and (
                     not isinstance(param.default, cst.Name) or param.default.value == "None"):
                 return True
-            if rule.context.facts.param_kind(function, name) is Kind.MAYBE_TENSOR:
+            if context.facts.param_kind(function, name) is Kind.MAYBE_TENSOR:
                 return True
-    for value in rule.context.local_values(name):
+    for value in context.local_values(name):
         if isinstance(value, tuple) and value[0] == "aug":
             value = value[2]
         if not isinstance(value, cst.BaseExpression):
@@ -664,6 +661,6 @@ def may_hold_non_tensor(rule: Rule, name: str) -> bool:
     return False
 
 
-def reads_tensor_data(rule: Rule, expr: cst.BaseExpression) -> bool:
-    return any(rule.context.kind(n) in (Kind.TENSOR, Kind.DATA) for n in iter_nodes(expr)
+def reads_tensor_data(context: FileContext, expr: cst.BaseExpression) -> bool:
+    return any(context.kind(n) in (Kind.TENSOR, Kind.DATA) for n in iter_nodes(expr)
                if isinstance(n, (cst.Name, cst.Call, cst.Comparison)))

@@ -22,16 +22,16 @@ from compile_lint.fixes.branches.conditions import (
 from compile_lint.fixes.branches.differing_shapes import ResultSite
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
-def linearise_ifexp(rule: Rule, node: cst.IfExp) -> BranchFix:
+def linearise_ifexp(context: FileContext, node: cst.IfExp) -> BranchFix:
     """`a if c else b` on a tensor `c` -> `torch.where(c, a, b)` (or torch.cond), or why not."""
-    condition = tensor_condition(rule, node.test)
+    condition = tensor_condition(context, node.test)
     if isinstance(condition, str):
         return no_fix(condition)
-    builder = TorchCalls(rule)
-    chosen = select(rule, builder, Arms(rule, condition), node.body, node.orelse, branch_fix_choice(rule),
+    builder = TorchCalls(context)
+    chosen = select(context, builder, Arms(context, condition), node.body, node.orelse, branch_fix_choice(context),
                     ResultSite(node))
     if isinstance(chosen, str):
         return no_fix(chosen)

@@ -221,7 +221,8 @@ class MinMaxKeyOverTensors(Rule):
         # torch.stack rests on the candidates being tensors in eager code too: on evidence, or
         # the key calls a method only tensors have on each (`key=lambda s: s.abs().sum()`)
         keyed = any(receives_tensor_only_method(n, param) for n in iter_nodes(lam.body))
-        rests_on = ((cst.Module([]).code_for_node(element), EAGER_TENSOR),) if keyed else operand_evidence(self, element)
+        rests_on = ((cst.Module([]).code_for_node(element), EAGER_TENSOR),) if keyed else operand_evidence(
+            self.context, element)
         if any(evidence not in SAFE_OPERANDS for _, evidence in rests_on):
             return None
         stack, imports = spell(self.context, "torch.stack")
