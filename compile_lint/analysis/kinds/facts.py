@@ -185,7 +185,7 @@ _READ_BUDGET = 20000
 # Python `random` draws that Dynamo traces as 0-d tensors (its RandomVariable functions,
 # torch 2.13): `if random.uniform(0, 1) < p:` is data-dependent branching (measured). Eager
 # code gets a float or an int: a tensor only under Dynamo, which no fix may rest on
-# (rules/_conditions.tensor_evidence).
+# (certainty.tensor_evidence).
 TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
     Arms,
@@ -25,7 +27,6 @@ from compile_lint.fixes.branches.blocks import (
     replacement_for,
     scope_of,
     select,
-    tensor_before,
 )
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
@@ -37,7 +38,6 @@ from compile_lint.fixes.branches.hazards import (
     data_reads,
     dtype_changes,
     enclosing_loop,
-    names_read,
     untaken_arm_hazard,
 )
 

@@ -15,8 +15,10 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.analysis.syntax.names import names_read
 from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
-from compile_lint.fixes.branches.conditions import EAGER_TENSOR, TensorCondition, operand_evidence, tensor_evidence
+from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, definite_kind, tensor_evidence
+from compile_lint.fixes.branches.conditions import TensorCondition, operand_evidence
 from compile_lint.fixes.branches.differing_shapes import NOTE as DIFFERING_SHAPES_NOTE
 from compile_lint.fixes.branches.differing_shapes import ResultSite, any_differ, differing_shapes_problem
 from compile_lint.fixes.guards import GUARD_PREDICATE, is_side_effect_free, spell
@@ -24,7 +26,6 @@ from compile_lint.fixes.next_steps import next_step
 from compile_lint.fixes.branches.hazards import (
     ShapeModel,
     dtype_changes,
-    names_read,
     short_code,
     untaken_arm_hazard,
 )
@@ -607,57 +608,6 @@ def does_heavy_work(context: FileContext, value: cst.BaseExpression) -> bool:
             return True
         if not qualified and context.kind(func) is Kind.MODULE:
             return True
-    return False
-
-
-def definite_kind(context: FileContext, value: cst.BaseExpression) -> Kind:
-    """The kind of `value`, TENSOR where facts say MAYBE_TENSOR only for locals never None.
-
-    Facts merge a local's assignments flow-insensitively (`scale = x.new_ones(())` then
-    `scale = scale * 2` reads as a tensor or a number); a local never assigned None, and
-    not an optional parameter, is a tensor wherever one of its values is.
-    """
-    kind = context.kind(value)
-    if kind is not Kind.MAYBE_TENSOR:
-        return kind
-    maybes = [name for name in names_read(value) if context.kind(cst.Name(name)) is Kind.MAYBE_TENSOR]
-    if maybes and not any(may_hold_non_tensor(context, name) for name in maybes):
-        return Kind.TENSOR
-    return kind
-
-
-def tensor_before(context: FileContext, name: str) -> bool:
-    """True when local `name` holds a tensor (not None) before a branch that may reassign it."""
-    return definite_kind(context, cst.Name(name)) is Kind.TENSOR
-
-
-_NOT_TENSOR_VALUES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
-                      cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
-
-
-def may_hold_non_tensor(context: FileContext, name: str) -> bool:
-    """True when `name` may hold something other than a tensor: an optional parameter, or a
-    local ever assigned None, a literal number or string, or a Python container."""
-    function = context.function
-    if function is None:
-        return True
-    for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
-        if param.name.value == name:
-            if param.default is not None and isinstance(param.default, (cst.Name, *_NOT_TENSOR_VALUES)) and (
-                    not isinstance(param.default, cst.Name) or param.default.value == "None"):
-                return True
-            if context.facts.param_kind(function, name) is Kind.MAYBE_TENSOR:
-                return True
-    for value in context.local_values(name):
-        if isinstance(value, tuple) and value[0] == "aug":
-            value = value[2]
-        if not isinstance(value, cst.BaseExpression):
-            continue
-        for inner in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
-            if isinstance(inner, cst.Name) and inner.value in ("None", "True", "False"):
-                return True
-            if isinstance(inner, _NOT_TENSOR_VALUES):
-                return True
     return False
 
 

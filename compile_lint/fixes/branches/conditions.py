@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.facts import TRACED_RANDOM_DRAWS, Kind, annotation_kind
+from compile_lint.analysis.kinds.certainty import SAFE_OPERANDS, Under, annotated_tensor, certain_tensor, tensor_evidence
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import predicate_sense
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS, TENSOR_ONLY_METHODS
 from compile_lint.fixes.branches.hazards import is_bool_expression
 
 if TYPE_CHECKING:
@@ -50,46 +50,6 @@ def data_dependent(context: FileContext, expr: cst.BaseExpression) -> Optional[c
     return expr if context.kind(expr) is Kind.TENSOR else None
 
 
-def annotated_tensor(context: FileContext, name: str) -> bool:
-    """True when parameter `name` of the function being visited is annotated as a Tensor."""
-    function = context.function
-    if function is None:
-        return False
-    params = function.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
-    return False
-
-
-# What a fix rests on, operand by operand: the one notion every rewrite into a torch op
-# (a torch twin of a Python call, a kept 0-d tensor, a torch.where / torch.cond selection)
-# checks, and records in its FixPlan's `rests_on` (benchmarks/fix_operands.py audits them).
-EAGER_TENSOR = "tensor"  # a tensor in eager code too: evidence (see `certain_tensor`)
-DYNAMO_ONLY = "tensor only under Dynamo"  # a random.uniform/randint/randrange draw: a float or int eagerly
-BY_DEFAULT = "tensor by default"  # an untyped forward parameter, an unknown submodule's output
-PY_NUMBER = "python value"  # a number, size or flag that stays what it was
-NOT_TENSOR = "not a tensor"  # data read into Python, a container, an unknown object
-SAFE_OPERANDS = frozenset({EAGER_TENSOR, PY_NUMBER})
-
-
-def tensor_evidence(context: FileContext, expr: cst.BaseExpression) -> str:
-    """What `expr` is for a fix to rest on: EAGER_TENSOR, DYNAMO_ONLY, BY_DEFAULT, PY_NUMBER or NOT_TENSOR.
-
-    Facts call a random draw a tensor (Dynamo traces it as a 0-d tensor input) and an
-    untyped forward parameter a tensor (the default); both are fine for saying what the
-    compiler does and no evidence for what eager code holds.
-    """
-    kind = context.kind(expr)
-    if kind in (Kind.PY, Kind.SHAPE):
-        return PY_NUMBER
-    if kind.tensorish and certain_tensor(context, expr):
-        return EAGER_TENSOR
-    if not kind.tensorish:
-        return NOT_TENSOR
-    return DYNAMO_ONLY if _from_random_draw(context, expr) else BY_DEFAULT
-
-
 def operand_evidence(context: FileContext, *operands: cst.BaseExpression) -> tuple[tuple[str, str], ...]:
     """`(source, evidence)` for each operand a fix rests on, as FixPlan.rests_on holds them."""
     return tuple((_code(operand), tensor_evidence(context, operand)) for operand in operands)
@@ -101,96 +61,6 @@ def unsafe_operand(context: FileContext, *operands: cst.BaseExpression) -> Optio
         if evidence not in SAFE_OPERANDS:
             return f"`{source}` is a {evidence}, no evidence it is one in eager code"
     return None
-
-
-def _from_random_draw(context: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when `expr` reads a Python random draw, directly or through locals bound to one."""
-    if depth > 4:
-        return False
-    for node in iter_nodes(expr):
-        if isinstance(node, cst.Call) and context.qualname(node.func) in TRACED_RANDOM_DRAWS:
-            return True
-        if isinstance(node, cst.Name):
-            for value in context.local_values(node.value):
-                if isinstance(value, tuple) and value[0] == "aug":
-                    value = value[2]
-                if isinstance(value, cst.BaseExpression) and _from_random_draw(context, value, depth + 1):
-                    return True
-    return False
-
-
-def _tensor_only_method_on(context: FileContext, name: str) -> bool:
-    """True when `name` is the receiver of a method only tensors have, on the value it holds here.
-
-    `x.amax()` on an untyped parameter's own value, or `h.mean()` on a local bound once: the
-    original code needs it to be a tensor, in eager code too. `img.resize(...)`,
-    `F.hflip(img)` or returning `img` are no such evidence.
-    """
-    function = context.function
-    facts = context.facts
-    if function is None:
-        return False
-    parameter = facts.param_kind(function, name) is not None
-    if not parameter and len(context.local_values(name)) != 1:
-        return False
-    reads = facts.reaching(function).reads if parameter else {}
-    for node in iter_nodes(function.body):
-        if receives_tensor_only_method(node, name):
-            if not parameter:
-                return True
-            reaching = reads.get(node.func.value)
-            if reaching is not None and any(binding.value is None for binding in reaching):
-                return True
-    return False
-
-
-def receives_tensor_only_method(node: cst.CSTNode, name: str) -> bool:
-    """True when `node` is `name.method(...)` with a method only tensors have."""
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and isinstance(node.func.value, cst.Name) and node.func.value.value == name
-            and node.func.attr.value in TENSOR_ONLY_METHODS)
-
-
-# torch.nn modules whose output is not one tensor computed from the input: a pass-through
-# (`nn.Identity` returns what it is given), containers, and modules returning tuples.
-_NOT_TENSOR_MODULES = frozenset({
-    "Identity", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Module",
-    "RNN", "LSTM", "GRU", "MultiheadAttention", "RNNBase", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AdaptiveMaxPool3d",
-})
-
-
-def _torch_module_output(context: FileContext, attr: str) -> bool:
-    """True when `self.attr(...)` calls a torch.nn module (`nn.Linear`) whatever the class assigns it.
-
-    Such a module computes a tensor and rejects anything else in eager code too.
-    """
-    function = context.function
-    facts = context.facts
-    cls = facts.regions.owner_class.get(function) if function is not None else None
-    if cls is None:
-        return False
-    values = facts.self_attributes(cls).values.get(attr)
-    if not values:
-        return False
-    return all(_makes_torch_module(context, value) for value in values)
-
-
-def _makes_torch_module(context: FileContext, value: object) -> bool:
-    """`nn.Linear(...)`, or an `nn.Sequential` (or, to iterate, an `nn.ModuleList`) of such modules."""
-    qualified = context.qualname(value.func) if isinstance(value, cst.Call) else None
-    if not qualified or not qualified.startswith("torch.nn.") or qualified.count(".") != 2:
-        return False
-    if qualified == "torch.nn.ModuleList":  # what iterating it gives
-        items = value.args[0].value if len(value.args) == 1 else None
-        if isinstance(items, (cst.ListComp, cst.GeneratorExp)):
-            return _makes_torch_module(context, items.elt)
-        return isinstance(items, cst.List) and bool(items.elements) and all(
-            _makes_torch_module(context, element.value) for element in items.elements)
-    if qualified == "torch.nn.Sequential":
-        return bool(value.args) and all(arg.keyword is None and not arg.star and _makes_torch_module(context, arg.value)
-                                        for arg in value.args)
-    return qualified.rsplit(".", 1)[1] not in _NOT_TENSOR_MODULES
 
 
 @dataclass
@@ -272,14 +142,14 @@ def _data_conversion(context: FileContext, expr: cst.BaseExpression) -> Optional
         return None
     func = expr.func
     if isinstance(func, cst.Attribute) and func.attr.value == "item" and not expr.args:
-        if context.kind(func.value) is Kind.TENSOR and certain_tensor(context, func.value):
+        if context.kind(func.value) is Kind.TENSOR and certain_tensor(context, func.value, Under.EAGER):
             return "item", func.value
         return None
     qualified = context.qualname(func) or ""
     if qualified.startswith("builtins.") and qualified[9:] in _CONVERSIONS and len(expr.args) == 1:
         arg = expr.args[0]
         if arg.keyword is None and not arg.star and context.kind(arg.value) is Kind.TENSOR \
-                and certain_tensor(context, arg.value):
+                and certain_tensor(context, arg.value, Under.EAGER):
             return qualified[9:], arg.value
     return None
 
@@ -288,71 +158,6 @@ def converted_tensors(context: FileContext, test: cst.BaseExpression) -> list[cs
     """The tensors a test reads into Python (`t` of `t.item()`, `float(t)`): what keeping it a tensor rests on."""
     return [found[1] for found in (_data_conversion(context, part) for part in iter_nodes(test)
                                    if isinstance(part, cst.Call)) if found is not None]
-
-
-def certain_tensor(context: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when `expr` is a tensor for reasons a fix can rest on, not only by facts' default.
-
-    A torch function, a `torch.Tensor` method on a tensor, a comparison or arithmetic with
-    one, a Tensor-annotated parameter, a parameter the function calls a method only
-    tensors have on (`x.amax()`), or a local bound to one of these. A Python random draw
-    is not: Dynamo traces it as a 0-d tensor, eager code gets a float. A method that
-    `torch.Tensor` lacks (`session.get_obj_num()`) is not: facts type untyped parameters as
-    tensors, and a fix must not rest on that guess.
-    """
-    if depth > 8:
-        return False
-    if isinstance(expr, cst.Call):
-        qualified = context.qualname(expr.func) or ""
-        if qualified.startswith("torch."):
-            return context.kind(expr) is Kind.TENSOR
-        if isinstance(expr.func, cst.Name):
-            # `for block in self.blocks: x = block(x)` over an nn.ModuleList of torch.nn modules
-            values = context.local_values(expr.func.value)
-            if values and all(
-                    isinstance(v, tuple) and v[0] == "iter" and isinstance(v[1], cst.Attribute)
-                    and isinstance(v[1].value, cst.Name) and v[1].value.value == "self"
-                    and _torch_module_output(context, v[1].attr.value) for v in values):
-                return True
-            # `for layer in self.layers: x = layer(x)` over the file's own blocks: their
-            # forward's returns are the evidence (`x + torch.tanh(self.fc(x))`).
-            target = context.call_target(expr)
-            return (target is not None and target.name.value == "forward"
-                    and context.facts.certain_tensor(expr, context.function))
-        if isinstance(expr.func, cst.Attribute):
-            receiver = expr.func.value
-            if isinstance(receiver, cst.Name) and receiver.value == "self":
-                return _torch_module_output(context, expr.func.attr.value)
-            if expr.func.attr.value not in TENSOR_METHODS:
-                return False
-            return context.kind(receiver).tensorish or certain_tensor(context, receiver, depth + 1)
-        return False
-    if isinstance(expr, cst.Comparison):
-        return any(certain_tensor(context, side, depth + 1)
-                   for side in (expr.left, *(c.comparator for c in expr.comparisons)))
-    if isinstance(expr, cst.BinaryOperation):
-        return certain_tensor(context, expr.left, depth + 1) or certain_tensor(context, expr.right, depth + 1)
-    if isinstance(expr, cst.UnaryOperation):
-        return certain_tensor(context, expr.expression, depth + 1)
-    if isinstance(expr, cst.Subscript):
-        return certain_tensor(context, expr.value, depth + 1)
-    if isinstance(expr, cst.Attribute):
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            return context.kind(expr) is Kind.TENSOR
-        return expr.attr.value in ("T", "mT", "data", "real", "imag") and certain_tensor(context, expr.value, depth + 1)
-    if isinstance(expr, cst.Name):
-        if annotated_tensor(context, expr.value) or _tensor_only_method_on(context, expr.value):
-            return True
-        if context.tensor_on_some_paths(expr):
-            return False  # `skip = False` on the other paths: `skip.bool()` would fail there
-        for value in context.local_values(expr.value):
-            if isinstance(value, cst.BaseExpression) and certain_tensor(context, value, depth + 1):
-                return True
-            if isinstance(value, tuple) and value[0] in ("iter", "element") and isinstance(value[1], cst.BaseExpression) \
-                    and certain_tensor(context, value[1], depth + 1):
-                return True
-        return False
-    return False
 
 
 def _to_bool_tensor(context: FileContext, expr: cst.BaseExpression, state: dict) -> Union[cst.BaseExpression, str]:
@@ -381,11 +186,11 @@ def _to_bool_tensor(context: FileContext, expr: cst.BaseExpression, state: dict)
             return "a chained or identity comparison"
         left = _keep_tensor(context, expr.left, state)
         right = _keep_tensor(context, expr.comparisons[0].comparator, state)
-        if not (certain_tensor(context, left) or certain_tensor(context, right)):
+        if not (certain_tensor(context, left, Under.EAGER) or certain_tensor(context, right, Under.EAGER)):
             return f"cannot tell that `{_code(expr)}` compares tensors"
         comparison = expr.comparisons[0].with_changes(comparator=right)
         return expr.with_changes(left=left, comparisons=[comparison], lpar=[], rpar=[])
-    if context.kind(expr) is Kind.TENSOR and certain_tensor(context, expr):
+    if context.kind(expr) is Kind.TENSOR and certain_tensor(context, expr, Under.EAGER):
         return _as_bool(context, expr)
     if context.tensor_on_some_paths(expr):
         return f"`{_code(expr)}` is a tensor only on some paths (a Python value on the others)"

@@ -18,6 +18,7 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.analysis.syntax.names import names_read
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
@@ -301,20 +302,6 @@ _INDEXING_METHODS = frozenset({"gather", "index_select", "take", "take_along_dim
 # Arguments a layer updates in place: passing one to a call the fix would now always make
 # changes the state even when the branch is not taken.
 STATEFUL_ARGUMENT_WORDS = ("cache", "past_key_value", "layer_past", "inference_session", "memory_state")
-
-
-def names_read(expr: cst.CSTNode, skip: Optional[set[int]] = None) -> set[str]:
-    """Local names an expression reads (attribute names, keywords and `skip`ped names excluded)."""
-    found: set[str] = set()
-    skip = set(skip or ())
-    for node in iter_nodes(expr):
-        if isinstance(node, cst.Attribute):
-            skip.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            skip.add(id(node.keyword))
-        elif isinstance(node, cst.Name) and id(node) not in skip:
-            found.add(node.value)
-    return found
 
 
 _METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.certainty import Under, certain_tensor
 from compile_lint.fixes.branches.blocks import (
     BranchFix,
     TorchCalls,
@@ -14,10 +15,7 @@ from compile_lint.fixes.branches.blocks import (
     only_statement,
     short_code,
 )
-from compile_lint.fixes.branches.conditions import (
-    TensorCondition,
-    certain_tensor,
-)
+from compile_lint.fixes.branches.conditions import TensorCondition
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
@@ -58,7 +56,7 @@ def masked_writes(context: FileContext, node: cst.If, condition: TensorCondition
 
 def _any_of(context: FileContext, test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """`m` for a test `m.any()` or `torch.any(m)` (one argument), else None."""
-    if not isinstance(test, cst.Call) or not certain_tensor(context, test):
+    if not isinstance(test, cst.Call) or not certain_tensor(context, test, Under.EAGER):
         return None
     if isinstance(test.func, cst.Attribute) and test.func.attr.value == "any" and not test.args:
         return test.func.value

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Union
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.names import names_read
 from compile_lint.fixes.branches.assignments import (
     branch_values,
     calls_named,
@@ -30,7 +31,6 @@ from compile_lint.fixes.branches.conditions import (
 )
 from compile_lint.fixes.branches.differing_shapes import ResultSite
 from compile_lint.fixes.branches.hazards import (
-    names_read,
     stateful_argument,
     untaken_arm_hazard,
 )

@@ -6,14 +6,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.names import names_read
 from compile_lint.fixes.branches.blocks import (
     BranchFix,
     TorchCalls,
     compiling_predicate,
     no_fix,
-)
-from compile_lint.fixes.branches.hazards import (
-    names_read,
 )
 
 if TYPE_CHECKING:

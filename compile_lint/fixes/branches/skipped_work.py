@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     LOOP_NOTE,
     Arms,
@@ -31,13 +33,11 @@ from compile_lint.fixes.branches.blocks import (
     scope_of,
     select,
     short_code,
-    tensor_before,
 )
 from compile_lint.fixes.branches.conditions import TensorCondition
 from compile_lint.fixes.guards import is_side_effect_free
 from compile_lint.fixes.branches.hazards import (
     enclosing_loop,
-    names_read,
     stateful_argument,
     untaken_arm_hazard,
 )
