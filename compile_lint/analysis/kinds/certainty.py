@@ -9,7 +9,7 @@ which question is asked:
 - `Under.DYNAMO`: a tensor as Dynamo traces it, on evidence: a random draw counts, the
   forward-parameter default does not (a parameter counts when every call of the file passes
   a tensor on evidence, or by its `Tensor` annotation). Facts ask it to decide what a call
-  passes on (`Facts.certain_tensor`).
+  passes on (`DynamoCertainty`).
 - `Under.EAGER`: a tensor in eager code too: a torch call, a `torch.Tensor` method on a
   tensor, a `Tensor` annotation, a method only tensors have called on the parameter, a
   torch.nn submodule's output. What a fix may rest on (`tensor_evidence`).
@@ -34,7 +34,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.facts import TRACED_RANDOM_DRAWS, Kind, _find_param, annotation_kind
+from compile_lint.analysis.file.reaching import Binding
+from compile_lint.analysis.kinds.bindings import annotation_kind, find_param, is_none, tuple_items
+from compile_lint.analysis.kinds.calls import TRACED_RANDOM_DRAWS
+from compile_lint.analysis.kinds.expressions import array_index
+from compile_lint.analysis.kinds.lattice import Kind
 from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS, TENSOR_ONLY_METHODS
 from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.syntax.walk import iter_nodes
@@ -53,8 +57,120 @@ class Under(enum.Enum):
 def certain_tensor(context: FileContext, expr: cst.BaseExpression, under: Under) -> bool:
     """True when `expr`, read in the function being visited, is a tensor on evidence in the code `under` names."""
     if under is Under.DYNAMO:
-        return context.facts.certain_tensor(expr, context.function)
+        return context.facts.certain_under_dynamo(expr, context.function)
     return _eager_certain(context, expr, 0)
+
+
+# ----- under Dynamo: the facts' own question ---------------------------------------------------
+
+# How deep `certain_under_dynamo` follows names, calls and operands.
+_CERTAINTY_DEPTH = 8
+
+
+class DynamoCertainty:
+    """`Under.DYNAMO` (a part of `Facts`, which asks it to judge what a call passes on)."""
+
+    def certain_under_dynamo(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
+        """True when `expr` is a tensor on evidence, not only on the default for untyped forward parameters.
+
+        An untyped forward parameter is taken to be a tensor, and so are the items of what
+        an unknown submodule returns; that default is fine for deciding what `x.sum() > 0`
+        is, but it is no evidence to pass on: a parameter that every call passes a tensor
+        is a tensor, not one that every call passes its own untyped parameter
+        (`output_attentions`, a `window_size` tuple, sizes unpacked from a submodule).
+        """
+        key = (expr, function)
+        cached = self.memo.certain.get(key) if not self.memo.param_bindings else None
+        if cached is not None:
+            return cached
+        if depth > _CERTAINTY_DEPTH or key in self.memo.in_progress:
+            return False
+        self.memo.in_progress.add(key)
+        try:
+            result = self._dynamo_certain(expr, function, depth + 1)
+        finally:
+            self.memo.in_progress.discard(key)
+        if not self.memo.param_bindings:
+            self.memo.certain[key] = result
+        return result
+
+    def _dynamo_certain(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int) -> bool:
+        if self.kind(expr, function) is not Kind.TENSOR:
+            return False
+        if isinstance(expr, cst.Name):
+            reaching = self.reaching(function).reads.get(expr)
+            if reaching is not None:
+                return all(self._certain_binding(b, function, depth) for b in reaching)
+            if self.param_kind(function, expr.value) is not None:
+                return self._certain_parameter(function, expr.value, depth)
+            values = self.assignments(function).get(expr.value, [])
+            return bool(values) and all(self._certain_value(v, function, depth) for v in values)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qualified = self.imports.qualname(func)
+            if qualified is not None:
+                return qualified.startswith("torch.") or qualified in TRACED_RANDOM_DRAWS
+            if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+                # A tensor method: only a tensor (or array) has it, whatever the receiver was taken for.
+                return self.kind(func.value, function).tensorish or self.kind(func.value, function) is Kind.NDARRAY
+            target = self.call_target(expr, function)
+            return target is not None and all(self.certain_under_dynamo(v, target, depth) for v in self.returned_values(target))
+        if isinstance(expr, cst.Subscript):
+            return array_index(expr) or self.certain_under_dynamo(expr.value, function, depth)
+        if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
+            parts = [expr.left, expr.right] if not isinstance(expr, cst.Comparison) else [
+                expr.left, *(t.comparator for t in expr.comparisons)]
+            return any(self.certain_under_dynamo(part, function, depth) for part in parts)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.certain_under_dynamo(expr.expression, function, depth)
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                return True  # a registered buffer or an nn.Parameter
+            return self.certain_under_dynamo(expr.value, function, depth)
+        if isinstance(expr, cst.IfExp):
+            return self.certain_under_dynamo(expr.body, function, depth) and self.certain_under_dynamo(expr.orelse, function, depth)
+        return False
+
+    def _certain_parameter(self, function: cst.FunctionDef, name: str, depth: int) -> bool:
+        bound = self.memo.param_bindings.get((function, name))
+        if bound is not None:
+            return bound is Kind.TENSOR
+        param = find_param(function, name)
+        if param is not None and annotation_kind(param.annotation, self.imports) is Kind.TENSOR:
+            return True
+        if ("argument", function, name) in self.memo.in_progress:
+            return True  # a loop through calls (x = block(x)): its other inputs decide
+        return self.argument_kind(function, name) is Kind.TENSOR
+
+    def _certain_binding(self, binding: Binding, function: cst.FunctionDef, depth: int) -> bool:
+        if binding.value is None:
+            return self._certain_parameter(function, binding.name, depth)
+        return self._certain_value(binding.value, function, depth)
+
+    def _certain_value(self, value: object, function: cst.FunctionDef, depth: int) -> bool:
+        if isinstance(value, cst.BaseExpression):
+            return self.certain_under_dynamo(value, function, depth)
+        if not isinstance(value, tuple):
+            return False
+        tag = value[0]
+        if tag == "aug":
+            return self.certain_under_dynamo(value[1], function, depth) or self.certain_under_dynamo(value[2], function, depth)
+        if tag == "iter":
+            return isinstance(value[1], cst.BaseExpression) and self.certain_under_dynamo(value[1], function, depth)
+        if tag == "element" and isinstance(value[1], cst.Call):
+            target = self.call_target(value[1], function)
+            if target is None:
+                return False  # the items of what an unknown callable returns are a guess
+            items = [tuple_items(v) for v in self.returned_values(target) if not is_none(v)]
+            return bool(items) and all(
+                item is not None and value[2] < len(item) and self.certain_under_dynamo(item[value[2]], target, depth)
+                for item in items)
+        if tag == "element" and isinstance(value[1], tuple) and value[1][0] == "iter":
+            return self._certain_value(value[1], function, depth)  # `for a, b in tensor`: rows of rows
+        return False
+
+
+# ----- in eager code too ------------------------------------------------------------------------
 
 
 def _eager_certain(context: FileContext, expr: cst.BaseExpression, depth: int) -> bool:
@@ -338,7 +454,7 @@ def _one_tensor_name_or_value(context: FileContext, expr: cst.BaseExpression, in
     if function is None:
         return False
     if isinstance(expr, cst.Name):
-        param = _find_param(function, expr.value)
+        param = find_param(function, expr.value)
         if param is not None:
             return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
         values = context.local_values(expr.value, function)
