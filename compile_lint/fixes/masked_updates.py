@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Optional, Union
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.branches.blocks import BranchFix, TorchCalls, no_fix, parenthesised
+from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
+from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.hazards import ShapeModel
 from compile_lint.fixes.guards import is_side_effect_free

@@ -11,23 +11,20 @@ from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
-    Arms,
     BranchFix,
     Step,
-    TorchCalls,
-    assignment_line,
     assignment_steps,
     block_lines,
-    branch_fix_choice,
     fresh_name,
     no_fix,
     only_statement,
     parenthesised,
     reads_tensor_data,
-    replacement_for,
     scope_of,
-    select,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
+from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
     tensor_condition,

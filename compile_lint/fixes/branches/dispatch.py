@@ -25,7 +25,8 @@ it (`tensor-branch-fix = "cond"`, `choice`) or where `torch.where` is withheld f
 untaken arm that may fail, and only when both branches are single tensor expressions of
 one shape, or of shapes that differ where `differing_shapes` measured torch.cond exact
 (the first dimension, no autograd, a result not broadcast). What the rewrites are built
-from is in `blocks`; conditions as Python tests plus one bool tensor in `conditions`.
+from is in `blocks` (steps, scope), `torch_calls` (the code) and `selection` (`where` or
+`cond`); conditions as Python tests plus one bool tensor in `conditions`.
 
 To add a shape: write its module here (a function `(context, node, condition, ...)` that
 returns a `BranchFix`), add a `Shape` to `SHAPES` where it must be tried, and give the rule
@@ -47,13 +48,7 @@ from compile_lint.fixes.branches import (
     shortcuts,
     skipped_work,
 )
-from compile_lint.fixes.branches.blocks import (
-    NO_WHILE_FIX,
-    BranchFix,
-    block_lines,
-    no_fix,
-    only_statement,
-)
+from compile_lint.fixes.branches.blocks import NO_WHILE_FIX, BranchFix, block_lines, no_fix, only_statement
 from compile_lint.fixes.branches.checks import linearise_assert
 from compile_lint.fixes.branches.conditions import TensorCondition, tensor_condition
 from compile_lint.fixes.branches.ternaries import linearise_ifexp

@@ -14,18 +14,16 @@ from compile_lint.fixes.branches.assignments import (
 )
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
-    Arms,
     BranchFix,
-    TorchCalls,
     assignment_steps,
     block_and_index,
     block_lines,
-    branch_fix_choice,
     no_fix,
     only_statement,
-    replacement_for,
-    select,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, replacement_for
+from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
 )

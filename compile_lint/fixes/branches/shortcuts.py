@@ -7,12 +7,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from compile_lint.analysis.syntax.names import names_read
-from compile_lint.fixes.branches.blocks import (
-    BranchFix,
-    TorchCalls,
-    compiling_predicate,
-    no_fix,
-)
+from compile_lint.fixes.branches.blocks import BranchFix, no_fix
+from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext

@@ -18,22 +18,19 @@ from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     LOOP_NOTE,
-    Arms,
-    TorchCalls,
     BranchFix,
     always_binds,
-    assignment_line,
     assignment_steps,
     block_and_index,
     block_lines,
     no_fix,
     only_statement,
     reads_tensor_data,
-    replacement_for,
     scope_of,
-    select,
-    short_code,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
+from compile_lint.fixes.branches.hazards import short_code
 from compile_lint.fixes.branches.conditions import TensorCondition
 from compile_lint.fixes.guards import is_side_effect_free
 from compile_lint.fixes.branches.hazards import (

@@ -7,15 +7,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from compile_lint.fixes.branches.assignments import calls_named
-from compile_lint.fixes.branches.blocks import (
-    WHERE_NOTE,
-    Arms,
-    BranchFix,
-    TorchCalls,
-    branch_fix_choice,
-    no_fix,
-    select,
-)
+from compile_lint.fixes.branches.blocks import WHERE_NOTE, BranchFix, no_fix
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls
+from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     tensor_condition,
 )
