@@ -3,7 +3,7 @@
 For every Python file of the installed transformers, timm and diffusers, fix the text in
 memory as `compile-lint --fix --unsafe-fixes` does (the same `fix_text`, to a fixed point;
 nothing is written) and record, for each unsafe fix applied, the operands it rests on and
-their kind (`Fix.rests_on`, from fixes/conditions.tensor_evidence):
+their kind (`Fix.rests_on`, from analysis/kinds/certainty.tensor_evidence):
 
     tensor                    a tensor in eager code too (evidence)
     python value              a number, size or flag, which stays what it was
@@ -43,7 +43,7 @@ sys.path.insert(0, HERE)
 
 from fix_realworld import LIBRARIES, installed_root, read_and_lint  # noqa: E402
 
-from compile_lint.fixes.branches.conditions import SAFE_OPERANDS  # noqa: E402
+from compile_lint.analysis.kinds.certainty import SAFE_OPERANDS  # noqa: E402
 
 DEFAULT_OUT = os.path.join(HERE, "results", "fix_operands")
 # Rules whose unsafe fixes turn Python calls or values into torch ops, or select with

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from compile_lint.engine.api import lint_source
-from compile_lint.fixes.branches.conditions import BY_DEFAULT, DYNAMO_ONLY, NOT_TENSOR
+from compile_lint.analysis.kinds.certainty import BY_DEFAULT, DYNAMO_ONLY, NOT_TENSOR
 from compile_lint.fixes.next_steps import NEXT_STEPS, next_step
 from compile_lint.reporters.docs import explain
 from compile_lint.rules import ALL_RULES

@@ -14,5 +14,18 @@ So the default, "auto", writes `torch.where` when both arms only compute values 
 attention, linalg, FFT); "where" and "cond" force one rewrite wherever it is valid.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.file.context import FileContext
+
 BRANCH_FIX_CHOICES = ("auto", "where", "cond")
 DEFAULT_BRANCH_FIX = "auto"
+
+
+def branch_fix_choice(context: FileContext) -> str:
+    """"where" or "cond": what the configuration asks for where both are valid."""
+    choice = context.branch_fix
+    return choice if choice in BRANCH_FIX_CHOICES else DEFAULT_BRANCH_FIX
