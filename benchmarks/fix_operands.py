@@ -39,7 +39,6 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from fix_realworld import LIBRARIES, installed_root, read_and_lint  # noqa: E402
 

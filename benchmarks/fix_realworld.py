@@ -43,7 +43,6 @@ from typing import Any, Optional, Union
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from realworld_models import ALL_MODELS, PINNED  # noqa: E402
 

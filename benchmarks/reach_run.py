@@ -41,7 +41,6 @@ import time
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 DEFAULT_TRUTH = os.path.join(HERE, "results", "reach_ground_truth.json")
 _FROM_USER_CODE = "from user code:"

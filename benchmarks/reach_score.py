@@ -45,7 +45,6 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 import sweep_score  # noqa: E402
 

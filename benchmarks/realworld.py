@@ -37,7 +37,6 @@ from typing import Iterable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from realworld_models import ALL_MODELS, PINNED  # noqa: E402
 

@@ -26,9 +26,7 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import realworld_models  # noqa: E402
+import realworld_models
 
 _LOCATION = re.compile(r"in user code at (.+):(\d+)\s*$", re.M)
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$', re.M)

@@ -45,7 +45,6 @@ import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(REPO, "tests"))
 
 from lsp_client import LspClient  # noqa: E402
 

@@ -14,23 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from importlib import metadata
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import libcst as cst
 
-import libcst as cst  # noqa: E402
-
-from compile_lint import __version__  # noqa: E402
-from compile_lint.engine.api import lint_source  # noqa: E402
-from compile_lint.engine.source import SourceError, read_source  # noqa: E402
-from compile_lint.fixes.apply import fix_text  # noqa: E402
-from compile_lint.settings.config import Config  # noqa: E402
-from speed import PINNED, ensure_corpus  # noqa: E402
+from compile_lint import __version__
+from compile_lint.engine.api import lint_source
+from compile_lint.engine.source import SourceError, read_source
+from compile_lint.fixes.apply import fix_text
+from compile_lint.settings.config import Config
+from speed import PINNED, ensure_corpus
 
 CONFIG = Config(select=("ALL",))
 

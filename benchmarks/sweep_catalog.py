@@ -36,9 +36,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from realworld_models import ensure_torchvision_importable  # noqa: E402
+from realworld_models import ensure_torchvision_importable
 
 # Largest model (parameters, counted on the meta device) the sweep builds for real.
 MAX_PARAMETERS = 150_000_000
@@ -686,8 +685,8 @@ def timm_variants(unit: str, name: str) -> list[Variant]:
 
 def _timm_create(name: str):
     """The model with the smallest input it takes: (model, side, side is fixed)."""
-    import torch
     import timm
+    import torch
 
     with torch.device("meta"):
         meta = timm.create_model(name, pretrained=False, num_classes=10)

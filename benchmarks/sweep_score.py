@@ -54,7 +54,6 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from sweep_probe import from_ranges  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Program generators and the properties every generated program must satisfy.
 
-Shared by tests/test_fuzz.py (a bounded run in CI) and benchmarks/fuzz.py (long runs).
+Shared by benchmarks/fuzz.py (long runs) and tests/test_fuzz.py (a bounded run in CI).
 """
 
 from __future__ import annotations
