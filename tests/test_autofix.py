@@ -13,7 +13,7 @@ from compile_lint.fixes.edits import apply_fixes
 from compile_lint.fixes.rendering import add_imports, diff_edits
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Edit, Fix
-from conftest import run_cli
+from tests.helpers import run_cli
 
 SOURCE = """# leading comment
 import torch

@@ -11,7 +11,7 @@ from compile_lint.settings.config import Config
 from compile_lint.engine.api import lint_file
 from compile_lint.engine.lint import lint_text
 
-from conftest import run_cli
+from tests.helpers import run_cli
 
 BREAKING = """import torch
 from torch import nn

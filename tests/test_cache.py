@@ -12,7 +12,7 @@ import pytest
 
 from compile_lint.engine import cache
 from compile_lint.settings.config import Config
-from conftest import BREAKING_GATE, assert_findings_json, run_cli
+from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE
 CLEAN = """import torch

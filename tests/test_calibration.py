@@ -10,7 +10,7 @@ as every other rule's."""
 from __future__ import annotations
 
 import pytest
-from conftest import reported_gb_types
+from tests.helpers import reported_gb_types
 
 from compile_lint.testing import case_id, example_cases, flagged_lines, only
 from compile_lint.engine.lint import lint_text

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from conftest import BREAKING_GATE, assert_findings_json, run_cli
+from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE
 CLEAN = """import torch

@@ -13,7 +13,7 @@ import pytest
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
-from conftest import assert_findings_json, run_cli
+from tests.helpers import assert_findings_json, run_cli, write_tree
 
 BASE = """
 from torch import nn
@@ -53,14 +53,6 @@ class Plain:
             return x
         return -x
 """
-
-
-def write_tree(root, files: dict[str, str]) -> None:
-    """Write `files` (relative path -> dedented source) under `root`."""
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
 
 
 def lint(root, relative: str, config: Config = None) -> list[tuple[int, str]]:

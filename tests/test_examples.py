@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import assert_findings_json, run_cli
+from tests.helpers import assert_findings_json, run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import libcst as cst
 import pytest
-from conftest import assert_findings_json, real_files
+from tests.helpers import assert_findings_json, real_files
 
 from compile_lint.testing import make_context
 from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING

@@ -8,7 +8,7 @@ import pytest
 from compile_lint.settings.config import Config
 from compile_lint.engine.files import discover
 from compile_lint.settings.selection import path_matches_any
-from conftest import BREAKING_GATE, run_cli
+from tests.helpers import BREAKING_GATE, run_cli
 
 
 def _tree(root, files):

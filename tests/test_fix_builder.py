@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from conftest import real_files
+from tests.helpers import real_files
 
 from compile_lint.engine import lint as engine
 from compile_lint.engine.dispatch import Dispatcher

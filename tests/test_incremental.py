@@ -15,7 +15,7 @@ import textwrap
 
 import libcst as cst
 import pytest
-from conftest import real_files
+from tests.helpers import real_files
 
 from compile_lint.engine.incremental import IncrementalParser, _starts_by_rendering, _starts_from_lines
 from compile_lint.rules import ALL_RULES

@@ -14,7 +14,7 @@ import textwrap
 
 import libcst as cst
 import pytest
-from conftest import real_files
+from tests.helpers import real_files
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from compile_lint.engine import lint as engine

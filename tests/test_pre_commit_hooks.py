@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from compile_lint.rules import ALL_RULES
-from conftest import own_home_environment
+from tests.helpers import own_home_environment
 
 pytest.importorskip("pre_commit")
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -19,8 +19,7 @@ import pytest
 from compile_lint.analysis.project.index import summarise_source
 from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
-from conftest import assert_findings_json, run_cli
-from test_cross_file import write_tree
+from tests.helpers import assert_findings_json, run_cli, write_tree
 
 torch = pytest.importorskip("torch")
 

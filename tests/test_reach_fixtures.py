@@ -45,7 +45,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from conftest import assert_findings_json, run_cli
+from tests.helpers import assert_findings_json, run_cli
 
 pytest.importorskip("torch")
 

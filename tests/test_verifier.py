@@ -10,7 +10,7 @@ import tempfile
 import textwrap
 
 import pytest
-from conftest import assert_findings_json
+from tests.helpers import assert_findings_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = os.path.join("tests", "verify_targets", "breaks.py")
