@@ -438,7 +438,8 @@ def _smp_units():
         Unit("segmentation_models_pytorch", "DeepLabV3Plus", arch("DeepLabV3Plus"), (_forward(image),)),
         Unit("segmentation_models_pytorch", "Segformer", arch("Segformer", encoder="mit_b0"), (_forward(image),)),
         Unit("segmentation_models_pytorch", "UPerNet", arch("UPerNet"), (_forward(image),)),
-        Unit("segmentation_models_pytorch", "DPT", arch("DPT", encoder="tu-vit_tiny_patch16_224", dynamic_img_size=True),
+        Unit("segmentation_models_pytorch", "DPT",
+             arch("DPT", encoder="tu-vit_tiny_patch16_224", dynamic_img_size=True),
              (_forward(lambda m: _image(1, 3, 64)),)),
     ]
 
@@ -524,8 +525,8 @@ def _ultralytics_units():
 
 def _brevitas_units():
     def conv_net():
-        import torch
         import brevitas.nn as qnn
+        import torch
 
         return torch.nn.Sequential(
             qnn.QuantIdentity(return_quant_tensor=True),
@@ -535,8 +536,8 @@ def _brevitas_units():
             qnn.QuantConv2d(8, 8, 3, weight_bit_width=4))
 
     def mlp():
-        import torch
         import brevitas.nn as qnn
+        import torch
 
         return torch.nn.Sequential(
             qnn.QuantIdentity(bit_width=8, return_quant_tensor=True),

@@ -151,6 +151,7 @@ def probe_entry(unit, entry, mode: str, paths, budget: float) -> dict:
     """The three measurements of one entry in one mode (module docstring), as a JSON-ready record."""
     import torch
     import torch._dynamo
+
     import sweep_probe
 
     started = time.perf_counter()

@@ -96,9 +96,11 @@ def main() -> int:
         f"Command: `python benchmarks/sweep.py --fraction {args.fraction:g} --jobs {args.jobs}`",
         f"compile-lint {__version__}, Python {platform.python_version()}, libcst {metadata.version('libcst')}, "
         f"{os.cpu_count()} cores ({platform.machine()})",
-        f"Corpus: transformers {PINNED['transformers']} models/, timm {PINNED['timm']}, diffusers {PINNED['diffusers']}",
+        f"Corpus: transformers {PINNED['transformers']} models/, timm {PINNED['timm']}, "
+        f"diffusers {PINNED['diffusers']}",
         "",
-        "| files | lines | findings | files fixed | fixes applied | lint crashes | fix crashes | fixed files that do not parse | not idempotent | fixes refused | seconds |",
+        "| files | lines | findings | files fixed | fixes applied | lint crashes | fix crashes "
+        "| fixed files that do not parse | not idempotent | fixes refused | seconds |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {len(results)} | {lines:,} | {sum(codes.values())} | {fixed_files} | {fixes} | {problems['lint crash']} "
         f"| {problems['fix crash']} | {problems['fixed file does not parse']} | {problems['not idempotent']} "

@@ -322,7 +322,7 @@ class TransformersArchitecture:
         try:
             self.config_class = configuration_auto.CONFIG_MAPPING[model_type]
         except Exception as error:  # a config module that cannot import here (missing optional deps)
-            raise Skip(f"config class does not import: {_one_line(error)}")
+            raise Skip(f"config class does not import: {_one_line(error)}") from error
         self.heads = []
         for class_name, short, label_kind in _head_classes(model_type):
             model_class = getattr(transformers, class_name, None)
@@ -342,7 +342,7 @@ class TransformersArchitecture:
         try:
             default = self.config_class()
         except Exception as error:
-            raise Skip(f"default config does not build: {_one_line(error)}")
+            raise Skip(f"default config does not build: {_one_line(error)}") from error
         base_class = self.heads[0][0]
         for level in (0, 1, 2):
             try:

@@ -14,7 +14,6 @@ import pytest
 
 from tests.helpers import WITHOUT_PERMISSION_BYPASS, run_cli
 
-
 # The suite's temp files (pytest's tmp_path dirs, Inductor's kernels and precompiled headers,
 # which torch puts under the temp dir whatever TORCHINDUCTOR_CACHE_DIR says) all go into one
 # directory of this session, for the tests and the CLIs they run, removed when it ends:

@@ -19,7 +19,6 @@ from typing import Optional
 
 import pytest
 
-
 # A model whose forward branches on tensor data (JIT101, with an unsafe torch.where fix).
 BREAKING_GATE = """import torch
 from torch import nn
@@ -57,7 +56,8 @@ def own_home_environment(home: str) -> dict[str, str]:
            if not key.startswith("XDG_") and key not in ("PYTHONPATH", "PIP_CONFIG_FILE", "GIT_CONFIG_GLOBAL")}
     os.makedirs(home, exist_ok=True)
     env.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"), XDG_CONFIG_HOME=os.path.join(home, ".config"),
-               XDG_DATA_HOME=os.path.join(home, ".local", "share"), XDG_STATE_HOME=os.path.join(home, ".local", "state"))
+               XDG_DATA_HOME=os.path.join(home, ".local", "share"),
+               XDG_STATE_HOME=os.path.join(home, ".local", "state"))
     if pip_config:
         env["PIP_CONFIG_FILE"] = pip_config
     if git_config:

@@ -1,6 +1,5 @@
 """The command line, as users run it: flags, exit codes, the JSON contract, bad input."""
 
-import json
 import os
 import stat
 

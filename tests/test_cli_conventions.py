@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from compile_lint.frontends.cli import explain, main
 from compile_lint.core.codes import OTHER_CODES
 from compile_lint.core.diagnostics import RULES_PAGE
+from compile_lint.frontends.cli import explain, main
 from compile_lint.rules import ALL_RULES
 from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
+from compile_lint.settings.config import Config
 from tests.helpers import assert_findings_json, run_cli, write_tree
 
 BASE = """
@@ -245,10 +245,12 @@ def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers)
     # The helper is project code that Pad.forward reaches: its `.item()` is reported in its
     # own file, where Dynamo names the break, not again at the call.
     helper = str(helpers / "pkg" / "helpers.py")
-    findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper, Config(select=("ALL",), root=str(helpers)))
+    findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper,
+                         Config(select=("ALL",), root=str(helpers)))
     assert [(d.line, d.code) for d in findings] == [(2, "JIT201")]
     assert findings[0].message.endswith("(reached from pad.py:9 in Pad.forward)")
-    assert findings[0].reached_from == ((str(helpers / "pkg" / "pad.py"), 9, "Pad.forward"),)  # outside the cwd: absolute
+    # Outside the cwd: an absolute path.
+    assert findings[0].reached_from == ((str(helpers / "pkg" / "pad.py"), 9, "Pad.forward"),)
 
 
 def test_an_installed_helper_that_calls_item_is_reported_at_the_projects_call(helpers, tmp_path_factory):

@@ -14,16 +14,16 @@ from types import SimpleNamespace
 
 import libcst as cst
 import pytest
-from tests.helpers import assert_findings_json, real_files
 
-from compile_lint.testing import make_context
 from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING
-from compile_lint.settings.config import Config
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.prefilter import needs_lint
 from compile_lint.reporters.formats import render
-from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.rules import ALL_RULES, RULES_BY_CODE
+from compile_lint.settings.config import Config
+from compile_lint.testing import make_context
+from tests.helpers import assert_findings_json, real_files
 
 ALL = Config(select=("ALL",))
 EXAMPLES = [

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.files import discover
+from compile_lint.settings.config import Config
 from compile_lint.settings.selection import path_matches_any
 from tests.helpers import BREAKING_GATE, run_cli
 

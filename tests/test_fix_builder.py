@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from tests.helpers import real_files
 
 from compile_lint.engine import lint as engine
 from compile_lint.engine.dispatch import Dispatcher
-from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import NodePositions
-from compile_lint.rules import ALL_RULES
 from compile_lint.fixes.plan import FixPlan
+from compile_lint.fixes.rendering import FixBuilder
+from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
+from tests.helpers import real_files
 
 
 class _Probe(Rule):

@@ -28,8 +28,8 @@ def test_programs_from_the_python_grammar(code):
 # A module that defines the same class and function twice (what the fuzzer's combined
 # examples make): JIT804's fix once took the compile call of the file's last binding of
 # `model`, so the finding in the first copy was fixed in the second (issue item 20).
-from compile_lint.fixes.edits import apply_fixes  # noqa: E402
 from compile_lint.engine.lint import lint_text  # noqa: E402
+from compile_lint.fixes.edits import apply_fixes  # noqa: E402
 from compile_lint.rules.perf_hints.jit804_varying_shapes_without_dynamic import (  # noqa: E402
     VaryingShapesWithoutDynamic,
 )

@@ -15,10 +15,10 @@ import textwrap
 
 import libcst as cst
 import pytest
-from tests.helpers import real_files
 
 from compile_lint.engine.incremental import IncrementalParser, _starts_by_rendering, _starts_from_lines
 from compile_lint.rules import ALL_RULES
+from tests.helpers import real_files
 
 SNIPPETS = ["x", " ", "    ", "\n", "\n    ", "(", ")", "'''", '"', "#", "# c\n", "\n\n", "    # c\n", "  # c\n",
             "pass\n", "\tx", "if x:\n", "\\\n", "]", ":", "def f():\n", "    return 1\n", "class A:\n", "@d\n"]
@@ -159,9 +159,9 @@ def _indented_comment_edit(text: str, rng: random.Random) -> str:
 
 
 def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
-    from compile_lint.settings.config import Config
     from compile_lint.engine.lint import lint_text
     from compile_lint.engine.positions import RenderCache
+    from compile_lint.settings.config import Config
 
     config = Config(select=("ALL",))
     rng = random.Random(17)

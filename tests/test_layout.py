@@ -72,7 +72,7 @@ def _run_as_program(test: ast.expr) -> bool:
 
 
 def _runtime_imports(path: str) -> set[str]:
-    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or `if __name__ == "__main__":`)."""
+    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or a `__main__` guard)."""
     tree = ast.parse(open(path, encoding="utf-8").read())
     skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If) and (_type_checking(stmt.test)
                or _run_as_program(stmt.test)) for node in ast.walk(stmt)}

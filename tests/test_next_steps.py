@@ -98,7 +98,8 @@ ALL_REASONS = [reason for path in REASON_SOURCES for reason in _source_reasons(p
 def test_the_scan_finds_the_reasons_it_is_meant_to():
     texts = {text for _, _, text in ALL_REASONS}
     assert "`for x in x` iterates over a tensor: its steps depend on data" in texts
-    assert "the number is used beyond tensor arithmetic (as a size, an index, in Python control flow or a call)" in texts
+    assert ("the number is used beyond tensor arithmetic (as a size, an index, in Python control flow or a call)"
+            in texts)
     assert "cannot tell that the receiver is a tensor to keep (an array or an unknown object)" in texts
     assert len(ALL_REASONS) > 60
 

@@ -17,8 +17,8 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.index import summarise_source
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
+from compile_lint.settings.config import Config
 from tests.helpers import assert_findings_json, run_cli, write_tree
 
 torch = pytest.importorskip("torch")

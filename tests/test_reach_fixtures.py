@@ -266,7 +266,8 @@ def _check_chains(project: str, root: Path, findings: list[dict]) -> None:
         assert (_relative(root, first["path"]), first["line"], first["function"]) == (path, line, function), (
             finding, site)
         # The message names the entry point's file as JSON does, or by its base name.
-        endings = {f"(reached from {name}:{line} in {function})" for name in (first["path"], path, os.path.basename(path))}
+        endings = {f"(reached from {name}:{line} in {function})"
+                   for name in (first["path"], path, os.path.basename(path))}
         assert any(finding["message"].endswith(ending) for ending in endings), (finding["message"], endings)
 
 

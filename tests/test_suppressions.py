@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import _directives, is_suppressed, malformed_noqa, parse_noqa
+from compile_lint.settings.config import Config
 
 CODE = """import torch
 from torch import nn

@@ -9,6 +9,7 @@ model library is needed and nothing is written to disk.
 from __future__ import annotations
 
 import pytest
+
 import sweep_score
 import sweep_truth
 
