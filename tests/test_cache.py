@@ -143,6 +143,7 @@ def test_fix_bypasses_the_cache_and_the_next_lint_sees_the_fixed_file(project):
     assert _lint(project) == []
 
 
+@pytest.mark.slow
 def test_concurrent_runs_agree(project):
     for index in range(20):
         (project / f"copy{index}.py").write_text(BREAKING)

@@ -93,6 +93,7 @@ def test_explain():
     assert run_cli("--explain", "JIT999").returncode == 2
 
 
+@pytest.mark.slow
 def test_diff_writes_nothing_and_fix_applies(project):
     before = (project / "bad.py").read_bytes()
     diff = run_cli("--diff", "--unsafe-fixes", str(project))

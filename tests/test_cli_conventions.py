@@ -338,6 +338,7 @@ def test_no_python_files_is_a_warning(tmp_path, layout):
     assert run_cli("--no-cache", ".", cwd=tmp_path).stderr == ""
 
 
+@pytest.mark.slow
 def test_command_line_patterns_are_relative_to_the_working_directory_without_a_config(tmp_path):
     # Issue 25.8: with no config file, patterns were relative to the first path argument, so a
     # path copied from the report ("proj/tests/test_bad.py") did not match. Relative to the cwd, as ruff.

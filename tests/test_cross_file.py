@@ -179,6 +179,7 @@ def test_the_cache_is_invalidated_when_a_base_class_file_changes(project):
     assert run() == []
 
 
+@pytest.mark.slow
 def test_cross_file_findings_are_real_breaks(project):
     """The compiler agrees: Gate (its nn.Module base is in another file) and Counted (whose override
     the inherited forward calls) break the graph; Plain is no module at all."""
@@ -271,6 +272,7 @@ def test_an_installed_helper_that_calls_item_is_reported_at_the_projects_call(he
     assert "helpers.py:1) reads tensor data with `.item()`" in findings[0].message
 
 
+@pytest.mark.slow
 def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
     script = textwrap.dedent("""
         import torch
@@ -286,6 +288,7 @@ def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
     assert lines and "item()" in lines[0] and lines[1] == "True", result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_recurrent_module_made_in_a_base_class_of_another_file_is_flagged(tmp_path):
     """JIT409 reads `self.rnn = nn.LSTM(...)` in the base's own file (its imports, not the
     subclass's); a base that makes the same attribute a Linear stays silent. The compiler agrees."""

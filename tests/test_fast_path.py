@@ -47,6 +47,7 @@ def test_rule_examples_lint_identically_both_ways(name, text):
     assert _json(text, "example.py", True) == _json(text, "example.py", False)
 
 
+@pytest.mark.slow
 def test_real_files_lint_identically_both_ways():
     files = real_files(60)
     assert len(files) >= 20
@@ -181,6 +182,7 @@ class _Names(cst.CSTVisitor):
         self.events.append("end " + original_node.name.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("visitor_type", [_Recorder, _Names])
 def test_fast_visit_calls_hooks_exactly_as_libcst_does(visitor_type):
     for text in _sources():

@@ -99,6 +99,7 @@ def _read(path: str) -> str:
         return handle.read()
 
 
+@pytest.mark.slow
 def test_probe_fixes_in_real_files_are_the_same_both_ways():
     # The module-wide path renders and parses a whole class per fix: small files, few probes.
     texts = [text for text in map(_read, real_files(40)) if text.count("\n") < 700][:4]

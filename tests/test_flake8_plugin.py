@@ -108,6 +108,7 @@ def _same_findings(directory: str, extra: tuple[str, ...] = ()) -> list:
     return findings(ours.stdout)
 
 
+@pytest.mark.slow
 def test_flake8_matches_compile_lint_on_every_rule_example(tmp_path):
     for rule in ALL_RULES:
         for number, example in enumerate(rule.invalid + rule.valid):

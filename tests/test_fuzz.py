@@ -3,6 +3,7 @@
 `benchmarks/fuzz.py --minutes N` runs the same properties for longer.
 """
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz_programs import check_program, example_programs, grammar_programs
@@ -13,12 +14,14 @@ FUZZ_SETTINGS = settings(
 )
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(example_programs())
 def test_programs_built_from_rule_examples(code):
     assert check_program(code) == []
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(grammar_programs())
 def test_programs_from_the_python_grammar(code):

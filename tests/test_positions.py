@@ -128,6 +128,7 @@ def test_layouts_are_placed_as_position_provider_places_them(name, newline, inde
     assert placed == expected
 
 
+@pytest.mark.slow
 def test_real_files_are_placed_as_position_provider_places_them():
     files = real_files(12)
     assert len(files) >= 8

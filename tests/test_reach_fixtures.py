@@ -283,6 +283,7 @@ def test_cli_on_the_project(project, copy_of):
     _check_chains(project, root, findings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("project", PROJECTS)
 def test_cli_on_each_file_alone(project, copy_of):
     root = copy_of(project)
@@ -296,6 +297,7 @@ def test_cli_on_each_file_alone(project, copy_of):
 _FLAKE8_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<column>\d+): (?P<code>[A-Z]+\d+) ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("project", PROJECTS)
 def test_flake8_on_each_file(project, copy_of):
     root = copy_of(project)

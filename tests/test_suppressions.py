@@ -107,6 +107,7 @@ def _cli(path: str) -> list[str]:
     return [line for line in result.stdout.splitlines() if line.startswith(path)]
 
 
+@pytest.mark.slow
 def test_cli_and_real_flake8_agree_on_well_formed_and_typo_codes(tmp_path):
     checks = {
         "  # noqa: JIT101": False,
