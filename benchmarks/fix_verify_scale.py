@@ -157,8 +157,9 @@ def make_project(root: str, files: int, models_per_file: int, fixable: int) -> d
             role = "wrong fix"
             blocks[-1] = WRONG_FIX_BLOCK
         layout[module] = role
-        text = HEADER + "".join("\n\n" + textwrap.dedent(block).strip("\n").format(name=class_name(module, index)) + "\n"
-                                for index, block in enumerate(blocks))
+        text = HEADER + "".join(
+            "\n\n" + textwrap.dedent(block).strip("\n").format(name=class_name(module, index)) + "\n"
+            for index, block in enumerate(blocks))
         with open(os.path.join(package, f"{module}.py"), "w", encoding="utf-8") as handle:
             handle.write(text)
     with open(os.path.join(package, "__init__.py"), "w", encoding="utf-8") as handle:
@@ -246,7 +247,8 @@ def render(meta: dict, results: list[dict]) -> str:
         "",
         ", ".join(f"`{module}` {role}" for module, role in meta["project"]["roles"].items()),
         "",
-        "| code | wall time (s) | CPU time (s) | target runs | exit | files written | files rolled back | temp dirs left |",
+        "| code | wall time (s) | CPU time (s) | target runs | exit | files written | files rolled back "
+        "| temp dirs left |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for result in results:

@@ -72,7 +72,7 @@ def _run_as_program(test: ast.expr) -> bool:
 
 
 def _runtime_imports(path: str) -> set[str]:
-    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or `if __name__ == "__main__":`)."""
+    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or a `__main__` guard)."""
     tree = ast.parse(open(path, encoding="utf-8").read())
     skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If) and (_type_checking(stmt.test)
                or _run_as_program(stmt.test)) for node in ast.walk(stmt)}
@@ -98,7 +98,7 @@ def _every_import(path: str) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names if f"{node.module}.{alias.name}" in MODULES)
+            found.update(name for alias in node.names if (name := f"{node.module}.{alias.name}") in MODULES)
     return found
 
 
@@ -198,7 +198,8 @@ def _lines_outside_examples(path: str) -> int:
     tree = ast.parse(open(path, encoding="utf-8").read())
     examples = sum(item.end_lineno - item.lineno + 1 for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
                    for item in node.body if isinstance(item, ast.Assign)
-                   and any(isinstance(target, ast.Name) and target.id in ("invalid", "valid") for target in item.targets))
+                   and any(isinstance(target, ast.Name) and target.id in ("invalid", "valid")
+                           for target in item.targets))
     return _line_count(path) - examples
 
 

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.lint import lint_text
 from compile_lint.reporters.formats import render
 from compile_lint.rules import RULES_BY_CODE
+from compile_lint.settings.config import Config
 
 jsonschema = pytest.importorskip("jsonschema")
 

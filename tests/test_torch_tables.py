@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
 from compile_lint.rules.support import torch_tables
+from compile_lint.settings.config import Config
 
 torch = pytest.importorskip("torch")
 from compile_lint.rules.support import generate_tables  # noqa: E402
