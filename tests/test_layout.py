@@ -1,6 +1,6 @@
 """The package reads one way: one rule per file, named after its code; layers import downwards only.
 
-core <- analysis <- fixes <- rules <- settings <- engine <- the fix loop <- reporters <- verifier
+core <- storage <- analysis <- fixes <- rules <- settings <- engine <- the fix loop <- reporters <- verifier
 <- frontends, one folder each (docs/architecture.md says why); no module imports a module that
 (transitively) imports it back.
 """
@@ -41,6 +41,8 @@ LAYERS = [
     # Rules build their fixes from fixes/: plans, branch rewrites, rendering.
     ("fixes", "compile_lint.fixes."),
     ("analysis", "compile_lint.analysis."),
+    # Files on disk: the one walker, file stamps, atomic writes.
+    ("storage", "compile_lint.storage."),
     ("core", "compile_lint.core."),
 ]
 

@@ -11,7 +11,8 @@ from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.lint import lint_text
-from compile_lint.engine.source import SourceError, SourceFile, read_source, write_atomically
+from compile_lint.engine.source import SourceError, SourceFile, read_source
+from compile_lint.storage.atomic import rewrite_file
 
 MAX_ROUNDS = 10
 
@@ -107,7 +108,7 @@ def _finish(planned: _Planned, config: Config, write: bool, rejection: Optional[
     result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error)
     if write and outcome.changed:
         try:
-            write_atomically(path, source.encode(outcome.text))
+            rewrite_file(path, source.encode(outcome.text))
             result.written = True
         except (OSError, UnicodeError) as error:
             reason = getattr(error, "strerror", None) or str(error)

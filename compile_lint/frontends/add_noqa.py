@@ -15,7 +15,8 @@ from typing import Optional
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.api import SYNTAX_ERROR_CODE, lint_source
-from compile_lint.engine.source import SourceError, read_source, write_atomically
+from compile_lint.engine.source import SourceError, read_source
+from compile_lint.storage.atomic import rewrite_file
 from compile_lint.engine.suppressions import add_noqa
 
 
@@ -59,7 +60,7 @@ def add_noqa_file(job: tuple[str, Config]) -> NoqaFileResult:
         return NoqaFileResult(path, error=f"{path}: the added `# noqa` comments would not silence exactly the "
                                           "findings they are for; file left unchanged")
     try:
-        write_atomically(path, source.encode(addition.text))
+        rewrite_file(path, source.encode(addition.text))
     except OSError as error:
         return NoqaFileResult(path, error=f"{path}: cannot write: {error.strerror or error}")
     return NoqaFileResult(path, addition.added, len({d.line for d in addition.added}), addition.skipped)
