@@ -18,12 +18,14 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from compile_lint.core.results import LintResult
+from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.files import discover
 from compile_lint.engine.dispatch import LintCancelled
 from compile_lint.engine.lint import SYNTAX_ERROR_CODE, lint_text
 from compile_lint.engine.project import file_reach, prepare_project, reach_digest, symbol_index
 from compile_lint.engine.positions import RenderCache
 from compile_lint.engine.source import SourceError, read_source
+from compile_lint.engine.suppressions import malformed_noqa
 from compile_lint.settings.config import Config
 
 __all__ = ["SYNTAX_ERROR_CODE", "LintCancelled", "LintResult", "dependencies", "file_reach", "lint_file", "lint_paths",
@@ -55,9 +57,11 @@ def lint_source(
     `prefilter`, `cancelled`, `render_cache` and `project` are for a host that lints one
     document over and over (see `engine.lint.lint_text`).
     """
+    source = SourceIndex(text)
     diagnostics = lint_text(text, path, config, noqa, fast, parse=parse, prefilter=prefilter,
-                            cancelled=cancelled, render_cache=render_cache, project=project)
-    return LintResult(path, diagnostics, text=text, dependencies=dependencies(path, config))
+                            cancelled=cancelled, render_cache=render_cache, project=project, source=source)
+    return LintResult(path, diagnostics, text=text, dependencies=dependencies(path, config),
+                      malformed_noqa=malformed_noqa(source))
 
 
 def lint_file(path: str, config: Config) -> LintResult:

@@ -27,6 +27,7 @@ from compile_lint.engine.project import (  # noqa: F401 - re-exported
     _link_path, file_reach, prepare_project, reach_digest, symbol_index,
 )
 from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher, LintCancelled
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
@@ -269,6 +270,7 @@ def lint_text(
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
     project: bool = True,
+    source: Optional[SourceIndex] = None,
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
@@ -287,25 +289,29 @@ def lint_text(
     (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
     findings too. `project=False` lints the file as if no other code of its project reached
     it, without building the project index (the language server's first findings for a
-    document it opens, before those with the project's reach).
+    document it opens, before those with the project's reach). `source`, the text's
+    `SourceIndex`, is for a caller that asks the text more questions (its lines and
+    comments are then found once).
     """
+    source = source if source is not None else SourceIndex(text)
     with _gc_paused():
         if not noqa or not rule_enabled(UNUSED_NOQA_CODE, False, config, path):
-            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache,
-                              project)
-        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
+            return _lint_text(source, path, config, noqa, fast, parse or parse_module, prefilter, cancelled,
+                              render_cache, project)
+        raw = _lint_text(source, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
                          project)
         if any(d.code == SYNTAX_ERROR_CODE for d in raw):
             return raw
         enabled = [rule.code for rule in rules_for(config, path)]
-        unused = unused_noqa(text, path, raw, lambda code: any(known.startswith(code) for known in enabled))
-        return sorted(without_suppressed(raw + unused, text), key=Diagnostic.sort_key)
+        unused = unused_noqa(source, path, raw, lambda code: any(known.startswith(code) for known in enabled))
+        return sorted(without_suppressed(raw + unused, source), key=Diagnostic.sort_key)
 
 
-def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
+def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
                cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
                project: bool = True) -> list[Diagnostic]:
+    text = source.text
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
@@ -349,4 +355,4 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
         diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
-    return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)
+    return sorted(without_suppressed(diagnostics, source), key=Diagnostic.sort_key)

@@ -171,7 +171,6 @@ class LintSettings:
 def _lint_one(path: str, settings: LintSettings) -> LintResult:
     """Lint one file and cache its findings (in a worker process when there are many)."""
     from compile_lint.engine.api import lint_source, reach_digest
-    from compile_lint.engine.suppressions import malformed_noqa
     from compile_lint.engine.cache import LintCache, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
 
@@ -182,7 +181,6 @@ def _lint_one(path: str, settings: LintSettings) -> LintResult:
         return LintResult(path, error=f"{path}: {error}")
     result = lint_source(source.text, path, settings.config)
     result.digest = content_digest(path, data + reach_digest(settings.config, path).encode())
-    result.malformed_noqa = malformed_noqa(source.text)
     if settings.cache_root is not None:
         LintCache.for_run(settings.cache_root, settings.config).put(path, result.digest, result.diagnostics,
                                                                     result.dependencies)
@@ -213,6 +211,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
     from compile_lint.engine.cache import LintCache, cache_root, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
     from compile_lint.engine.suppressions import malformed_noqa
+    from compile_lint.core.source_index import SourceIndex
 
     cache = LintCache.for_run(cache_root(config), config) if use_cache else None
     outcomes: list[LintResult] = []
@@ -238,7 +237,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
                 misses.append(path)
                 continue
         outcomes.append(LintResult(path, cached, text=text if cached else "",
-                                   malformed_noqa=malformed_noqa(text)))
+                                   malformed_noqa=malformed_noqa(SourceIndex(text))))
     settings = LintSettings(config, cache.root if cache is not None else None)
     outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
