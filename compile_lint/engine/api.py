@@ -22,14 +22,14 @@ from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.files import discover
 from compile_lint.engine.dispatch import LintCancelled
 from compile_lint.engine.lint import SYNTAX_ERROR_CODE, lint_text
-from compile_lint.engine.project import file_reach, prepare_project, reach_digest, symbol_index
+from compile_lint.engine.project import ProjectIndex, symbol_index
 from compile_lint.engine.positions import RenderCache
 from compile_lint.engine.source import SourceError, read_source
 from compile_lint.engine.suppressions import malformed_noqa
 from compile_lint.settings.config import Config
 
-__all__ = ["SYNTAX_ERROR_CODE", "LintCancelled", "LintResult", "dependencies", "file_reach", "lint_file", "lint_paths",
-           "lint_source", "prepare_project", "reach_digest"]
+__all__ = ["SYNTAX_ERROR_CODE", "LintCancelled", "LintResult", "ProjectIndex", "dependencies", "lint_file", "lint_paths",
+           "lint_source"]
 
 
 def dependencies(path: str, config: Config) -> tuple[str, ...]:
@@ -48,14 +48,19 @@ def lint_source(
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
-    project: bool = True,
+    project: Optional[ProjectIndex] = None,
 ) -> LintResult:
     """Lint `text` as the file `path`: its findings (noqa-filtered, sorted) and the files they rest on.
 
+    What it reads: `text`, and the files its imports name when a question needs them (base
+    classes, helpers). With `project` (a `ProjectIndex`), also every file of the project
+    `path` belongs to, once, to lint what the project's entry points reach in `path` (a
+    helper only a `forward` in another file calls); without, nothing else.
+
     A syntax error is a JIT000 finding. `noqa=False` keeps findings on `# noqa` lines;
     `fast=False` parses and walks everything (the same findings, slower); `parse`,
-    `prefilter`, `cancelled`, `render_cache` and `project` are for a host that lints one
-    document over and over (see `engine.lint.lint_text`).
+    `prefilter`, `cancelled` and `render_cache` are for a host that lints one document
+    over and over (see `engine.lint.lint_text`).
     """
     source = SourceIndex(text)
     diagnostics = lint_text(text, path, config, noqa, fast, parse=parse, prefilter=prefilter,
@@ -64,21 +69,21 @@ def lint_source(
                       malformed_noqa=malformed_noqa(source))
 
 
-def lint_file(path: str, config: Config) -> LintResult:
-    """Read, decode and lint one file; I/O and decoding problems become `error`."""
+def lint_file(path: str, config: Config, project: Optional[ProjectIndex] = None) -> LintResult:
+    """Read, decode and lint one file (with `project`, as `lint_source`); I/O and decoding problems become `error`."""
     try:
         source = read_source(path)
     except SourceError as error:
         return LintResult(path, error=f"{path}: {error}")
-    return lint_source(source.text, path, config)
+    return lint_source(source.text, path, config, project=project)
 
 
-def lint_paths(paths: Sequence[str], config: Config) -> list[LintResult]:
+def lint_paths(paths: Sequence[str], config: Config, project: Optional[ProjectIndex] = None) -> list[LintResult]:
     """Lint the Python files under `paths` (excludes and .gitignore applied, as the CLI finds them), in order.
 
     A path that does not exist is a result with an `error`. One process, no cache: the
     CLI adds the pool of workers and the cache on top.
     """
     errors: list[str] = []
-    results = [lint_file(path, config) for path in discover(list(paths), config, errors)]
+    results = [lint_file(path, config, project) for path in discover(list(paths), config, errors)]
     return [LintResult(error.rsplit(": ", 1)[0], error=error) for error in errors] + results

@@ -23,9 +23,7 @@ from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import flat_walks
 from compile_lint.settings.config import Config
 from compile_lint.settings.selection import rule_enabled
-from compile_lint.engine.project import (  # noqa: F401 - re-exported
-    _link_path, file_reach, prepare_project, reach_digest, symbol_index,
-)
+from compile_lint.engine.project import ProjectIndex, symbol_index
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher, LintCancelled
@@ -190,6 +188,12 @@ def lint_module(
 _STATIC_KINDS = frozenset({Kind.PY, Kind.SHAPE})
 
 
+def _link_path(path: str) -> str:
+    """A chain link's file: relative to the working directory when under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def _reached(message: str, reached_from: tuple) -> str:
     """The message of a finding in code other code reaches, ending with the entry point's call."""
     if not reached_from:
@@ -269,7 +273,7 @@ def lint_text(
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
-    project: bool = True,
+    project: Optional[ProjectIndex] = None,
     source: Optional[SourceIndex] = None,
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
@@ -287,9 +291,9 @@ def lint_text(
     statement renderings between lints of one document (with `parse` incremental, the
     statements an edit did not touch are the same nodes, rendered once). With JIT001
     (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
-    findings too. `project=False` lints the file as if no other code of its project reached
-    it, without building the project index (the language server's first findings for a
-    document it opens, before those with the project's reach). `source`, the text's
+    findings too. Without `project`, the file is linted as if no other code of its project
+    reached it, and no project is read; with a `ProjectIndex`, what the entry points of the
+    file's project reach in it is linted too (the project is indexed on first use). `source`, the text's
     `SourceIndex`, is for a caller that asks the text more questions (its lines and
     comments are then found once).
     """
@@ -310,12 +314,12 @@ def lint_text(
 def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
                cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
-               project: bool = True) -> list[Diagnostic]:
+               project: Optional[ProjectIndex]) -> list[Diagnostic]:
     text = source.text
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
-    reach = file_reach(config, path) if project else None
+    reach = project.reach(config, path) if project is not None else None
     reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:

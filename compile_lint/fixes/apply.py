@@ -11,6 +11,7 @@ from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.lint import lint_text
+from compile_lint.engine.project import ProjectIndex
 from compile_lint.engine.source import SourceError, SourceFile, read_source
 from compile_lint.storage.atomic import rewrite_file
 
@@ -38,18 +39,19 @@ def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return fix is not None and (fix.applicability == "safe" or unsafe)
 
 
-def fix_text(text: str, path: str, config: Config, unsafe: bool = False) -> FixOutcome:
+def fix_text(text: str, path: str, config: Config, unsafe: bool = False,
+             project: Optional[ProjectIndex] = None) -> FixOutcome:
     """Lint and fix `text` repeatedly until nothing fixable is left (at most MAX_ROUNDS).
 
     Each round applies the non-overlapping fixes, checks that the result parses and
     re-lints it. A file that does not converge, or any failure, yields the original text
-    and an error.
+    and an error. `project` is what each lint reads beside the text (see `lint_text`).
     """
     original = text
     applied: list[Diagnostic] = []
     try:
         for _ in range(MAX_ROUNDS):
-            diagnostics = lint_text(text, path, config)
+            diagnostics = lint_text(text, path, config, project=project)
             fixable = [d for d in diagnostics if is_applicable(d, unsafe)]
             if not fixable:
                 return FixOutcome(text, applied, diagnostics)
@@ -62,8 +64,9 @@ def fix_text(text: str, path: str, config: Config, unsafe: bool = False) -> FixO
             text = new_text
     except Exception as error:  # noqa: BLE001 - any failure leaves the file as it was
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return FixOutcome(original, [], lint_text(original, path, config), f"{path}: fix failed, file left unchanged: {reason}")
-    return FixOutcome(original, [], lint_text(original, path, config),
+        return FixOutcome(original, [], lint_text(original, path, config, project=project),
+                          f"{path}: fix failed, file left unchanged: {reason}")
+    return FixOutcome(original, [], lint_text(original, path, config, project=project),
                       f"{path}: fixes did not converge after {MAX_ROUNDS} rounds, file left unchanged")
 
 
@@ -92,19 +95,20 @@ class _Planned:
     outcome: FixOutcome
 
 
-def _plan(path: str, config: Config, unsafe: bool) -> "_Planned | FileFix":
+def _plan(path: str, config: Config, unsafe: bool, project: Optional[ProjectIndex]) -> "_Planned | FileFix":
     try:
         source = read_source(path)
     except SourceError as error:
         return FileFix(path=path, error=f"{path}: {error}")
-    return _Planned(path, source, fix_text(source.text, path, config, unsafe))
+    return _Planned(path, source, fix_text(source.text, path, config, unsafe, project))
 
 
-def _finish(planned: _Planned, config: Config, write: bool, rejection: Optional[str]) -> FileFix:
+def _finish(planned: _Planned, config: Config, write: bool, rejection: Optional[str],
+            project: Optional[ProjectIndex]) -> FileFix:
     """Write the planned fix unless it was rejected (then the file is not touched)."""
     path, source, outcome = planned.path, planned.source, planned.outcome
     if rejection is not None:
-        outcome = FixOutcome(source.text, [], lint_text(source.text, path, config), rejection)
+        outcome = FixOutcome(source.text, [], lint_text(source.text, path, config, project=project), rejection)
     result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error)
     if write and outcome.changed:
         try:
@@ -122,22 +126,23 @@ def _proposed(planned: _Planned) -> bool:
     return planned.outcome.changed and planned.outcome.error is None
 
 
-def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True) -> FileFix:
+def fix_file(path: str, config: Config, unsafe: bool = False, write: bool = True,
+             project: Optional[ProjectIndex] = None) -> FileFix:
     """Fix one file; write it atomically (same encoding, BOM and newlines) when it changed."""
-    planned = _plan(path, config, unsafe)
+    planned = _plan(path, config, unsafe, project)
     if isinstance(planned, FileFix):
         return planned
-    return _finish(planned, config, write, None)
+    return _finish(planned, config, write, None, project)
 
 
 def fix_files_together(paths: Sequence[str], config: Config, accept_all: AcceptAll, unsafe: bool = False,
-                       write: bool = True) -> list[FileFix]:
+                       write: bool = True, project: Optional[ProjectIndex] = None) -> list[FileFix]:
     """Fix every file in memory, ask `accept_all` once about all the changed ones (e.g. the
     runtime verifier, which then runs each target once for all of them), then write the
     accepted files atomically; a rejected file is not touched. In the order of `paths`."""
-    planned = [_plan(path, config, unsafe) for path in paths]
+    planned = [_plan(path, config, unsafe, project) for path in paths]
     proposals = {item.path: (item.source.text, item.outcome.text)
                  for item in planned if isinstance(item, _Planned) and _proposed(item)}
     rejections = accept_all(proposals) if proposals else {}
-    return [item if isinstance(item, FileFix) else _finish(item, config, write, rejections.get(item.path))
+    return [item if isinstance(item, FileFix) else _finish(item, config, write, rejections.get(item.path), project)
             for item in planned]

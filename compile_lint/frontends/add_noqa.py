@@ -14,7 +14,7 @@ from typing import Optional
 
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.engine.api import SYNTAX_ERROR_CODE, lint_source
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, ProjectIndex, lint_source
 from compile_lint.engine.source import SourceError, read_source
 from compile_lint.storage.atomic import rewrite_file
 from compile_lint.engine.suppressions import add_noqa
@@ -35,14 +35,14 @@ def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
     return diagnostic.line, diagnostic.column, diagnostic.code
 
 
-def add_noqa_file(job: tuple[str, Config]) -> NoqaFileResult:
+def add_noqa_file(job: tuple[str, Config, Optional[ProjectIndex]]) -> NoqaFileResult:
     """Add `# noqa` directives for every finding of one file (a process-pool work item)."""
-    path, config = job
+    path, config, project = job
     try:
         source = read_source(path)
     except SourceError as error:
         return NoqaFileResult(path, error=f"{path}: {error}")
-    findings = lint_source(source.text, path, config).diagnostics
+    findings = lint_source(source.text, path, config, project=project).diagnostics
     unparsable = [d for d in findings if d.code == SYNTAX_ERROR_CODE]
     if unparsable:
         return NoqaFileResult(path, skipped=[(d, "the file does not parse") for d in findings])
@@ -54,7 +54,7 @@ def add_noqa_file(job: tuple[str, Config]) -> NoqaFileResult:
         return NoqaFileResult(path, error=f"{path}: cannot tokenize ({error}); no `# noqa` added")
     if not addition.added:
         return NoqaFileResult(path, skipped=addition.skipped)
-    left = {_position(d) for d in lint_source(addition.text, path, config).diagnostics}
+    left = {_position(d) for d in lint_source(addition.text, path, config, project=project).diagnostics}
     expected = {_position(d) for d, _ in addition.skipped}
     if left != expected:
         return NoqaFileResult(path, error=f"{path}: the added `# noqa` comments would not silence exactly the "

@@ -18,7 +18,9 @@ from compile_lint.settings.config import (
 )
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintResult
+from compile_lint.engine.cache import cache_root
 from compile_lint.engine.files import discover, is_excluded
+from compile_lint.engine.project import ProjectIndex
 from compile_lint.frontends.pool import by_size_descending, parallel_map
 from compile_lint.frontends.summary import plural, statistics, summary
 from compile_lint.reporters.formats import FORMATS, render
@@ -158,6 +160,7 @@ class FixJob:
     config: Config
     unsafe: bool
     write: bool
+    project: ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -165,12 +168,13 @@ class LintSettings:
     """What every file of one run is linted with; a worker receives it once, then only paths."""
 
     config: Config
+    project: ProjectIndex
     cache_root: Optional[str] = None  # write each file's findings to this cache, if set
 
 
 def _lint_one(path: str, settings: LintSettings) -> LintResult:
     """Lint one file and cache its findings (in a worker process when there are many)."""
-    from compile_lint.engine.api import lint_source, reach_digest
+    from compile_lint.engine.api import lint_source
     from compile_lint.engine.cache import LintCache, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
 
@@ -179,8 +183,8 @@ def _lint_one(path: str, settings: LintSettings) -> LintResult:
         source = decode_source(data, path)
     except SourceError as error:
         return LintResult(path, error=f"{path}: {error}")
-    result = lint_source(source.text, path, settings.config)
-    result.digest = content_digest(path, data + reach_digest(settings.config, path).encode())
+    result = lint_source(source.text, path, settings.config, project=settings.project)
+    result.digest = content_digest(path, data + settings.project.digest(settings.config, path).encode())
     if settings.cache_root is not None:
         LintCache.for_run(settings.cache_root, settings.config).put(path, result.digest, result.diagnostics,
                                                                     result.dependencies)
@@ -193,7 +197,7 @@ def _fix_one(job: FixJob) -> LintResult:
     """Fix one file to a fixed point."""
     from compile_lint.fixes.apply import fix_file
 
-    return _fix_result(fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write))
+    return _fix_result(fix_file(job.path, job.config, unsafe=job.unsafe, write=job.write, project=job.project))
 
 
 def _fix_result(result) -> LintResult:
@@ -205,9 +209,9 @@ def _fix_result(result) -> LintResult:
                       applied=outcome.applied, original=result.original, unwritten=result.write_failed)
 
 
-def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
+def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool,
+                project: ProjectIndex) -> list[LintResult]:
     """The outcome for each file, in the order given, from the cache where it can."""
-    from compile_lint.engine.project import reach_digest
     from compile_lint.engine.cache import LintCache, cache_root, content_digest
     from compile_lint.engine.source import SourceError, decode_source, read_bytes
     from compile_lint.engine.suppressions import malformed_noqa
@@ -225,7 +229,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
         except SourceError:
             misses.append(path)
             continue
-        cached = cache.get(path, content_digest(path, data + reach_digest(config, path).encode()))
+        cached = cache.get(path, content_digest(path, data + project.digest(config, path).encode()))
         if cached is None:
             misses.append(path)
             continue
@@ -238,7 +242,7 @@ def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool
                 continue
         outcomes.append(LintResult(path, cached, text=text if cached else "",
                                    malformed_noqa=malformed_noqa(SourceIndex(text))))
-    settings = LintSettings(config, cache.root if cache is not None else None)
+    settings = LintSettings(config, project, cache.root if cache is not None else None)
     outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), jobs, shared=settings))
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
@@ -387,9 +391,10 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
     return None
 
 
-def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
+def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int,
+               project: ProjectIndex) -> list[LintResult]:
     if not args.verify:
-        fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff) for f in files]
+        fix_jobs = [FixJob(f, config, args.unsafe_fixes, not args.diff, project) for f in files]
         return parallel_map(_fix_one, fix_jobs, jobs, "Fixing")
     from compile_lint.fixes.apply import fix_files_together
     from compile_lint.verifier.fixproject import accept_all_hook
@@ -407,7 +412,8 @@ def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, j
     # subprocess per side), and SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
     with stop_on_termination():
         return [_fix_result(result) for result in
-                fix_files_together(files, config, accept_all, unsafe=args.unsafe_fixes, write=not args.diff)]
+                fix_files_together(files, config, accept_all, unsafe=args.unsafe_fixes, write=not args.diff,
+                                   project=project)]
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
@@ -514,10 +520,10 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
             sys.stdout.buffer.write(data)  # never swallow the user's text
         return EXIT_ERROR
     if not (args.fix or args.diff):
-        outcome = lint_source(source.text, name, config)
+        outcome = lint_source(source.text, name, config, project=ProjectIndex())
         report, code = _report([outcome], [], [name], args)
         return _emit(args, report, code)
-    fixed = fix_text(source.text, name, config, unsafe=args.unsafe_fixes)
+    fixed = fix_text(source.text, name, config, unsafe=args.unsafe_fixes, project=ProjectIndex())
     outcome = LintResult(name, fixed.remaining, fixed.error, text=fixed.text, applied=fixed.applied,
                           original=source.text)
     errors = [fixed.error] if fixed.error else []
@@ -536,11 +542,12 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
     return _emit(args, report, code)
 
 
-def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: argparse.Namespace, jobs: int) -> int:
+def _add_noqa(files: Sequence[str], config: Config, errors: list[str], args: argparse.Namespace, jobs: int,
+              project: ProjectIndex) -> int:
     """`--add-noqa`: a directive for every finding; exit 1 when some findings could not get one."""
     from compile_lint.frontends.add_noqa import add_noqa_file
 
-    results = parallel_map(add_noqa_file, [(path, config) for path in files], jobs, "Adding noqa")
+    results = parallel_map(add_noqa_file, [(path, config, project) for path in files], jobs, "Adding noqa")
     errors.extend(result.error for result in results if result.error)
     for error in errors:
         _error(error)
@@ -566,16 +573,17 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
     if not files and not errors and not args.quiet:
         _warn("No Python files found under the given path(s)")  # ruff's words
     jobs = args.jobs or os.cpu_count() or 1
-    problem = _prepare_project(files, config, args, jobs)
+    project = ProjectIndex(cache_root(config), keep=not args.no_cache)
+    problem = _prepare_project(files, config, project, jobs)
     if problem is not None:
         _error(problem)
         return EXIT_ERROR
     if args.add_noqa:
-        return _add_noqa(files, config, errors, args, jobs)
+        return _add_noqa(files, config, errors, args, jobs, project)
     if args.fix or args.diff:
-        outcomes = _fix_files(files, config, args, jobs)
+        outcomes = _fix_files(files, config, args, jobs, project)
     else:
-        outcomes = _lint_files(files, config, jobs, use_cache=not args.no_cache)
+        outcomes = _lint_files(files, config, jobs, not args.no_cache, project)
         for outcome in outcomes:  # as ruff warns: such a directive suppresses nothing
             for line, why in outcome.malformed_noqa:
                 _warn(f"{outcome.path}:{line}: malformed # noqa ({why}): it suppresses nothing")
@@ -589,19 +597,15 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
     return _emit(args, report, code)
 
 
-def _prepare_project(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> Optional[str]:
+def _prepare_project(files: Sequence[str], config: Config, project: ProjectIndex, jobs: int) -> Optional[str]:
     """Build the project index of the files' projects once (in parallel for many files); an entry-points error."""
     from compile_lint.analysis.project.entry_points import EntryPointError
-    from compile_lint.engine.project import prepare_project
-    from compile_lint.engine.cache import cache_root
-
-    cache_dir = None if args.no_cache else cache_root(config)
 
     def map_function(function, items):
         return parallel_map(function, list(items), jobs, description="Indexing")
 
     try:
-        prepare_project(files, config, cache_dir, map_function)
+        project.prepare(config, files, map_function)
     except EntryPointError as error:
         return f"{config.source or 'config'}: {error}"
     return None
