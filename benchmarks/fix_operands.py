@@ -69,8 +69,7 @@ def library_files() -> list[tuple[str, str]]:
 
 def audit_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     """Fix one file in memory; the unsafe fixes applied and what each rests on (None: nothing to record)."""
-    from compile_lint.engine.api import ProjectIndex
-    from compile_lint.fixes.apply import fix_text
+    from compile_lint.engine.api import ProjectIndex, fix_text
 
     path, relpath, select = job
     linted = read_and_lint(path, relpath, select)

@@ -101,8 +101,7 @@ def read_and_lint(path: str, relpath: str, select: tuple) -> Union[tuple[str, li
 
 def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     """Lint and fix one copied file in place; None when it has no finding."""
-    from compile_lint.engine.api import ProjectIndex
-    from compile_lint.fixes.apply import fix_text
+    from compile_lint.engine.api import ProjectIndex, fix_text
 
     path, relpath, select = job
     linted = read_and_lint(path, relpath, select)

@@ -26,9 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import libcst as cst  # noqa: E402
 
 from compile_lint import __version__  # noqa: E402
-from compile_lint.engine.api import ProjectIndex, lint_source  # noqa: E402
+from compile_lint.engine.api import ProjectIndex, fix_text, lint_source  # noqa: E402
 from compile_lint.engine.source import SourceError, read_source  # noqa: E402
-from compile_lint.fixes.apply import fix_text  # noqa: E402
 from compile_lint.settings.config import Config  # noqa: E402
 from speed import PINNED, ensure_corpus  # noqa: E402
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.engine.api import fix_file, fix_text
 from compile_lint.settings.config import Config
 from compile_lint.engine.api import lint_file
 from compile_lint.engine.lint import lint_text

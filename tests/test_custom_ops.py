@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from compile_lint.fixes.apply import fix_text
+from compile_lint.engine.api import fix_text
 from compile_lint.settings.config import Config
 from compile_lint.analysis.file.context import FileContext
 from compile_lint.engine.lint import lint_text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from lsp_client import TIMEOUT, LspClient
 
-from compile_lint.fixes.apply import fix_text
+from compile_lint.engine.api import fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Edit, Fix

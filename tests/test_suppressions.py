@@ -183,7 +183,7 @@ def test_unused_noqa_is_opt_in_and_its_safe_fix_removes_the_unused_codes():
         (8, "unused `# noqa` code: JIT203 suppressed nothing on this line"),
     ]
     assert all(d.fix is not None and d.fix.applicability == "safe" for d in found)
-    from compile_lint.fixes.apply import fix_text
+    from compile_lint.engine.api import fix_text
 
     fixed = fix_text(UNUSED, "m.py", Config(extend_select=("JIT001",))).text
     assert fixed.splitlines()[5:8] == [

@@ -26,7 +26,9 @@ from compile_lint.settings.selection import rule_enabled
 from compile_lint.engine.project import ProjectIndex, symbol_index
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.source_index import SourceIndex
-from compile_lint.engine.dispatch import Dispatcher, LintCancelled
+from compile_lint.core.codes import SYNTAX_ERROR_CODE
+from compile_lint.core.results import LintCancelled
+from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
@@ -34,9 +36,8 @@ from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
 from compile_lint.settings.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
-from compile_lint.rules.base import CODE_PREFIX, Rule
+from compile_lint.rules.base import Rule
 
-SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
 
 
 def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
