@@ -48,7 +48,8 @@ class ProjectIndex:
     one, the top package the file belongs to, or the file's directory (its files, plus the
     files below it they import). Each project is indexed on the first question about it
     (`ast` summaries of every file, analysis/project/), then re-checked against the files'
-    stats on each question, until `prepare` makes the answers final for the run.
+    stats on each question, until `prepare` makes the answers final for the run (make a
+    new one for the next run, as the CLI's --watch does).
 
     The index is kept on disk in `cache_dir`; without one, in `.compile-lint-cache/` beside
     the project's config file (nowhere without a config file). `keep=False` neither reads
