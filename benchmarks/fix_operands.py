@@ -67,7 +67,7 @@ def library_files() -> list[tuple[str, str]]:
 
 def audit_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     """Fix one file in memory; the unsafe fixes applied and what each rests on (None: nothing to record)."""
-    from compile_lint.fixes.apply import fix_text
+    from compile_lint.engine.api import ProjectIndex, fix_text
 
     path, relpath, select = job
     linted = read_and_lint(path, relpath, select)
@@ -77,7 +77,7 @@ def audit_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     record = {"path": relpath, "findings": Counter(d.code for d in findings), "fixes": []}
     if not any(d.fix is not None and d.fix.applicability == "unsafe" for d in findings):
         return record if relpath in WATCHED else None
-    outcome = fix_text(text, path, config, unsafe=True)
+    outcome = fix_text(text, path, config, unsafe=True, project=ProjectIndex())
     if outcome.error:
         record["fix_error"] = outcome.error
     for diagnostic in outcome.applied:

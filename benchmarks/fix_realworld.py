@@ -86,21 +86,21 @@ def changed_lines(original: str, fixed: str) -> set[int]:
 
 def read_and_lint(path: str, relpath: str, select: tuple) -> Union[tuple[str, list, Any], dict]:
     """(text, findings, config) of one file, or the error record of a file that fails to read or lint."""
-    from compile_lint.engine.api import lint_source
+    from compile_lint.engine.api import ProjectIndex, lint_source
     from compile_lint.engine.source import read_source
     from compile_lint.settings.config import Config
 
     config = Config(select=select) if select else Config()
     try:
         text = read_source(path).text
-        return text, lint_source(text, path, config).diagnostics, config
+        return text, lint_source(text, path, config, project=ProjectIndex()).diagnostics, config
     except Exception as error:  # noqa: BLE001 - an unreadable file is counted, not fatal
         return {"path": relpath, "error": f"{type(error).__name__}: {error}"[:300], "findings": [], "applied": []}
 
 
 def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     """Lint and fix one copied file in place; None when it has no finding."""
-    from compile_lint.fixes.apply import fix_text
+    from compile_lint.engine.api import ProjectIndex, fix_text
 
     path, relpath, select = job
     linted = read_and_lint(path, relpath, select)
@@ -117,7 +117,7 @@ def fix_one(job: tuple[str, str, tuple]) -> Optional[dict]:
     }
     if not any(d.fix for d in findings):
         return record
-    outcome = fix_text(text, path, config, unsafe=True)
+    outcome = fix_text(text, path, config, unsafe=True, project=ProjectIndex())
     if outcome.error:
         record["fix_error"] = outcome.error
     if not outcome.changed:

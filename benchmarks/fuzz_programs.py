@@ -13,8 +13,8 @@ from typing import Callable
 import libcst as cst
 from hypothesis import strategies as st
 
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.rules import ALL_RULES
 from compile_lint.settings.config import Config

@@ -121,16 +121,18 @@ def lint_files(paths: Iterable[str]) -> tuple[dict[str, list[dict]], dict[str, l
     One lint under ALL; the default selection is its findings whose rule is on by default
     (the same rules `Config()` runs), so each file is parsed and analysed once.
     """
-    from compile_lint.engine.api import lint_file
+    from compile_lint.engine.api import ProjectIndex, RunOptions
+    from compile_lint.engine.api import lint_files as lint_with_engine
     from compile_lint.rules import ALL_RULES
     from compile_lint.settings.config import Config
     from compile_lint.settings.selection import rule_enabled
 
     default_on = {rule.code for rule in ALL_RULES if rule_enabled(rule.code, rule.default_enabled, Config())}
     every: dict[str, list[dict]] = {}
-    for path in sorted(set(paths)):
-        result = lint_file(path, Config(select=("ALL",)))
-        every[path] = [
+    # As the CLI lints them: with what each file's project reaches in it.
+    options = RunOptions(project=ProjectIndex())
+    for result in lint_with_engine(sorted(set(paths)), Config(select=("ALL",)), options):
+        every[result.path] = [
             {"line": d.line, "end_line": d.end_line, "code": d.code, "name": d.name, "kind": d.kind,
              "gb_type": d.gb_type, "message": d.message}
             for d in result.diagnostics

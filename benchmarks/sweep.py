@@ -23,13 +23,14 @@ from importlib import metadata
 import libcst as cst
 
 from compile_lint import __version__
-from compile_lint.engine.api import lint_source
+from compile_lint.engine.api import ProjectIndex, fix_text, lint_source
 from compile_lint.engine.source import SourceError, read_source
-from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
 from speed import PINNED, ensure_corpus
 
 CONFIG = Config(select=("ALL",))
+# Each file is linted as the CLI lints it: with what its project's entry points reach in it.
+PROJECT = ProjectIndex()
 
 
 def sweep_file(path: str) -> dict:
@@ -42,13 +43,13 @@ def sweep_file(path: str) -> dict:
         return result
     result["lines"] = source.text.count("\n")
     try:
-        findings = lint_source(source.text, path, CONFIG).diagnostics
+        findings = lint_source(source.text, path, CONFIG, project=PROJECT).diagnostics
         result["codes"] = Counter(d.code for d in findings)
     except Exception:  # noqa: BLE001 - a crash is what we count
         result["problems"].append(("lint crash", traceback.format_exc(limit=3)))
         return result
     try:
-        once = fix_text(source.text, path, CONFIG, unsafe=True)
+        once = fix_text(source.text, path, CONFIG, unsafe=True, project=PROJECT)
         result["fixes"] = len(once.applied)
         if once.error:
             result["problems"].append(("fix refused", once.error))
@@ -58,7 +59,7 @@ def sweep_file(path: str) -> dict:
                 compile(once.text, path, "exec", dont_inherit=True)
             except Exception as error:  # noqa: BLE001
                 result["problems"].append(("fixed file does not parse", f"{type(error).__name__}: {error}"))
-            twice = fix_text(once.text, path, CONFIG, unsafe=True)
+            twice = fix_text(once.text, path, CONFIG, unsafe=True, project=PROJECT)
             if twice.text != once.text:
                 result["problems"].append(("not idempotent", f"{len(twice.applied)} more fixes"))
     except Exception:  # noqa: BLE001

@@ -17,8 +17,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.engine.api import lint_source
-from compile_lint.fixes.apply import fix_text
+from compile_lint.engine.api import fix_text, lint_source
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Example, Rule
 from compile_lint.settings.config import Config

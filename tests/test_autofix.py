@@ -8,8 +8,8 @@ import libcst as cst
 import pytest
 
 from compile_lint.core.diagnostics import Edit, Fix
-from compile_lint.fixes import apply as apply_module
-from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.engine import fixing as fixing_module
+from compile_lint.engine.api import fix_file, fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.fixes.rendering import add_imports, diff_edits
 from compile_lint.settings.config import Config
@@ -85,7 +85,7 @@ def test_write_only_when_asked(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
     result = fix_file(str(path), Config(), unsafe=True, write=False)
-    assert result.outcome.changed and path.read_text() == SOURCE
+    assert result.changed and path.read_text() == SOURCE
 
 
 def test_fix_that_raises_leaves_file_byte_for_byte(tmp_path, monkeypatch):
@@ -95,7 +95,7 @@ def test_fix_that_raises_leaves_file_byte_for_byte(tmp_path, monkeypatch):
     def broken_apply(text, fixes):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(apply_module, "apply_fixes", broken_apply)
+    monkeypatch.setattr(fixing_module, "apply_fixes", broken_apply)
     result = fix_file(str(path), Config(), unsafe=True)
     assert not result.written
     assert "fix failed, file left unchanged: boom" in result.error
@@ -105,13 +105,13 @@ def test_fix_that_raises_leaves_file_byte_for_byte(tmp_path, monkeypatch):
 def test_fix_producing_invalid_code_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
-    real = apply_module.apply_fixes
+    real = fixing_module.apply_fixes
 
     def garbling_apply(text, fixes):
         new, used = real(text, fixes)
         return new + "def (:\n", used
 
-    monkeypatch.setattr(apply_module, "apply_fixes", garbling_apply)
+    monkeypatch.setattr(fixing_module, "apply_fixes", garbling_apply)
     result = fix_file(str(path), Config(), unsafe=True)
     assert result.error and not result.written and path.read_text() == SOURCE
 

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from compile_lint.engine.api import lint_file
+from compile_lint.engine.api import fix_file, fix_text, lint_file
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_file, fix_text
 from compile_lint.settings.config import Config
 from tests.helpers import run_cli
 

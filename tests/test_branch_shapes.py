@@ -19,8 +19,8 @@ import tempfile
 
 import pytest
 
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
 from compile_lint.testing import case_id, example_cases
 

@@ -152,7 +152,7 @@ def test_concurrent_runs_agree(project):
             for _ in range(3)]
     outputs = [json.loads(run.communicate(timeout=300)[0]) for run in runs]
     assert outputs[0] == outputs[1] == outputs[2] == _lint(project, "--no-cache")
-    assert not glob.glob(str(project / cache.CACHE_DIR_NAME / "*" / "*" / ".tmp-*"))
+    assert not glob.glob(str(project / cache.CACHE_DIR_NAME / "*" / "*" / ".compile-lint-*.tmp"))
 
 
 def test_outside_a_project_the_cache_goes_to_the_users_cache_directory(tmp_path):

@@ -10,8 +10,7 @@ import textwrap
 
 import pytest
 
-from compile_lint.engine.api import lint_source
-from compile_lint.fixes.apply import fix_text
+from compile_lint.engine.api import fix_text, lint_source
 from compile_lint.fixes.capture_scalars import CAPTURED_NOTE
 from compile_lint.rules import RULES_BY_CODE
 from compile_lint.settings.config import Config

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
 
 SELECT = Config(select=("JIT101", "JIT103"))

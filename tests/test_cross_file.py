@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.engine.api import ProjectIndex
 from compile_lint.engine.lint import lint_text
 from compile_lint.settings.config import Config
 from tests.helpers import assert_findings_json, run_cli, write_tree
@@ -56,11 +57,11 @@ class Plain:
 
 
 def lint(root, relative: str, config: Config = None) -> list[tuple[int, str]]:
-    """(line, code) of every finding in `root/relative`, linted with the project's symbol index."""
+    """(line, code) of every finding in `root/relative`, linted as the CLI lints it (other files read too)."""
     path = str(root / relative)
     config = config or Config(select=("ALL",), root=str(root))
     with open(path, encoding="utf-8") as handle:
-        return [(d.line, d.code) for d in lint_text(handle.read(), path, config)]
+        return [(d.line, d.code) for d in lint_text(handle.read(), path, config, project=ProjectIndex())]
 
 
 @pytest.fixture
@@ -241,13 +242,13 @@ def helpers(tmp_path):
 
 def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers):
     findings = lint_text((helpers / "pkg" / "pad.py").read_text(), str(helpers / "pkg" / "pad.py"),
-                         Config(select=("ALL",), root=str(helpers)))
+                         Config(select=("ALL",), root=str(helpers)), project=ProjectIndex())
     assert [(d.line, d.code) for d in findings] == [(11, "JIT101")]
     # The helper is project code that Pad.forward reaches: its `.item()` is reported in its
     # own file, where Dynamo names the break, not again at the call.
     helper = str(helpers / "pkg" / "helpers.py")
     findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper,
-                         Config(select=("ALL",), root=str(helpers)))
+                         Config(select=("ALL",), root=str(helpers)), project=ProjectIndex())
     assert [(d.line, d.code) for d in findings] == [(2, "JIT201")]
     assert findings[0].message.endswith("(reached from pad.py:9 in Pad.forward)")
     # Outside the cwd: an absolute path.
@@ -264,7 +265,8 @@ def test_an_installed_helper_that_calls_item_is_reported_at_the_projects_call(he
                                            "from extlib.helpers import longest, scaled"))
     sys.path.insert(0, str(site))
     try:
-        findings = lint_text(pad.read_text(), str(pad), Config(select=("ALL",), root=str(helpers)))
+        findings = lint_text(pad.read_text(), str(pad), Config(select=("ALL",), root=str(helpers)),
+                             project=ProjectIndex())
     finally:
         sys.path.remove(str(site))
     assert [(d.line, d.code) for d in findings] == [(9, "JIT201"), (11, "JIT101")]

@@ -9,8 +9,8 @@ import libcst as cst
 import pytest
 
 from compile_lint.analysis.file.context import FileContext
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.rules.custom_ops.jit702_deprecated_impl_abstract import DeprecatedImplAbstract
 from compile_lint.settings.config import Config
 

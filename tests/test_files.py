@@ -144,3 +144,19 @@ def test_one_regex_for_all_excludes_matches_as_each_pattern_does(path):
         patterns = _PATTERNS[:count]
         assert path_matches_any(path, patterns) == any(_fnmatch_one(path, p) for p in patterns), patterns
     assert all(path_matches_any(path, [p]) == _fnmatch_one(path, p) for p in _PATTERNS)
+
+
+def test_one_walker_two_policies_discovery_and_the_project_index(tmp_path):
+    from compile_lint.storage.walk import DISCOVERY, PROJECT_INDEX, python_files
+
+    (tmp_path / ".git").mkdir()
+    _tree(tmp_path, {
+        ".gitignore": "generated.py\n", "generated.py": "", "model.py": "", "stubs.pyi": "",
+        "pkg/helpers.py": "", ".hidden/x.py": "", "build/y.py": "", "env/pyvenv.cfg": "", "env/z.py": "",
+    })
+    # Discovery: what git and ruff see; the excludes (here none) name the tool directories.
+    assert _rel(tmp_path, python_files(str(tmp_path), DISCOVERY)) == [
+        ".hidden/x.py", "build/y.py", "env/z.py", "model.py", "pkg/helpers.py", "stubs.pyi"]
+    # The project index: .gitignored code still calls into linted files; no stubs, no tool directories.
+    found = python_files(str(tmp_path), PROJECT_INDEX)
+    assert [os.path.relpath(path, tmp_path) for path in found] == ["generated.py", "model.py", "pkg/helpers.py"]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from compile_lint.core.diagnostics import Edit, Fix
+from compile_lint.engine.api import ProjectIndex, fix_text
 from compile_lint.engine.dispatch import LintCancelled
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import add_noqa
-from compile_lint.fixes.apply import fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.frontends.server import LintScheduler, Snapshot
 from compile_lint.rules import RULES_BY_CODE
@@ -156,7 +156,7 @@ def _lsp_findings(diagnostics: list[dict]) -> list[tuple]:
 
 
 def _cli_findings(text: str, path: Path) -> list[tuple]:
-    return [(d.code, d.line - 1, d.column - 1) for d in lint_text(text, str(path), Config())]
+    return [(d.code, d.line - 1, d.column - 1) for d in lint_text(text, str(path), Config(), project=ProjectIndex())]
 
 
 def test_a_burst_of_edits_is_debounced_and_its_last_version_published(client, tmp_path):

@@ -13,8 +13,7 @@ import textwrap
 
 import pytest
 
-from compile_lint.engine.api import lint_source
-from compile_lint.fixes.apply import fix_text
+from compile_lint.engine.api import fix_text, lint_source
 from compile_lint.settings.config import Config
 
 torch = pytest.importorskip("torch")

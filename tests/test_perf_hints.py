@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.rules.perf_hints.jit804_varying_shapes_without_dynamic import VaryingShapesWithoutDynamic
 from compile_lint.settings.config import Config
 

@@ -17,6 +17,7 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.index import summarise_source
+from compile_lint.engine.api import ProjectIndex
 from compile_lint.engine.lint import lint_text
 from compile_lint.settings.config import Config
 from tests.helpers import assert_findings_json, run_cli, write_tree
@@ -221,8 +222,23 @@ def test_single_files_and_the_library_api_give_the_same_answer(project):
         assert alone == [f for f in whole if f["path"] == relative]
         path = str(project / relative)
         config = Config(select=("ALL",), root=str(project), source=str(project / "pyproject.toml"))
-        lines = [(d.line, d.code) for d in lint_text((project / relative).read_text(), path, config)]
+        lines = [(d.line, d.code) for d in lint_text((project / relative).read_text(), path, config,
+                                                     project=ProjectIndex())]
         assert lines == [(f["line"], f["code"]) for f in whole if f["path"] == relative]
+
+
+def test_the_library_api_reads_the_project_only_when_given_one(project, monkeypatch):
+    # From inside the package, a file is part of it; still, without a ProjectIndex a lint reads
+    # no other file of the package, so the helper only Net.forward reaches is not traced code.
+    from compile_lint.engine.api import lint_source
+
+    monkeypatch.chdir(project / "pkg")
+    text = (project / "pkg" / "commons.py").read_text()
+    alone = lint_source(text, "commons.py", Config(select=("ALL",)))
+    assert (5, "JIT101") not in [(d.line, d.code) for d in alone.diagnostics]
+    reached = lint_source(text, "commons.py", Config(select=("ALL",)), project=ProjectIndex())
+    assert (5, "JIT101") in [(d.line, d.code) for d in reached.diagnostics]
+    assert not (project / "pkg" / ".compile-lint-cache").exists()  # no config file: the index is kept nowhere
 
 
 def test_editing_a_caller_relints_the_helper(project):

@@ -13,8 +13,8 @@ import pytest
 
 from compile_lint.analysis.file.context import FileContext
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
 
 FORWARD_LINE = 11  # first line of forward's body in `module(...)`

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
+from compile_lint.engine.api import fix_text
 from compile_lint.engine.lint import lint_text
-from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
 
 HEADER = (

@@ -3,9 +3,11 @@
 import os
 import subprocess
 import sys
+import tokenize
 
 import pytest
 
+from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import _directives, is_suppressed, malformed_noqa, parse_noqa
 from compile_lint.settings.config import Config
@@ -83,9 +85,9 @@ def test_malformed_directives_say_why():
 ])
 def test_malformed_noqa_shortcut_agrees_with_the_tokenizer(text):
     # The shortcut only skips tokenizing; whenever it says "none", the tokenizer finds none.
-    full = [(line, directive.problem) for line, _, _, directive, _ in _directives(text)
+    full = [(line, directive.problem) for line, _, _, directive, _ in _directives(SourceIndex(text))
             if directive.problem is not None]
-    assert malformed_noqa(text) == full
+    assert malformed_noqa(SourceIndex(text)) == full
 
 
 def test_noqa_counts_lines_as_the_parser_does():
@@ -182,7 +184,7 @@ def test_unused_noqa_is_opt_in_and_its_safe_fix_removes_the_unused_codes():
         (8, "unused `# noqa` code: JIT203 suppressed nothing on this line"),
     ]
     assert all(d.fix is not None and d.fix.applicability == "safe" for d in found)
-    from compile_lint.fixes.apply import fix_text
+    from compile_lint.engine.api import fix_text
 
     fixed = fix_text(UNUSED, "m.py", Config(extend_select=("JIT001",))).text
     assert fixed.splitlines()[5:8] == [
@@ -191,3 +193,15 @@ def test_unused_noqa_is_opt_in_and_its_safe_fix_removes_the_unused_codes():
         "        y = x + 1  # why: it was flagged once  # eager only",
     ]
     assert not [d for d in lint_text(fixed, "m.py", Config(extend_select=("JIT001",))) if d.code == "JIT001"]
+
+
+def test_the_source_index_reads_comments_from_tokens_once():
+    source = SourceIndex("s = '# not a comment'  # a comment\nt = '''a\nb'''\nu = 1 + \\\n    2\n")
+    assert source.comments == {1: (23, "# a comment")}
+    assert source.closed_lines == {2, 4}  # inside the string, and the backslash continuation
+    assert source.comments is source.comments  # tokenized once
+    broken = SourceIndex("x = (\n")
+    with pytest.raises(tokenize.TokenError):
+        _ = broken.comments
+    with pytest.raises(tokenize.TokenError):
+        _ = broken.closed_lines  # the same error again, without tokenizing again

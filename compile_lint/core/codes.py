@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compile_lint.core.diagnostics import CODE_PREFIX
+
+SYNTAX_ERROR_CODE = CODE_PREFIX + "000"  # the file does not parse: nothing in it was checked
+
 
 @dataclass(frozen=True)
 class OtherCode:

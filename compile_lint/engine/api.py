@@ -1,80 +1,43 @@
-"""The entry point: lint source text, a file or paths, and get `LintResult`s.
+"""The entry point: lint (or fix) source text, a file or paths, and get `LintResult`s.
 
-The CLI, the language server, the flake8 plugin, `--add-noqa`, the fix loop and the
-benchmarks all lint through here:
+The CLI, the language server, the flake8 plugin, `--add-noqa`, the fix loop, the verifier
+and the benchmarks all lint through here:
 
-    from compile_lint.engine.api import lint_paths, lint_source
+    from compile_lint.engine.api import ProjectIndex, RunOptions, lint_paths, lint_source
     from compile_lint.settings.config import Config
 
-    for result in lint_paths(["src/"], Config(select=("ALL",))):
+    config = Config(select=("ALL",))
+    for result in lint_paths(["src/"], config, RunOptions(project=ProjectIndex(), jobs=4)):
         for diagnostic in result.diagnostics:
             print(diagnostic.path, diagnostic.line, diagnostic.code, diagnostic.message)
+
+What a lint reads is what it is given: a text or a file, and, lazily, the files its
+imports name (base classes, helpers); the whole project the file belongs to only with a
+`ProjectIndex` (`project=`), to lint what the project's entry points reach in the file.
+
+Importing this module does not load the linter (libcst, the rules): the first lint does,
+so a run answered from the lint cache never pays for it.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from compile_lint.analysis.project.entry_points import EntryPointError
+from compile_lint.core.codes import SYNTAX_ERROR_CODE
+from compile_lint.core.results import LintCancelled, LintResult
+from compile_lint.engine.cache import cache_root
+from compile_lint.engine.files import is_excluded
+from compile_lint.engine.fixing import fix_file, fix_text, is_applicable
+from compile_lint.engine.pipeline import (
+    Fixing, RunOptions, discover_files, lint_files, lint_paths, prepare_project,
+)
+from compile_lint.engine.pool import Progress
+from compile_lint.engine.project import ProjectIndex
+from compile_lint.engine.single_file import dependencies, lint_file, lint_source
+from compile_lint.engine.source import SourceError, SourceFile, decode_source
 
-import libcst as cst
-
-from compile_lint.core.results import LintResult
-from compile_lint.engine.files import discover
-from compile_lint.engine.dispatch import LintCancelled
-from compile_lint.engine.lint import SYNTAX_ERROR_CODE, lint_text
-from compile_lint.engine.project import file_reach, prepare_project, reach_digest, symbol_index
-from compile_lint.engine.positions import RenderCache
-from compile_lint.engine.source import SourceError, read_source
-from compile_lint.settings.config import Config
-
-__all__ = ["SYNTAX_ERROR_CODE", "LintCancelled", "LintResult", "dependencies", "file_reach", "lint_file", "lint_paths",
-           "lint_source", "prepare_project", "reach_digest"]
-
-
-def dependencies(path: str, config: Config) -> tuple[str, ...]:
-    """The other files the last lint of `path` read (its base classes and helpers), sorted."""
-    return tuple(sorted(symbol_index(config).dependencies(path)))
-
-
-def lint_source(
-    text: str,
-    path: str,
-    config: Config,
-    *,
-    noqa: bool = True,
-    fast: bool = True,
-    parse: Optional[Callable[[str], cst.Module]] = None,
-    prefilter: bool = True,
-    cancelled: Optional[Callable[[], bool]] = None,
-    render_cache: Optional[RenderCache] = None,
-    project: bool = True,
-) -> LintResult:
-    """Lint `text` as the file `path`: its findings (noqa-filtered, sorted) and the files they rest on.
-
-    A syntax error is a JIT000 finding. `noqa=False` keeps findings on `# noqa` lines;
-    `fast=False` parses and walks everything (the same findings, slower); `parse`,
-    `prefilter`, `cancelled`, `render_cache` and `project` are for a host that lints one
-    document over and over (see `engine.lint.lint_text`).
-    """
-    diagnostics = lint_text(text, path, config, noqa, fast, parse=parse, prefilter=prefilter,
-                            cancelled=cancelled, render_cache=render_cache, project=project)
-    return LintResult(path, diagnostics, text=text, dependencies=dependencies(path, config))
-
-
-def lint_file(path: str, config: Config) -> LintResult:
-    """Read, decode and lint one file; I/O and decoding problems become `error`."""
-    try:
-        source = read_source(path)
-    except SourceError as error:
-        return LintResult(path, error=f"{path}: {error}")
-    return lint_source(source.text, path, config)
-
-
-def lint_paths(paths: Sequence[str], config: Config) -> list[LintResult]:
-    """Lint the Python files under `paths` (excludes and .gitignore applied, as the CLI finds them), in order.
-
-    A path that does not exist is a result with an `error`. One process, no cache: the
-    CLI adds the pool of workers and the cache on top.
-    """
-    errors: list[str] = []
-    results = [lint_file(path, config) for path in discover(list(paths), config, errors)]
-    return [LintResult(error.rsplit(": ", 1)[0], error=error) for error in errors] + results
+__all__ = [
+    "SYNTAX_ERROR_CODE", "EntryPointError", "Fixing", "LintCancelled", "LintResult", "Progress", "ProjectIndex",
+    "RunOptions", "SourceError", "SourceFile", "cache_root", "decode_source", "dependencies", "discover_files",
+    "fix_file", "fix_text", "is_applicable", "is_excluded", "lint_file", "lint_files", "lint_paths", "lint_source",
+    "prepare_project",
+]

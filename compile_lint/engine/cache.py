@@ -22,12 +22,12 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from typing import Iterable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic, Edit, Fix
+from compile_lint.storage.atomic import atomic_file
 
 CACHE_DIR_NAME = ".compile-lint-cache"
 FORMAT = 3
@@ -181,17 +181,8 @@ class LintCache:
                 os.makedirs(directory, exist_ok=True)
                 self._mark_root()
                 self._made.add(directory)
-            fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(payload)
-                os.replace(temporary, entry)
-            except BaseException:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
-                raise
+            with atomic_file(entry) as stream:
+                stream.write(payload)
         except OSError:
             pass
 

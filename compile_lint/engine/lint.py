@@ -23,11 +23,12 @@ from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import flat_walks
 from compile_lint.settings.config import Config
 from compile_lint.settings.selection import rule_enabled
-from compile_lint.engine.project import (  # noqa: F401 - re-exported
-    _link_path, file_reach, prepare_project, reach_digest, symbol_index,
-)
+from compile_lint.engine.project import ProjectIndex, symbol_index
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.engine.dispatch import Dispatcher, LintCancelled
+from compile_lint.core.source_index import SourceIndex
+from compile_lint.core.codes import SYNTAX_ERROR_CODE
+from compile_lint.core.results import LintCancelled
+from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
@@ -35,9 +36,8 @@ from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
 from compile_lint.settings.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
-from compile_lint.rules.base import CODE_PREFIX, Rule
+from compile_lint.rules.base import Rule
 
-SYNTAX_ERROR_CODE = CODE_PREFIX + "000"
 
 
 def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
@@ -189,6 +189,12 @@ def lint_module(
 _STATIC_KINDS = frozenset({Kind.PY, Kind.SHAPE})
 
 
+def _link_path(path: str) -> str:
+    """A chain link's file: relative to the working directory when under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def _reached(message: str, reached_from: tuple) -> str:
     """The message of a finding in code other code reaches, ending with the entry point's call."""
     if not reached_from:
@@ -268,7 +274,8 @@ def lint_text(
     prefilter: bool = True,
     cancelled: Optional[Callable[[], bool]] = None,
     render_cache: Optional[RenderCache] = None,
-    project: bool = True,
+    project: Optional[ProjectIndex] = None,
+    source: Optional[SourceIndex] = None,
 ) -> list[Diagnostic]:
     """Lint source text; a syntax error becomes a JIT000 finding.
 
@@ -285,31 +292,35 @@ def lint_text(
     statement renderings between lints of one document (with `parse` incremental, the
     statements an edit did not touch are the same nodes, rendered once). With JIT001
     (unused-noqa) selected and `noqa` on, the `# noqa` codes that suppressed nothing are
-    findings too. `project=False` lints the file as if no other code of its project reached
-    it, without building the project index (the language server's first findings for a
-    document it opens, before those with the project's reach).
+    findings too. Without `project`, the file is linted as if no other code of its project
+    reached it, and no project is read; with a `ProjectIndex`, what the entry points of the
+    file's project reach in it is linted too (the project is indexed on first use). `source`, the text's
+    `SourceIndex`, is for a caller that asks the text more questions (its lines and
+    comments are then found once).
     """
+    source = source if source is not None else SourceIndex(text)
     with _gc_paused():
         if not noqa or not rule_enabled(UNUSED_NOQA_CODE, False, config, path):
-            return _lint_text(text, path, config, noqa, fast, parse or parse_module, prefilter, cancelled, render_cache,
-                              project)
-        raw = _lint_text(text, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
+            return _lint_text(source, path, config, noqa, fast, parse or parse_module, prefilter, cancelled,
+                              render_cache, project)
+        raw = _lint_text(source, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
                          project)
         if any(d.code == SYNTAX_ERROR_CODE for d in raw):
             return raw
         enabled = [rule.code for rule in rules_for(config, path)]
-        unused = unused_noqa(text, path, raw, lambda code: any(known.startswith(code) for known in enabled))
-        return sorted(without_suppressed(raw + unused, text), key=Diagnostic.sort_key)
+        unused = unused_noqa(source, path, raw, lambda code: any(known.startswith(code) for known in enabled))
+        return sorted(without_suppressed(raw + unused, source), key=Diagnostic.sort_key)
 
 
-def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
+def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
                cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
-               project: bool = True) -> list[Diagnostic]:
+               project: Optional[ProjectIndex]) -> list[Diagnostic]:
+    text = source.text
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
-    reach = file_reach(config, path) if project else None
+    reach = project.reach(config, path) if project is not None else None
     reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:
@@ -349,4 +360,4 @@ def _lint_text(text: str, path: str, config: Config, noqa: bool, fast: bool,
         diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
-    return sorted(without_suppressed(diagnostics, text), key=Diagnostic.sort_key)
+    return sorted(without_suppressed(diagnostics, source), key=Diagnostic.sort_key)

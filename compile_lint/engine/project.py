@@ -1,4 +1,11 @@
-"""The project a file belongs to, for the engine: its symbol index and what its entry points reach.
+"""The project a file belongs to, for the engine: its symbol index and, when asked, what its entry points reach.
+
+What a lint reads is explicit. Without a `ProjectIndex`, a lint reads the file and, lazily,
+what its imports name (base classes, helpers: `symbol_index`). With one, it also reads the
+whole project the file belongs to, once, to learn which of the file's functions the
+project's entry points reach. The CLI, the flake8 plugin and the language server each pass
+one, so that they agree on every file's findings; a library caller passes one when it
+wants those findings too.
 
 No parser is imported here beyond `ast`: a run answered from the cache asks for reach
 digests without loading libcst or the rules.
@@ -13,6 +20,7 @@ from typing import Optional, Sequence
 from compile_lint.analysis.project.entry_points import EntryPointError
 from compile_lint.analysis.project.reach import FileReach, project_reach, project_root
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.engine.files import is_excluded
 from compile_lint.settings.config import Config
 
 _SYMBOL_INDEXES: dict[tuple[str, ...], SymbolIndex] = {}
@@ -33,87 +41,89 @@ def symbol_index(config: Config) -> SymbolIndex:
     return index
 
 
-# The project index's disk cache for this process (set by a run that has a lint cache), and
-# whether the projects already answered are final for the process (forked CLI workers).
-# `--no-cache` sets None: no index is written either.
-_INDEX_CACHE: dict[str, object] = {"frozen": False}
+class ProjectIndex:
+    """The project index: which functions of a file the entry points of the file's project reach.
 
+    A file's project is the config file's directory when the file lies under it; without
+    one, the top package the file belongs to, or the file's directory (its files, plus the
+    files below it they import). Each project is indexed on the first question about it
+    (`ast` summaries of every file, analysis/project/), then re-checked against the files'
+    stats on each question, until `prepare` makes the answers final for the run (make a
+    new one for the next run, as the CLI's --watch does).
 
-def _index_cache_dir(config: Config) -> Optional[str]:
-    if "dir" in _INDEX_CACHE:
-        return _INDEX_CACHE["dir"]  # type: ignore[return-value]
-    if config.source:  # next to the project's config file, as the lint cache is
-        return os.path.join(os.path.abspath(config.root), ".compile-lint-cache")
-    return None
-
-
-def file_reach(config: Config, path: str, map_function=None, strict: bool = False) -> Optional[FileReach]:
-    """What the entry points of `path`'s project reach in `path` (see analysis.project.reach).
-
-    The project is the config file's directory when `path` lies under it, else the top
-    package `path` belongs to, else its directory. An unknown `entry-points` target raises
-    `EntryPointError` with `strict`; otherwise the file is linted without the project's reach.
+    The index is kept on disk in `cache_dir`; without one, in `.compile-lint-cache/` beside
+    the project's config file (nowhere without a config file). `keep=False` neither reads
+    nor writes it (`--no-cache`).
     """
-    # A file named explicitly but excluded from its project (a package inside the virtualenv)
-    # has its own package for a project.
-    root, recursive = _project_of(config, path)
-    below = dataclasses.replace(config, root=root)
-    in_config_project = bool(config.source) and root == os.path.abspath(config.root)
-    try:
-        reach = project_reach(
-            root, recursive, symbol_index(config), module_bases=config.module_bases,
-            configured_entries=config.entry_points if in_config_project else (),
-            config_root=config.root, cache_dir=_index_cache_dir(config), map_function=map_function,
-            frozen=bool(_INDEX_CACHE["frozen"]),
-            # Excludes apply below the project's root: a package linted inside a virtualenv is read.
-            excluded=lambda candidate: is_excluded_path(candidate, below),
-        )
-    except EntryPointError:
-        if strict:
-            raise
+
+    def __init__(self, cache_dir: Optional[str] = None, *, keep: bool = True) -> None:
+        self.cache_dir = cache_dir
+        self.keep = keep
+        self.frozen = False  # prepared: the answers are final for this process and its forked workers
+
+    def _cache_dir(self, config: Config) -> Optional[str]:
+        if not self.keep:
+            return None
+        if self.cache_dir is not None:
+            return self.cache_dir
+        if config.source:  # next to the project's config file, as the lint cache is
+            return os.path.join(os.path.abspath(config.root), ".compile-lint-cache")
         return None
-    return reach.for_file(path)
 
+    def reach(self, config: Config, path: str, map_function=None, strict: bool = False) -> Optional[FileReach]:
+        """What the entry points of `path`'s project reach in `path` (see analysis.project.reach).
 
-def prepare_project(paths: Sequence[str], config: Config, cache_dir: Optional[str], map_function=None) -> None:
-    """Build the project index of every project `paths` belong to, once, before workers fork.
+        An unknown `entry-points` target raises `EntryPointError` with `strict`; otherwise
+        the file is linted without the project's reach (None).
+        """
+        # A file named explicitly but excluded from its project (a package inside the virtualenv)
+        # has its own package for a project.
+        root, recursive = _project_of(config, path)
+        below = dataclasses.replace(config, root=root)
+        in_config_project = bool(config.source) and root == os.path.abspath(config.root)
+        try:
+            reach = project_reach(
+                root, recursive, symbol_index(config), module_bases=config.module_bases,
+                configured_entries=config.entry_points if in_config_project else (),
+                config_root=config.root, cache_dir=self._cache_dir(config), map_function=map_function,
+                frozen=self.frozen,
+                # Excludes apply below the project's root: a package linted inside a virtualenv is read.
+                excluded=lambda candidate: is_excluded(candidate, below),
+            )
+        except EntryPointError:
+            if strict:
+                raise
+            return None
+        return reach.for_file(path)
 
-    Raises `EntryPointError` for an unknown `entry-points` target. Afterwards the answers
-    are final for this process and its workers (`frozen`).
-    """
-    _INDEX_CACHE["dir"] = cache_dir
-    _INDEX_CACHE["frozen"] = False  # a run again in this process (--watch) re-checks the files
-    seen = set()
-    for path in paths:
-        root = _project_of(config, path)
-        if root not in seen:
-            seen.add(root)
-            file_reach(config, path, map_function, strict=True)
-    _INDEX_CACHE["frozen"] = True
+    def reached(self, config: Config, path: str) -> bool:
+        """Whether the project's entry points reach a function of `path` (then it is linted, torch or not)."""
+        reach = self.reach(config, path)
+        return reach is not None and bool(reach.functions)
+
+    def digest(self, config: Config, path: str) -> str:
+        """A digest of what reaches `path` from the project (the lint cache keys a file's findings on it)."""
+        reach = self.reach(config, path)
+        return reach.digest if reach is not None and reach.functions else ""
+
+    def prepare(self, config: Config, paths: Sequence[str], map_function=None) -> None:
+        """Index every project `paths` belong to, once, before workers fork; the answers are then final.
+
+        Raises `EntryPointError` for an unknown `entry-points` target. `map_function(function,
+        items)` summarises many files at once (the CLI's pool of workers).
+        """
+        self.frozen = False
+        seen = set()
+        for path in paths:
+            root = _project_of(config, path)
+            if root not in seen:
+                seen.add(root)
+                self.reach(config, path, map_function, strict=True)
+        self.frozen = True
 
 
 def _project_of(config: Config, path: str) -> tuple[str, bool]:
     root, recursive = project_root(config.root, config.source, path)
-    if is_excluded_path(path, dataclasses.replace(config, root=root)):
+    if is_excluded(path, dataclasses.replace(config, root=root)):
         return project_root(config.root, None, path)
     return root, recursive
-
-
-def reach_digest(config: Config, path: str) -> str:
-    """A digest of what reaches `path` from the project (the lint cache keys a file's findings on it)."""
-    reach = file_reach(config, path)
-    return reach.digest if reach is not None and reach.functions else ""
-
-
-def is_excluded_path(path: str, config: Config) -> bool:
-    from compile_lint.engine.files import is_excluded
-
-    return is_excluded(path, config)
-
-
-def _link_path(path: str) -> str:
-    """A chain link's file: relative to the working directory when under it."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
-
-

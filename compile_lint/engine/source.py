@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import os
-import tempfile
 import tokenize
 from dataclasses import dataclass
 
@@ -61,32 +59,3 @@ def read_bytes(path: str) -> bytes:
 def read_source(path: str) -> SourceFile:
     """Read and decode a file; raise SourceError with a one-line reason on failure."""
     return decode_source(read_bytes(path), path)
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace `path` with `data` via a temp file and rename, keeping its permissions.
-
-    A symlink is written through: the temp file goes next to the link's resolved target
-    and is renamed onto it, so the link stays a link and its target gets the new text.
-    """
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target)
-    mode = os.stat(target).st_mode & 0o7777
-    if not mode & 0o222:
-        # A read-only file is a statement of intent (generated or vendored code); root
-        # could replace it, but a formatter-like tool should not.
-        raise PermissionError(13, "file is read-only")
-    fd, tmp_path = tempfile.mkstemp(prefix=".compile-lint-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_path, mode)
-        os.replace(tmp_path, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_path)
-        except OSError:
-            pass
-        raise

@@ -30,14 +30,13 @@ JIT001 (unused-noqa, ruff's RUF100, off by default) reports the compile-lint cod
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 from compile_lint.core.diagnostics import CODE_PREFIX, Diagnostic, Edit, Fix
-from compile_lint.core.text_offsets import split_lines
+from compile_lint.core.source_index import SourceIndex
 
 _DIRECTIVE = re.compile(r"#\s*noqa", re.IGNORECASE)
 _FILE_DIRECTIVE = re.compile(r"#[ \t]*(?:compile-lint|flake8)[ \t]*[:=][ \t]*noqa(?![A-Za-z0-9_])", re.IGNORECASE)
@@ -116,9 +115,9 @@ def file_noqa(line: str) -> Optional[Noqa]:
     return _parse_codes(line, 0, match.end() + len(rest) - len(stripped) + 1)
 
 
-def without_suppressed(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
+def without_suppressed(diagnostics: Iterable[Diagnostic], source: SourceIndex) -> list[Diagnostic]:
     """The findings that no file-level directive and no noqa on their line (as the parser counts lines) cover."""
-    lines = split_lines(text)
+    lines = source.lines
     exemptions = [found for line in lines if line.startswith("#") for found in (file_noqa(line),) if found]
     return [d for d in diagnostics
             if not any(exemption.covers(d.code) for exemption in exemptions)
@@ -128,14 +127,14 @@ def without_suppressed(diagnostics: Iterable[Diagnostic], text: str) -> list[Dia
 UNUSED_NOQA_CODE = CODE_PREFIX + "001"
 
 
-def _directives(text: str) -> list[tuple[int, int, str, Noqa, bool]]:
+def _directives(source: SourceIndex) -> list[tuple[int, int, str, Noqa, bool]]:
     """Every directive in a comment token: (line, comment column, comment, directive, file-level).
 
     Read from tokens, so `# noqa` inside a string is no directive; [] when the text does
     not tokenize (the syntax error is the finding then).
     """
     try:
-        comments, _ = _line_facts(text)
+        comments = source.comments
     except (tokenize.TokenError, SyntaxError):
         return []
     found = []
@@ -147,22 +146,22 @@ def _directives(text: str) -> list[tuple[int, int, str, Noqa, bool]]:
     return found
 
 
-def malformed_noqa(text: str) -> list[tuple[int, str]]:
-    """(line, why) of every malformed directive in `text`: each suppresses nothing."""
-    if "noqa" not in text.lower() or not _may_hold_malformed(text):
+def malformed_noqa(source: SourceIndex) -> list[tuple[int, str]]:
+    """(line, why) of every malformed directive in the text: each suppresses nothing."""
+    if "noqa" not in source.text.lower() or not _may_hold_malformed(source):
         return []
-    return [(line, directive.problem) for line, _, _, directive, _ in _directives(text)
+    return [(line, directive.problem) for line, _, _, directive, _ in _directives(source)
             if directive.problem is not None]
 
 
-def _may_hold_malformed(text: str) -> bool:
+def _may_hold_malformed(source: SourceIndex) -> bool:
     """False when no `#` on a line that says noqa starts a malformed directive.
 
     A comment token runs from a `#` to the end of its line, so every directive the
     tokenizer can find is one of these suffixes: when none of them is malformed, the
     file needs no tokenizing (a cached run checks every file with a `# noqa`).
     """
-    for line in split_lines(text):
+    for line in source.lines:
         if "noqa" not in line.lower():
             continue
         line = line.rstrip("\r\n")
@@ -176,7 +175,8 @@ def _may_hold_malformed(text: str) -> bool:
     return False
 
 
-def unused_noqa(text: str, path: str, diagnostics: Sequence[Diagnostic], checked: Callable[[str], bool]) -> list[Diagnostic]:
+def unused_noqa(source: SourceIndex, path: str, diagnostics: Sequence[Diagnostic],
+                checked: Callable[[str], bool]) -> list[Diagnostic]:
     """JIT001 findings: the codes of a `# noqa: CODES` list that covered no finding on their line.
 
     `diagnostics` are the findings before suppression; `checked(code)` says whether this run
@@ -185,11 +185,11 @@ def unused_noqa(text: str, path: str, diagnostics: Sequence[Diagnostic], checked
     fix removes the unused codes, or the whole directive when none is left (keeping any
     explanation after it as a plain comment).
     """
-    if "noqa" not in text.lower():
+    if "noqa" not in source.text.lower():
         return []
-    lines = split_lines(text)
+    lines = source.lines
     found: list[Diagnostic] = []
-    for number, column, comment, directive, file_level in _directives(text):
+    for number, column, comment, directive, file_level in _directives(source):
         if file_level or directive.codes is None or directive.problem is not None or number > len(lines):
             continue
         codes_here = {d.code for d in diagnostics if d.line == number}
@@ -231,28 +231,6 @@ class NoqaAddition:
     skipped: list[tuple[Diagnostic, str]]  # (finding, why its line cannot carry a directive)
 
 
-def _line_facts(text: str) -> tuple[dict[int, tuple[int, str]], set[int]]:
-    """Per line: its comment (column, text), and the lines a comment cannot be appended to.
-
-    A line cannot take a comment when a string continues past its end (the comment would be
-    string content) or when it ends in a backslash continuation. Raises tokenize.TokenError
-    or SyntaxError when the text does not tokenize.
-    """
-    comments: dict[int, tuple[int, str]] = {}
-    closed: set[int] = set()
-    lines = split_lines(text)
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        (row, column), (end_row, _) = token.start, token.end
-        if token.type == tokenize.COMMENT:
-            comments[row] = (column, token.string)
-        elif end_row > row and token.type not in (tokenize.NL, tokenize.NEWLINE):
-            closed.update(range(row, end_row))  # a multi-line string (or f-string part)
-    for number, line in enumerate(lines, 1):
-        if line.rstrip("\r\n").endswith("\\") and number not in comments:
-            closed.add(number)
-    return comments, closed
-
-
 def _merged(existing: Sequence[str], new: Iterable[str]) -> str:
     codes = list(existing) + [code for code in sorted(set(new)) if code not in existing]
     return ", ".join(codes)
@@ -269,8 +247,9 @@ def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> NoqaAddition:
     by_line: dict[int, list[Diagnostic]] = {}
     for diagnostic in diagnostics:
         by_line.setdefault(diagnostic.line, []).append(diagnostic)
-    comments, closed = _line_facts(text)
-    lines = split_lines(text)
+    source = SourceIndex(text)
+    comments, closed = source.comments, source.closed_lines
+    lines = list(source.lines)
     added: list[Diagnostic] = []
     skipped: list[tuple[Diagnostic, str]] = []
     for number, found in sorted(by_line.items()):

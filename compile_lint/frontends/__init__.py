@@ -1,1 +1,1 @@
-"""Frontends: the command line, the language server, the flake8 plugin, --watch and --add-noqa."""
+"""Frontends: the command line (its flags, usage checks and report), the language server, the flake8 plugin, --watch."""

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 
 from compile_lint import __version__
 from compile_lint.settings.config import Config, ConfigError, load_config
-from compile_lint.engine.api import SYNTAX_ERROR_CODE, file_reach, lint_source
+from compile_lint.engine.api import SYNTAX_ERROR_CODE, ProjectIndex, lint_source
 from compile_lint.engine.lint import may_hold_regions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX
@@ -60,12 +60,6 @@ def _project_settings(directory: str) -> Config:
                   root=config.root, source=config.source)
 
 
-def reached(config: Config, path: str) -> bool:
-    """Whether the project's entry points reach a function of `path` (then it is linted, torch or not)."""
-    reach = file_reach(config, path)
-    return reach is not None and bool(reach.functions)
-
-
 class CompileLintPlugin:
     """flake8 AST plugin: yields `(line, column, "JITnnn message", type)`; columns are 0-based."""
 
@@ -73,6 +67,8 @@ class CompileLintPlugin:
     version = __version__
     _selection: Config = Config()
     _noqa: bool = True
+    # What reaches each file from the rest of its project, as the CLI and the language server see it.
+    project = ProjectIndex()
 
     def __init__(self, tree: Any, lines: Sequence[str], filename: str) -> None:
         # `tree` is flake8's ast; compile-lint needs libcst's tree, built from the same lines.
@@ -106,9 +102,9 @@ class CompileLintPlugin:
             root=project.root,
             source=project.source,
         )
-        if not may_hold_regions(text) and (stdin or not reached(config, self.filename)):
+        if not may_hold_regions(text) and (stdin or not self.project.reached(config, self.filename)):
             return  # most files in a flake8 run are not model code: skip the libcst parse
-        for diagnostic in lint_source(text, self.filename, config, noqa=self._noqa).diagnostics:
+        for diagnostic in lint_source(text, self.filename, config, noqa=self._noqa, project=self.project).diagnostics:
             if diagnostic.code == SYNTAX_ERROR_CODE:
                 continue
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)

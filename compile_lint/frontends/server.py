@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import sys
@@ -32,11 +33,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.fixes.apply import fix_text, is_applicable
 from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic, Edit
 from compile_lint.reporters.docs import graph_break_url
-from compile_lint.engine.api import SYNTAX_ERROR_CODE, LintCancelled, lint_source, reach_digest
+from compile_lint.engine.api import (
+    SYNTAX_ERROR_CODE, LintCancelled, ProjectIndex, fix_text, is_applicable, lint_source,
+)
 from compile_lint.engine.incremental import IncrementalParser
 from compile_lint.engine.positions import RenderCache
 from compile_lint.engine.suppressions import add_noqa
@@ -312,6 +314,8 @@ class CompileLintServer:
         self.types = types
         self.server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.configs: dict[str, Config] = {}
+        # What reaches each document from the rest of its project, as the CLI and flake8 see it.
+        self.project = ProjectIndex()
         self.documents: dict[str, _Document] = {}
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.scheduler = LintScheduler(self.lint, self.deliver)
@@ -346,19 +350,20 @@ class CompileLintServer:
     def lint(self, job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
         state = self.documents.get(job.uri)
         if state is None:
-            return lint_source(job.text, job.path, job.config, cancelled=cancelled).diagnostics
+            return lint_source(job.text, job.path, job.config, cancelled=cancelled, project=self.project).diagnostics
         if state.fresh:
             # Opening a document: its own findings first (what it holds unless other code of
-            # the project reaches into it), published before the project index is built or
-            # re-checked; the findings with the project's reach follow, when they differ.
+            # the project reaches into it: no project passed), published before the project
+            # index is built or re-checked; the findings with the project's reach follow,
+            # when they differ.
             own = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
-                              cancelled=cancelled, render_cache=state.renderings, project=False).diagnostics
+                              cancelled=cancelled, render_cache=state.renderings).diagnostics
             state.fresh = False
             state.preview = (job.version, own)
             self.send(job, own)
-        state.reach = reach_digest(job.config, job.path)
+        state.reach = self.project.digest(job.config, job.path)
         findings = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
-                               cancelled=cancelled, render_cache=state.renderings).diagnostics
+                               cancelled=cancelled, render_cache=state.renderings, project=self.project).diagnostics
         self.relint_reached(job.uri)
         return findings
 
@@ -371,7 +376,7 @@ class CompileLintServer:
             if uri == linted or self.loop is None:
                 continue
             document = self.server.workspace.get_text_document(uri)
-            if reach_digest(self.config_for(document.path), document.path) != other.reach:
+            if self.project.digest(self.config_for(document.path), document.path) != other.reach:
                 self.loop.call_soon_threadsafe(self.schedule, uri, False)
 
     def deliver(self, job: Snapshot, findings: list[Diagnostic]) -> None:
@@ -457,7 +462,8 @@ class CompileLintServer:
         if state is not None and state.fix_all is not None and state.fix_all[0] == linted.version:
             return state.fix_all[1]
         path = self.server.workspace.get_text_document(uri).path
-        outcome = await asyncio.get_running_loop().run_in_executor(None, fix_text, linted.text, path, config)
+        outcome = await asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(fix_text, linted.text, path, config, project=self.project))
         if state is not None:
             state.fix_all = (linted.version, outcome)
         return outcome

@@ -88,13 +88,14 @@ def make_request(target: str, args: argparse.Namespace, mode: str = "factory") -
 
 def static_findings(files: set[str], config) -> tuple[list[Diagnostic], dict[str, str]]:
     """The linter's findings for the files the targets ran, keyed by display path."""
-    from compile_lint.engine.api import lint_file
+    from compile_lint.engine.api import ProjectIndex, lint_file
 
     diagnostics, sources = [], {}
+    project = ProjectIndex()  # the findings the CLI reports for these files, with what reaches them
     for path in sorted(files):
         if not os.path.isfile(path):
             continue
-        result = lint_file(path, config)
+        result = lint_file(path, config, project)
         diagnostics.extend(result.diagnostics)
         if result.error is None:
             sources[path] = result.text

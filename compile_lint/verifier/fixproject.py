@@ -226,7 +226,7 @@ def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: di
 
 def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
                     progress: Progress = lambda line: None):
-    """A callback for fixes.apply.fix_files_together: for each file, None to write its fixes,
+    """A callback for engine.fixing.fix_files_together (the pipeline's Fixing.accept_all): for each file, None to write its fixes,
     else why they were rolled back."""
     def accept_all(proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
         absolute = {os.path.abspath(path): path for path in proposals}

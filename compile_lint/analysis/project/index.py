@@ -24,7 +24,6 @@ import ast
 import hashlib
 import os
 import pickle
-import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
@@ -33,7 +32,9 @@ from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
     COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
 )
-from compile_lint.analysis.project.symbols import dotted_parts, file_stamp, relative_name
+from compile_lint.analysis.project.symbols import dotted_parts, relative_name
+from compile_lint.storage.atomic import atomic_file
+from compile_lint.storage.stamps import file_stamp
 
 INDEX_FORMAT = 2
 MODULE_SCOPE = "<module>"
@@ -50,9 +51,6 @@ _SIZE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "range", "isin
 _PARTIAL = frozenset({"functools.partial", "partial"})
 _CONTAINERS = frozenset({"nn.ModuleList", "nn.Sequential", "torch.nn.ModuleList", "torch.nn.Sequential",
                          "ModuleList", "Sequential"})
-_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", ".venv", "venv", "build", "dist",
-                           ".git", ".tox", ".nox", ".mypy_cache", ".pytest_cache"})
-
 
 @dataclass(frozen=True)
 class Arg:
@@ -589,21 +587,6 @@ def _summarise_path(path: str) -> Optional[FileSummary]:
     return summarise_source(path, data)
 
 
-def project_files(root: str, excluded: Callable[[str], bool] = lambda path: False) -> list[str]:
-    """Every Python file under `root` (absolute paths), virtualenvs, caches and hidden directories left out."""
-    found = []
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _SKIPPED_DIRS
-                            and not excluded(os.path.join(directory, d))
-                            and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg")))
-        for name in sorted(names):
-            if name.endswith(".py"):  # stubs hold no code Dynamo traces
-                path = os.path.join(directory, name)
-                if not excluded(path):
-                    found.append(os.path.abspath(path))
-    return found
-
-
 class IndexStore:
     """The summaries of one project's files, loaded from and saved to one cache file.
 
@@ -704,18 +687,10 @@ def _load(cache_file: Optional[str]) -> Optional[dict]:
 
 def _dump(cache_file: str, content: dict) -> bool:
     """Write `content` to `cache_file` atomically; False when it cannot."""
-    directory = os.path.dirname(cache_file)
     try:
-        os.makedirs(directory, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".index-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(content, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, cache_file)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
+        os.makedirs(os.path.dirname(cache_file), exist_ok=True)
+        with atomic_file(cache_file) as stream:
+            pickle.dump(content, stream, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError:
         return False
     return True

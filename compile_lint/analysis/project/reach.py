@@ -27,8 +27,10 @@ from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
-from compile_lint.analysis.project.index import LOCAL, PARAM, PY, TENSOR, FileSummary, IndexStore, project_files
-from compile_lint.analysis.project.symbols import SymbolIndex, file_stamp, package_root
+from compile_lint.analysis.project.index import LOCAL, PARAM, PY, TENSOR, FileSummary, IndexStore
+from compile_lint.analysis.project.symbols import SymbolIndex, package_root
+from compile_lint.storage.stamps import stamps as _stamps
+from compile_lint.storage.walk import PROJECT_INDEX, python_files
 
 TENSOR_HINT, PY_HINT = "tensor", "py"
 
@@ -260,10 +262,6 @@ class _Memo:
 _MEMOS: dict[tuple, _Memo] = {}
 
 
-def _stamps(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
-    return {path: stamp for path in paths if (stamp := file_stamp(path)) is not None}
-
-
 def _directories(root: str, files: Iterable[str]) -> set[str]:
     return {root} | {os.path.dirname(path) for path in files}
 
@@ -285,7 +283,7 @@ def project_reach(
         return _answer(memo)
     if memo is not None and _stamps(memo.stamps) == memo.stamps:
         return _answer(memo)
-    files = project_files(root, excluded) if recursive else sorted(
+    files = python_files(root, PROJECT_INDEX, excluded) if recursive else sorted(
         os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.syntax.ast_walk import ast_nodes
+from compile_lint.storage.stamps import file_stamp
 
 # Packages whose meaning the rules encode themselves (torch), or that never define an
 # nn.Module or a traced helper: never read.
@@ -496,14 +497,6 @@ class SymbolIndex:
                     names.add(name)
                     pending.append(name)
         return names
-
-
-def file_stamp(path: str) -> Optional[tuple[int, int]]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
 
 
 def _location_in(root: str, name: str) -> Optional[tuple[Optional[str], Optional[str]]]:

@@ -6,9 +6,17 @@ import gc
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
-from compile_lint.frontends.progress import track
+T = TypeVar("T")
+# A progress display: wraps the results as they come, told how many there will be and what is done
+# (the CLI's bar on a terminal, frontends/progress.track); `no_progress` shows nothing.
+Progress = Callable[[Iterable[T], int, str], Iterable[T]]
+
+
+def no_progress(items: Iterable[T], total: int, description: str) -> Iterable[T]:
+    """The results unchanged: no progress shown."""
+    return items
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 8
@@ -38,17 +46,19 @@ def _run_chunk(chunk: list) -> list:
     return [function(item) if shared is None else function(item, shared) for item in chunk]
 
 
-def parallel_map(function, items: list, jobs: int, description: str = "Linting", shared=None):
+def parallel_map(function, items: list, jobs: int, description: str = "Linting", shared=None,
+                 progress: Progress = no_progress):
     """`function(item[, shared])` for each item, in order; with `jobs` > 1, in a pool of forked workers.
 
     Workers are forked once (the engine and every rule imported already), receive
     `shared` once, then items in chunks, and send back one list of results per chunk.
+    `progress` is shown the results as they come, under `description`.
     """
     call = (lambda item: function(item)) if shared is None else (lambda item: function(item, shared))
     if jobs <= 1 or len(items) < PARALLEL_THRESHOLD:
-        return list(track((call(item) for item in items), len(items), description))
+        return list(progress((call(item) for item in items), len(items), description))
     # Import the engine (libcst, every rule) and fill its tables once here; forked workers inherit them.
-    import compile_lint.fixes.apply  # noqa: F401
+    import compile_lint.engine.lint  # noqa: F401
     from compile_lint.engine.dispatch import warm_up
 
     warm_up()
@@ -64,6 +74,6 @@ def parallel_map(function, items: list, jobs: int, description: str = "Linting",
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker,
                                  initargs=(function, shared)) as pool:
             results = (result for chunk in pool.map(_run_chunk, chunks) for result in chunk)
-            return list(track(results, len(items), description))
+            return list(progress(results, len(items), description))
     finally:
         gc.unfreeze()

@@ -1,0 +1,97 @@
+"""Flags that cannot be combined, or do nothing together: refused (exit 2) or warned about up front.
+
+Each check runs before anything is linted or fixed, so a run is never silently half-honoured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import re
+from typing import Optional
+
+from compile_lint.frontends.arguments import STDIN, reads_stdin
+from compile_lint.settings.config import Config
+
+# Formats a program reads: nothing but the report may be printed beside them.
+MACHINE_FORMATS = ("json", "github", "sarif")
+
+
+def usage_problem(args: argparse.Namespace) -> Optional[str]:
+    """Why the flags cannot be combined, or None: refused up front, never silently half-honoured."""
+    machine = args.output_format in MACHINE_FORMATS
+    if args.jobs is not None and args.jobs < 1:
+        return "--jobs must be at least 1"
+    if args.diff and machine:
+        return f"--diff prints a unified diff, not findings: drop --output-format {args.output_format}"
+    if args.statistics and args.output_format in ("github", "sarif"):
+        return f"--statistics prints text or JSON: use --output-format text or json, not {args.output_format}"
+    if STDIN in (args.paths or []) and args.paths != [STDIN]:
+        return "- (stdin) cannot be combined with other paths"
+    if args.stdin_filename is not None and args.paths and args.paths != [STDIN]:
+        return "--stdin-filename names the source read from stdin: pass - (or no path) instead of paths"
+    if reads_stdin(args) and (args.watch or args.add_noqa or args.verify):
+        flag = "--watch" if args.watch else "--add-noqa" if args.add_noqa else "--verify"
+        return f"{flag} works on files, not on stdin"
+    if args.add_noqa and (args.fix or args.diff or args.statistics):
+        return "--add-noqa rewrites files on its own: drop --fix, --diff and --statistics"
+    if args.statistics and args.diff:
+        return "--statistics counts findings and --diff prints a diff: use one of them"
+    return None
+
+
+def usage_warnings(args: argparse.Namespace) -> list[str]:
+    """Flags that do nothing in this combination: the run goes on, and says so."""
+    warnings = []
+    if args.show_fixes and not args.fix:
+        warnings.append("--show-fixes lists the fixes --fix applies: without --fix it shows nothing")
+    return warnings
+
+
+# Flags that do something other than explain: refused beside --explain.
+EXPLAIN_EXCLUSIVE = ("fix", "diff", "add_noqa", "watch", "statistics", "show_settings")
+CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
+
+
+def explain_codes(args: argparse.Namespace) -> tuple[list[str], Optional[str]]:
+    """The codes `--explain` was given (commas split), or why the command line is not only codes."""
+    values = [code.strip() for value in args.explain for code in value.split(",") if code.strip()]
+    not_codes = [value for value in values if not CODE_SHAPE.match(value)] + list(args.paths or ())
+    if not_codes:
+        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (drop the paths)"
+    flags = [f"--{name.replace('_', '-')}" for name in EXPLAIN_EXCLUSIVE if getattr(args, name)]
+    if flags:
+        return [], f"--explain explains rule codes and lints nothing: drop {', '.join(flags)}"
+    return values, None
+
+
+def verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[str]:
+    """Why `--verify` cannot run as asked, or None."""
+    import importlib.util
+
+    if not args.fix:
+        return "--verify needs --fix"
+    if not config.verify_targets:
+        return "--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]"
+    if importlib.util.find_spec("torch") is None:
+        return "--verify needs torch: pip install 'compile-lint[verify]'"
+    return None
+
+
+def output_file_problem(path: str) -> Optional[str]:
+    """Why the report could not be written to `path`, or None: asked before anything is linted or fixed.
+
+    Nothing is created here: the directories are made when the report is written.
+    """
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        return os.strerror(errno.EISDIR)
+    if os.path.exists(target):
+        return None if os.access(target, os.W_OK) else os.strerror(errno.EACCES)
+    parent = os.path.dirname(target)
+    while not os.path.lexists(parent):  # directories that writing the report will make
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return os.strerror(errno.ENOTDIR)
+    return None if os.access(parent, os.W_OK | os.X_OK) else os.strerror(errno.EACCES)
