@@ -182,7 +182,7 @@ MAX_MODULE_LINES = 600
 # Over the limit, not split yet (the project index and the CLI are being split for issue 29).
 # Each must still be over it: take it off once it is split.
 NOT_YET_SPLIT = frozenset({
-    "compile_lint.analysis.file.regions", "compile_lint.analysis.project.index", "compile_lint.frontends.cli"})
+    "compile_lint.analysis.file.regions", "compile_lint.analysis.project.index"})
 
 
 def _defined_functions(path: str) -> set[str]:
