@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from compile_lint.analysis.project.summary import LOCAL, OTHER, PARAM, PY, TENSOR, Arg
+from compile_lint.analysis.project.summary import OTHER, PY, TENSOR
 
 # Tensor methods whose result is no tensor.
 _PYTHON_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "ndimension", "__len__", "is_contiguous",
@@ -164,15 +164,3 @@ def value_tag(value: ast.AST, params: frozenset[str], qualify: Callable[[str], s
         inner = value_tag(value.value, params, qualify, depth + 1)
         return inner if inner == TENSOR else OTHER
     return OTHER
-
-
-def argument(value: ast.AST, params: frozenset[str], qualify: Callable[[str], str],
-             keyword: Optional[str] = None) -> Arg:
-    """An argument of a call: its spelling (a function, maybe) and the tag of what it passes."""
-    tag = value_tag(value, params, qualify)
-    kind, _, name = tag.partition(":")
-    if kind == "param":
-        return Arg(name, PARAM, keyword)
-    if kind == "local":
-        return Arg(name, LOCAL, keyword)
-    return Arg(dotted(value), tag if tag in (PY, TENSOR) else OTHER, keyword)

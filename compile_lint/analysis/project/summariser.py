@@ -17,9 +17,10 @@ import sys
 import tokenize
 from typing import Iterable, Iterator, Optional, Sequence
 
-from compile_lint.analysis.project.expressions import argument, callee_spelling, dotted, value_spellings, value_tag
+from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
 from compile_lint.analysis.project.summary import (
-    MODULE_SCOPE, OTHER, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary, FunctionInfo,
+    LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
+    FunctionInfo,
 )
 from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
@@ -27,6 +28,7 @@ from compile_lint.analysis.syntax.predicates import (
 )
 
 _intern = sys.intern
+_NO_NAMES: frozenset[str] = frozenset()
 _PARSE_ERRORS = (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError)
 
 
@@ -98,11 +100,13 @@ class _Summariser:
         self.tree = tree
         self._calls: dict[int, tuple[FunctionInfo, list[CallSite]]] = {}  # id(scope) -> the scope, its calls
         self._compiled: list[tuple[str, int, str]] = []
-        self._shared: dict[object, object] = {}  # one object for equal arguments and makers
+        self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
+        self._args: dict[tuple[Optional[str], str, Optional[str]], Arg] = {}  # one object for equal arguments
         # The `self.NAME(...)` names of the method being walked (empty outside methods).
         self._self_calls: list[set[str]] = []
 
     def _share(self, item):
+        """`item`, or the equal one this file already holds (summaries are never changed once made)."""
         return self._shared.setdefault(item, item)
 
     # ----- names -----
@@ -170,7 +174,7 @@ class _Summariser:
         spans = []
         for stmt in module_statements(body):
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                spans.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+                spans.append(self._share((stmt.lineno, stmt.end_lineno or stmt.lineno)))
                 for local, qualified in import_bindings(stmt):
                     summary.imports[_intern(local)] = _intern(qualified)
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -183,9 +187,8 @@ class _Summariser:
         spelled = dotted(value.func) + "()" if isinstance(value, ast.Call) and dotted(value.func) else dotted(value)
         return self._share(Binding(self._names(spellings), spelled and _intern(spelled), class_attribute))
 
-    @staticmethod
-    def _names(spellings: Iterable[str]) -> tuple[str, ...]:
-        return tuple(_intern(spelling) for spelling in spellings)
+    def _names(self, spellings: Iterable[str]) -> tuple[str, ...]:
+        return self._share(tuple(_intern(spelling) for spelling in spellings))
 
     def _body(self, body: Sequence[ast.stmt], scope: FunctionInfo, owner: Optional[str], prefix: str,
               eager: bool, bindings: dict[str, ast.AST], params: frozenset[str]) -> None:
@@ -238,10 +241,10 @@ class _Summariser:
                 self._expression(value, scope, eager, params)
 
     def _add_tag(self, scope: FunctionInfo, name: str, tag: str) -> None:
-        scope.local_tags[_intern(name)] = scope.local_tags.get(name, ()) + (_intern(tag),)
+        scope.local_tags[_intern(name)] = self._share(scope.local_tags.get(name, ()) + (_intern(tag),))
 
     def _add_alias(self, scope: FunctionInfo, name: str, spellings: tuple[str, ...]) -> None:
-        scope.aliases[_intern(name)] = scope.aliases.get(name, ()) + self._names(spellings)
+        scope.aliases[_intern(name)] = self._share(scope.aliases.get(name, ()) + self._names(spellings))
 
     def _untagged(self, target: ast.AST, scope: FunctionInfo) -> None:
         """A local bound some other way than `name = value`: what it holds is not known from here."""
@@ -332,7 +335,7 @@ class _Summariser:
         args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None) for a in call.args]
         args += [self._argument(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
-        self._calls_of(scope).append(self._share(CallSite(_intern(callee), call.lineno, tuple(args), eager, starred)))
+        self._calls_of(scope).append(CallSite(_intern(callee), call.lineno, self._share(tuple(args)), eager, starred))
 
     def _calls_of(self, scope: FunctionInfo) -> list[CallSite]:
         entry = self._calls.get(id(scope))
@@ -341,13 +344,23 @@ class _Summariser:
         return entry[1]
 
     def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str]) -> Arg:
-        arg = argument(value, params, self.summary.qualify, keyword)
-        if arg.spelling is not None or arg.keyword is not None:
-            arg = Arg(arg.spelling and _intern(arg.spelling), arg.tag, arg.keyword and _intern(arg.keyword))
-        return self._share(arg)
+        """An argument: its spelling (a function, maybe) and the tag of what it passes."""
+        tag = value_tag(value, params, self.summary.qualify)
+        kind, _, name = tag.partition(":")
+        if kind == PARAM or kind == LOCAL:
+            spelling: Optional[str] = name
+            tag = kind
+        else:
+            spelling = dotted(value)
+            tag = tag if tag in (PY, TENSOR) else OTHER
+        key = (spelling, tag, keyword)
+        found = self._args.get(key)
+        if found is None:
+            found = self._args[key] = Arg(spelling and _intern(spelling), tag, keyword and _intern(keyword))
+        return found
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:
-        """The `self.NAME(...)` calls in a part of a method the walk does not record calls of (a lambda, a decorator)."""
+        """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record (a lambda, a decorator)."""
         if not self._self_calls or node is None:
             return
         for inner in ast_nodes(node):
@@ -356,16 +369,6 @@ class _Summariser:
                 if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
                     for names in self._self_calls:
                         names.add(func.attr)
-
-    def _signature_self_calls(self, node: ast.FunctionDef) -> None:
-        for decorator in node.decorator_list:
-            self._text_self_calls(decorator)
-        arguments = node.args
-        for arg in (*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs,
-                    arguments.kwarg):
-            if arg is not None:
-                self._text_self_calls(arg.annotation)
-        self._text_self_calls(node.returns)
 
     def _function(self, node: ast.FunctionDef, parent: FunctionInfo, owner: Optional[str], prefix: str,
                   method: bool = False) -> None:
@@ -380,12 +383,13 @@ class _Summariser:
         arguments = node.args
         positional = [*arguments.posonlyargs, *arguments.args]
         defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-        params = [(_intern(a.arg), a.annotation is not None, d is not None) for a, d in zip(positional, defaults)]
-        params += [(_intern(a.arg), a.annotation is not None, d is not None)
+        params = [self._share((_intern(a.arg), a.annotation is not None, d is not None))
+                  for a, d in zip(positional, defaults)]
+        params += [self._share((_intern(a.arg), a.annotation is not None, d is not None))
                    for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)]
         names = frozenset(p[0] for p in params)
         info = FunctionInfo(qualname, _intern(node.name), owner, node.lineno, first, node.end_lineno or node.lineno,
-                            self._names(decorators), tuple(params))
+                            self._names(decorators), self._share(tuple(params)))
         if parent.qualname != MODULE_SCOPE and parent.owner != "":  # inside a function, not a class body
             info.parent = parent.qualname
             parent.nested = parent.nested + (qualname,)
@@ -395,14 +399,16 @@ class _Summariser:
                 self._compile_entry(MODULE_SCOPE, node.lineno, qualname)
         if method:
             self._self_calls.append(set())
-        self._signature_self_calls(node)
+        elif self._self_calls:  # a function nested in a method: its decorators run with the method
+            for decorator in node.decorator_list:
+                self._text_self_calls(decorator)
         bindings = _single_bindings(node)
         for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
             self._expression(default, parent, False, frozenset())
         self._body(node.body, info, owner, f"{qualname}.", False, bindings, names)
-        info.called_params = frozenset(c.callee for c in self._calls_of(info) if c.callee in names)
+        info.called_params = frozenset(c.callee for c in self._calls_of(info) if c.callee in names) or _NO_NAMES
         if method:
-            info.self_calls = frozenset(_intern(name) for name in self._self_calls.pop())
+            info.self_calls = self._names(sorted(self._self_calls.pop()))
 
     def _class(self, node: ast.ClassDef, prefix: str) -> None:
         qualname = _intern(f"{prefix}{node.name}")

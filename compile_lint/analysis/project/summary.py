@@ -15,8 +15,9 @@ never changed afterwards.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, TypeVar
 
 MODULE_SCOPE = "<module>"
 # Spelled argument tags: a literal or a size (a Python value), the caller's own parameter, anything else.
@@ -27,7 +28,25 @@ TENSOR, LOCAL = "tensor", "local"
 # The spelling of a binding whose value names nothing the call graph can follow.
 UNKNOWN = "?"
 
+_Record = TypeVar("_Record", bound=type)
 
+
+def _pickled_by_fields(cls: _Record) -> _Record:
+    """Pickle instances of the slotted dataclass `cls` as a call of the class with its fields.
+
+    A slotted object's default pickling restores each slot by name (and a frozen dataclass's
+    through Python-level `__setstate__`): loading a project's index took twice as long.
+    """
+    values = operator.attrgetter(*cls.__slots__)
+
+    def __reduce__(self):  # noqa: N807 - the pickle protocol's name
+        return type(self), values(self)
+
+    cls.__reduce__ = __reduce__
+    return cls
+
+
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Arg:
     """One argument of a call: its spelling when it is a dotted name (maybe a function) and its tag."""
@@ -37,6 +56,7 @@ class Arg:
     keyword: Optional[str] = None
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class CallSite:
     """A call in a function: the callee as spelled, where, its arguments, and whether only eager runs reach it."""
@@ -48,6 +68,7 @@ class CallSite:
     starred: bool = False
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Binding:
     """One `NAME = value` the call graph follows (a top-level alias, `self.NAME = value`, a class attribute).
@@ -74,6 +95,7 @@ class Binding:
         return self.value if self.value is not None and not self.value.endswith("()") else None
 
 
+@_pickled_by_fields
 @dataclass(slots=True)
 class FunctionInfo:
     """A function or method of the file (`qualname`: `f`, `Cls.method`, `outer.inner`).
@@ -97,11 +119,12 @@ class FunctionInfo:
     # Local name -> the tag of each value a plain `name = value` binds it to: "tensor", "py",
     # "param:NAME", "local:NAME" or "other" (what a call passing the local passes).
     local_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Names of the `self.NAME(...)` calls anywhere in a method's text (nested functions and
-    # lambdas included): what an inherited method makes a subclass run.
-    self_calls: frozenset[str] = frozenset()
+    # Names of the `self.NAME(...)` calls of a method, in its nested functions and lambdas
+    # too, sorted: what an inherited method makes a subclass run.
+    self_calls: tuple[str, ...] = ()
 
 
+@_pickled_by_fields
 @dataclass(slots=True)
 class ClassInfo:
     """A class: bases and methods as spelled, and what makes each attribute."""
@@ -119,6 +142,7 @@ class ClassInfo:
         return found or None
 
 
+@_pickled_by_fields
 @dataclass(slots=True)
 class FileSummary:
     """What one file defines, calls and imports."""
