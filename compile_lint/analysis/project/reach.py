@@ -302,6 +302,7 @@ def project_reach(
     summaries = store.summaries(files, map_function)
     if not recursive:
         _imported_closure(root, summaries, store, symbols.modules)
+    symbols.adopt({path: store.entries[path] for path in summaries})
     graph = CallGraph(summaries, symbols.modules, module_bases)
     error = None
     reach: Optional[ProjectReach] = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from compile_lint.analysis.project.classes import ClassKey, ClassResolver
 from compile_lint.analysis.project.modules import ModuleResolver
@@ -55,6 +55,7 @@ class SymbolIndex:
     # ----- files ---------------------------------------------------------------------
     def summary(self, path: str) -> Optional[FileSummary]:
         """The summary of the source file `path`, re-read when it changed; None if unreadable."""
+        path = os.path.abspath(path)
         stamp = file_stamp(path)
         cached = self._summaries.get(path)
         if cached is not None and cached[0] == stamp:
@@ -62,6 +63,11 @@ class SymbolIndex:
         summary = summarise_file(path) if stamp is not None else None
         self._summaries[path] = (stamp, summary)
         return summary
+
+    def adopt(self, summaries: Mapping[str, tuple[tuple[int, int], FileSummary]]) -> None:
+        """Take the project index's summaries (absolute path -> (the file's stamp, its summary)):
+        the project's files are then not read again while their stamps hold."""
+        self._summaries.update(summaries)
 
     def memo(self, path: str, key: object, build: Callable[[], object]) -> object:
         """`build()` for a question about file `path`, cached while the file is unchanged."""
