@@ -170,3 +170,24 @@ def test_rule_codes_are_read_from_the_rule_files_without_importing_them():
     from compile_lint.rules import rule_codes
 
     assert rule_codes() == {rule.code for rule in ALL_RULES}
+
+
+def test_the_project_has_one_summary_of_a_file():
+    """One summary type (analysis/project/summary.py) serves the symbol index and the call graph."""
+    summary_classes = {}
+    for module, path in MODULES.items():
+        if module.startswith("compile_lint.analysis."):
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                if isinstance(node, ast.ClassDef) and node.name.endswith("Summary"):
+                    summary_classes.setdefault(node.name, []).append(module)
+    assert summary_classes == {"FileSummary": ["compile_lint.analysis.project.summary"]}
+    from compile_lint.analysis.project.summary import FileSummary
+
+    assert not hasattr(FileSummary("m.py", ""), "__dict__"), "summaries are slotted: a project holds one per file"
+
+
+def test_project_modules_stay_small():
+    too_long = {module: lines for module, path in MODULES.items()
+                if module.startswith("compile_lint.analysis.project.")
+                and (lines := sum(1 for _ in open(path, encoding="utf-8"))) > 600}
+    assert not too_long, too_long

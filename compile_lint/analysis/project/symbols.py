@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Optional
 from compile_lint.analysis.project.classes import ClassKey, ClassResolver
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.summariser import summarise_file
-from compile_lint.analysis.project.summary import ClassInfo, FileSummary, FunctionInfo
+from compile_lint.analysis.project.summary import ClassInfo, FileSummary
 
 _MAX_DEPTH = 30
 
@@ -47,7 +47,6 @@ class SymbolIndex:
 
     def __init__(self, roots: Iterable[str] = ()) -> None:
         self.modules = ModuleResolver(roots)
-        self.roots = self.modules.roots
         self._summaries: dict[str, tuple[Optional[tuple[int, int]], Optional[FileSummary]]] = {}
         self._edges: dict[str, set[str]] = {}
         self._memo: dict[tuple, tuple[tuple[int, int], object]] = {}
@@ -149,13 +148,6 @@ class SymbolIndex:
                 self.record_read(file, found)
                 return self._in_module(found, remaining, depth + 1)
         return None
-
-    def function(self, symbol: Symbol) -> Optional[FunctionInfo]:
-        """The summary of the module-level function `symbol` names (None for a method or a class)."""
-        summary = self.summary(symbol.path)
-        if summary is None or symbol.kind != "function" or symbol.owner is not None:
-            return None
-        return summary.functions.get(symbol.name)
 
     def qualify(self, path: str, dotted: str) -> str:
         """`dotted` as spelled in file `path`, with its head replaced by what the file imported it as."""
