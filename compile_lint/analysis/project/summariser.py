@@ -102,8 +102,8 @@ class _Summariser:
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
         self._args: dict[tuple[Optional[str], str, Optional[str]], Arg] = {}  # one object for equal arguments
-        # The `self.NAME(...)` names of the method being walked (empty outside methods).
-        self._self_calls: list[set[str]] = []
+        # The `self.NAME(...)` names of the method being walked (None outside methods).
+        self._self_calls: Optional[set[str]] = None
 
     def _share(self, item):
         """`item`, or the equal one this file already holds (summaries are never changed once made)."""
@@ -319,9 +319,9 @@ class _Summariser:
 
     def _call(self, call: ast.Call, scope: FunctionInfo, eager: bool, params: frozenset[str]) -> None:
         func = call.func
-        if self._self_calls and type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
-            for names in self._self_calls:
-                names.add(func.attr)
+        if (self._self_calls is not None and type(func) is ast.Attribute and type(func.value) is ast.Name
+                and func.value.id == "self"):
+            self._self_calls.add(func.attr)
         callee = callee_spelling(func)
         if callee is None:
             return
@@ -361,14 +361,13 @@ class _Summariser:
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:
         """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record (a lambda, a decorator)."""
-        if not self._self_calls or node is None:
+        if self._self_calls is None or node is None:
             return
         for inner in ast_nodes(node):
             if type(inner) is ast.Call:
                 func = inner.func
                 if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
-                    for names in self._self_calls:
-                        names.add(func.attr)
+                    self._self_calls.add(func.attr)
 
     def _function(self, node: ast.FunctionDef, parent: FunctionInfo, owner: Optional[str], prefix: str,
                   method: bool = False) -> None:
@@ -397,18 +396,20 @@ class _Summariser:
         for decorator in info.decorators:
             if decorator in COMPILE_FUNCTIONS:
                 self._compile_entry(MODULE_SCOPE, node.lineno, qualname)
-        if method:
-            self._self_calls.append(set())
-        elif self._self_calls:  # a function nested in a method: its decorators run with the method
-            for decorator in node.decorator_list:
-                self._text_self_calls(decorator)
-        bindings = _single_bindings(node)
+        # Decorators and defaults run where the `def` is: in the enclosing method, if any.
+        for decorator in node.decorator_list:
+            self._text_self_calls(decorator)
         for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
             self._expression(default, parent, False, frozenset())
+        enclosing = self._self_calls
+        if method:  # its own `self`: a method of a class inside a method calls nothing for that one
+            self._self_calls = set()
+        bindings = _single_bindings(node)
         self._body(node.body, info, owner, f"{qualname}.", False, bindings, names)
         info.called_params = frozenset(c.callee for c in self._calls_of(info) if c.callee in names) or _NO_NAMES
         if method:
-            info.self_calls = self._names(sorted(self._self_calls.pop()))
+            info.self_calls = self._names(sorted(self._self_calls or ()))
+            self._self_calls = enclosing
 
     def _class(self, node: ast.ClassDef, prefix: str) -> None:
         qualname = _intern(f"{prefix}{node.name}")
@@ -423,10 +424,7 @@ class _Summariser:
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods[_intern(stmt.name)] = _intern(f"{qualname}.{stmt.name}")
-                # Its methods' `self` is their own: their calls are no enclosing method's.
-                enclosing, self._self_calls = self._self_calls, []
                 self._function(stmt, scope, qualname, f"{qualname}.", method=True)
-                self._self_calls = enclosing
                 continue
             if isinstance(stmt, ast.ClassDef):
                 self._class(stmt, f"{qualname}.")
