@@ -39,7 +39,7 @@ def _pickled_by_fields(cls: _Record) -> _Record:
     """
     values = operator.attrgetter(*cls.__slots__)
 
-    def __reduce__(self):  # noqa: N807 - the pickle protocol's name
+    def __reduce__(self):
         return type(self), values(self)
 
     cls.__reduce__ = __reduce__
