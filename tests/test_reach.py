@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from compile_lint.analysis.project.index import summarise_source
+from compile_lint.analysis.project.summariser import summarise_source
 from compile_lint.engine.api import ProjectIndex
 from compile_lint.engine.lint import lint_text
 from compile_lint.settings.config import Config

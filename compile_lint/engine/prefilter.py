@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
-from compile_lint.analysis.project.symbols import dotted_parts as _dotted, relative_name
+from compile_lint.analysis.project.expressions import dotted_parts as _dotted
+from compile_lint.analysis.project.summariser import import_bindings
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
@@ -75,19 +76,8 @@ def _import_targets(tree: ast.Module) -> dict[str, set[str]]:
     """Local name -> every qualified name an import binds it to (as `ImportMap` resolves)."""
     names: dict[str, set[str]] = {}
     for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names.setdefault(alias.asname, set()).add(alias.name)
-                else:
-                    head = alias.name.split(".")[0]
-                    names.setdefault(head, set()).add(head)
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                target = relative_name(node.level, node.module, alias.name)
-                names.setdefault(alias.asname or alias.name, set()).add(target)
+        for local, qualified in import_bindings(node):
+            names.setdefault(local, set()).add(qualified)
     return names
 
 

@@ -5,7 +5,8 @@ c else b`, `fn = partial(a)`, `blk` of `for blk in self.blocks`), its nested fun
 the file's functions, classes, top-level aliases and imports; an import is followed into
 the project file it names (`from .commons import f`, `from . import commons;
 commons.f()`, `import pkg.commons as c`). `self.NAME` is looked up in the class and its
-bases (followed across files: mixins, `super().m()`), and in what the class assigns to
+bases in Python's method resolution order (`classes.py`; bases followed across files:
+mixins, `super().m()`), and in what the class assigns to
 `self.NAME` (`self.enc = Encoder()` -> `Encoder.forward` when called, `Encoder.m` for
 `self.enc.m()`; `nn.ModuleList([Block() ...])` elements; `self.act = gelu`). Calling a class
 instance runs `forward` for an nn.Module and `__call__` otherwise; `Search(model).run(x)`
@@ -17,9 +18,12 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
-from compile_lint.analysis.project.index import MODULE_SCOPE, TENSOR, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo
+from compile_lint.analysis.project.classes import ClassResolver
+from compile_lint.analysis.project.modules import ModuleResolver
+from compile_lint.analysis.project.summary import (
+    MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
+)
 from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
-from compile_lint.analysis.project.symbols import SymbolIndex
 
 Key = tuple[str, str]  # (absolute path, function qualname)
 # (kind, path, qualname): kind is "function", "class", "instance", "elements" or "module" (qualname "").
@@ -44,13 +48,12 @@ ALWAYS_TRACED_OPS = frozenset({"torch.cond", "torch._higher_order_ops.cond.cond"
 class CallGraph:
     """Resolution over the summaries of the project's files."""
 
-    def __init__(self, summaries: dict[str, FileSummary], symbols: SymbolIndex,
+    def __init__(self, summaries: dict[str, FileSummary], modules: ModuleResolver,
                  module_bases: Iterable[str] = ()) -> None:
         self.summaries = summaries
-        self.symbols = symbols
+        self.modules = modules
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(module_bases))
-        self._module_class: dict[tuple[str, str], bool] = {}
-        self._mro: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
 
@@ -66,58 +69,32 @@ class CallGraph:
     def _module_file(self, qualified: str, path: str) -> Optional[tuple[Optional[str], tuple[str, ...]]]:
         key = (qualified, os.path.dirname(path) if qualified.startswith(".") else "")
         if key not in self._files:
-            file, rest = self.symbols.module_file(qualified, path)
+            file, rest = self.modules.module_file(qualified, path)
             file = os.path.abspath(file) if file else None
             self._files[key] = (file, rest) if file in self.summaries else None
         return self._files[key]
 
     # ----- classes -----
-    def mro(self, path: str, qualname: str) -> list[tuple[str, str]]:
-        """The class and its project bases, depth first, left to right, each once."""
-        key = (path, qualname)
-        if key in self._mro:
-            return self._mro[key]
-        self._mro[key] = [key]  # a cycle guard while it is computed
-        order: list[tuple[str, str]] = [key]
-        info = self.cls(path, qualname)
-        for base in info.bases if info is not None else ():
-            for kind, base_path, base_name in self.resolve(path, None, base):
-                if kind == "class":
-                    for item in self.mro(base_path, base_name):
-                        if item not in order:
-                            order.append(item)
-                    break
-        self._mro[key] = order
-        return order
+    def _bases(self, key: tuple[str, str], spelling: str) -> list[tuple[str, str]]:
+        """The project classes a base of class `key`, spelled `spelling` in its file, may name."""
+        return [(path, qualname) for kind, path, qualname in self.resolve(key[0], None, spelling) if kind == "class"]
 
-    def is_module_class(self, path: str, qualname: str, depth: int = 0) -> bool:
-        key = (path, qualname)
-        if key in self._module_class:
-            return self._module_class[key]
-        self._module_class[key] = False
-        info = self.cls(path, qualname)
+    def _qualify(self, path: str, spelling: str) -> str:
         summary = self.summaries.get(path)
-        result = False
-        for base in info.bases if info is not None and summary is not None else ():
-            qualified = summary.qualify(base)
-            if qualified.startswith(MODULE_BASE_PREFIX) or base.rsplit(".", 1)[-1] in self.base_names:
-                result = True
-                break
-            if depth < _MAX_DEPTH and any(kind == "class" and self.is_module_class(p, q, depth + 1)
-                                          for kind, p, q in self.resolve(path, None, base)):
-                result = True
-                break
-        self._module_class[key] = result
-        return result
+        return summary.qualify(spelling) if summary is not None else spelling
+
+    def mro(self, path: str, qualname: str) -> list[tuple[str, str]]:
+        """The class and its project bases, in Python's method resolution order."""
+        return self.classes.mro((path, qualname))
+
+    def is_module_class(self, path: str, qualname: str) -> bool:
+        """Whether the class derives from an nn.Module (its bases followed through the project's files)."""
+        return self.classes.is_module_class((path, qualname), self.base_names, MODULE_BASE_PREFIX)
 
     def method(self, path: str, qualname: str, name: str, after_self: bool = False) -> Optional[Key]:
         """The method `name` of the class or the first base (after the class, for `super()`) that defines it."""
-        order = self.mro(path, qualname)
-        for cls_path, cls_name in order[1:] if after_self else order:
-            info = self.cls(cls_path, cls_name)
-            if info is not None and name in info.methods:
-                return cls_path, info.methods[name]
-        return None
+        found = self.classes.method((path, qualname), name, after_self)
+        return (found[0][0], found[1]) if found is not None else None
 
     def subclasses(self, path: str, qualname: str) -> list[tuple[str, str]]:
         """The project's classes that derive from the class, directly or not."""
@@ -146,16 +123,17 @@ class CallGraph:
             if info is None or attribute not in info.makers:
                 continue
             found: list[Target] = []
-            for spelling in info.makers[attribute]:
-                if spelling != "?":
-                    found.extend(self.resolve(cls_path, None, spelling))
+            for binding in info.makers[attribute]:
+                for spelling in binding.spellings:
+                    if spelling != UNKNOWN:
+                        found.extend(self.resolve(cls_path, None, spelling))
             return found
         return []
 
     # ----- resolution -----
     def resolve(self, path: str, scope: Optional[FunctionInfo], spelling: str, depth: int = 0) -> list[Target]:
         """What `spelling` names in file `path`, inside function `scope` (None: at module level)."""
-        if depth > _MAX_DEPTH or not spelling or spelling == "?":
+        if depth > _MAX_DEPTH or not spelling or spelling == UNKNOWN:
             return []
         if spelling.startswith("[]"):
             return [("elements", p, q) for kind, p, q in self.resolve(path, scope, spelling[2:], depth + 1)
@@ -198,7 +176,7 @@ class CallGraph:
             if name in current.aliases:
                 found: list[Target] = []
                 for spelling in current.aliases[name]:
-                    if spelling != "?" and spelling.split(".")[0].partition("(")[0].partition("[")[0] != name:
+                    if spelling != UNKNOWN and spelling.split(".")[0].partition("(")[0].partition("[")[0] != name:
                         found.extend(self.resolve(path, current, spelling, depth + 1))
                 return found
             if any(param == name for param, _, _ in current.params):
@@ -216,7 +194,7 @@ class CallGraph:
             return [("class", path, name)]
         if name in summary.aliases:
             found: list[Target] = []
-            for spelling in summary.aliases[name]:
+            for spelling in summary.aliases[name].spellings:
                 if spelling.split(".")[0] != name:
                     found.extend(self.resolve(path, None, spelling, depth + 1))
             return found

@@ -14,7 +14,7 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.callgraph import ALWAYS_TRACED_OPS, HIGHER_ORDER_OPS, CallGraph, Key
-from compile_lint.analysis.project.index import MODULE_SCOPE
+from compile_lint.analysis.project.summary import MODULE_SCOPE
 from compile_lint.analysis.syntax.predicates import DISABLE_DECORATORS, OPAQUE_OP_DECORATORS
 
 

@@ -27,8 +27,10 @@ from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
-from compile_lint.analysis.project.index import LOCAL, PARAM, PY, TENSOR, FileSummary, IndexStore
-from compile_lint.analysis.project.symbols import SymbolIndex, package_root
+from compile_lint.analysis.project.index import IndexStore
+from compile_lint.analysis.project.modules import ModuleResolver, package_root
+from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, FileSummary
+from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.storage.stamps import stamps as _stamps
 from compile_lint.storage.walk import PROJECT_INDEX, python_files
 
@@ -297,8 +299,9 @@ def project_reach(
         return _answer(memo)
     summaries = store.summaries(files, map_function)
     if not recursive:
-        _imported_closure(root, summaries, store, symbols)
-    graph = CallGraph(summaries, symbols, module_bases)
+        _imported_closure(root, summaries, store, symbols.modules)
+    symbols.adopt({path: store.entries[path] for path in summaries})
+    graph = CallGraph(summaries, symbols.modules, module_bases)
     error = None
     reach: Optional[ProjectReach] = None
     try:
@@ -337,13 +340,14 @@ def _listdir(directory: str) -> list[str]:
         return []
 
 
-def _imported_closure(root: str, summaries: dict[str, FileSummary], store: IndexStore, symbols: SymbolIndex) -> None:
+def _imported_closure(root: str, summaries: dict[str, FileSummary], store: IndexStore,
+                      modules: ModuleResolver) -> None:
     """Add the files under `root` that the summarised files import (a package below a loose script)."""
     pending = list(summaries)
     while pending:
         path = pending.pop()
         for qualified in summaries[path].imports.values():
-            file, _ = symbols.module_file(qualified, path)
+            file, _ = modules.module_file(qualified, path)
             if file is None:
                 continue
             file = os.path.abspath(file)

@@ -1,0 +1,166 @@
+"""How an `ast` expression is spelled for the project index, and what it passes when it is an argument.
+
+A callee is kept as spelled (`commons.f`, `self.head.loss`, `super().forward`,
+`Search().run`, `self.blocks[]`), a binding as what it makes its name call (`a`,
+`partial(a)` -> `a`, `Cls(...)` -> `Cls()`, `nn.ModuleList([Block()])` -> `[]Block`), an
+argument by a tag: a literal or a size, a tensor by its syntax, the caller's parameter or
+local, anything else. `summariser.py` records them; `callgraph.py` resolves them.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from compile_lint.analysis.project.summary import OTHER, PY, TENSOR
+
+# Tensor methods whose result is no tensor.
+_PYTHON_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "ndimension", "__len__", "is_contiguous",
+                             "is_floating_point", "data_ptr", "element_size", "get_device", "nelement"})
+_SIZE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "__len__"})
+_SIZE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "range", "isinstance", "getattr", "hasattr"})
+_PARTIAL = frozenset({"functools.partial", "partial"})
+_SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "training", "dtype", "device"})
+
+
+def dotted_parts(node: ast.AST) -> Optional[list[str]]:
+    """["a", "b", "c"] for the `ast` Name/Attribute chain `a.b.c`, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """"a.b.c" for the `ast` Name/Attribute chain `a.b.c`, else None."""
+    parts = dotted_parts(node)
+    return ".".join(parts) if parts else None
+
+
+def callee_spelling(func: ast.AST) -> Optional[str]:
+    """How a call's callee is spelled: `a.b`, `super().m`, `Cls().m`, `self.blocks[]` (an element), or None."""
+    name = dotted(func)
+    if name is not None:
+        return name
+    if isinstance(func, ast.Subscript):
+        inner = dotted(func.value)
+        return f"{inner}[]" if inner else None
+    if isinstance(func, ast.Call):
+        inner = callee_spelling(func.func)
+        if inner in _PARTIAL and func.args:
+            return dotted(func.args[0])  # partial(f, ...)(x) calls f
+        return None
+    if isinstance(func, ast.Attribute):
+        receiver = func.value
+        if isinstance(receiver, ast.Call):
+            made = callee_spelling(receiver.func)
+            if made == "super":
+                return f"super().{func.attr}"
+            if made and "(" not in made:
+                return f"{made}().{func.attr}"
+        elif isinstance(receiver, ast.Subscript):
+            inner = dotted(receiver.value)
+            if inner:
+                return f"{inner}[].{func.attr}"
+    return None
+
+
+def value_spellings(value: ast.AST, depth: int = 0) -> tuple[str, ...]:
+    """What a binding makes a name call: `a`, `a if c else b`, `partial(a, ...)`, `Cls(...)` (an instance)."""
+    if depth > 4:
+        return ()
+    if isinstance(value, ast.IfExp):
+        return value_spellings(value.body, depth + 1) + value_spellings(value.orelse, depth + 1)
+    name = dotted(value)
+    if name is not None:
+        return (name,)
+    if isinstance(value, ast.Subscript):
+        inner = dotted(value.value)
+        return (f"{inner}[]",) if inner else ()
+    if isinstance(value, ast.Call):
+        callee = callee_spelling(value.func)
+        if callee is None:
+            return ()
+        if callee.rsplit(".", 1)[-1] == "partial" and value.args:
+            return value_spellings(value.args[0], depth + 1)
+        if callee.rsplit(".", 1)[-1] in ("ModuleList", "Sequential"):
+            elements = _container_elements(value)
+            return tuple(f"[]{e}" for e in elements) if elements else ()
+        if "(" not in callee and "[" not in callee:
+            return (f"{callee}()",)
+    return ()
+
+
+def _container_elements(call: ast.Call) -> tuple[str, ...]:
+    """The class spellings of the modules in `nn.ModuleList([Block() for ...])` / `nn.Sequential(A(), B())`."""
+    items: list[ast.AST] = []
+    for arg in call.args:
+        value = arg.value if isinstance(arg, ast.Starred) else arg
+        if isinstance(value, (ast.List, ast.Tuple)):
+            items.extend(value.elts)
+        elif isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+            items.append(value.elt)
+        else:
+            items.append(value)
+    found = []
+    for item in items:
+        if isinstance(item, ast.Call):
+            callee = dotted(item.func)
+            if callee:
+                found.append(callee)
+    return tuple(dict.fromkeys(found))
+
+
+def _python_value(value: ast.AST) -> bool:
+    """A literal or a size by its syntax: `3`, `(1, 2)`, `x.shape`, `x.shape[0]`, `len(x)`, `x.size()`."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in value.elts):
+        return True
+    if isinstance(value, ast.Attribute) and value.attr in _SIZE_ATTRIBUTES:
+        return True
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape":
+        return True
+    if isinstance(value, ast.Call):
+        callee = dotted(value.func) or ""
+        last = callee.rsplit(".", 1)[-1]
+        return callee in _SIZE_BUILTINS or (isinstance(value.func, ast.Attribute) and last in _SIZE_METHODS)
+    return False
+
+
+def value_tag(value: ast.AST, params: frozenset[str], qualify: Callable[[str], str], depth: int = 0) -> str:
+    """What an expression passes, by its syntax: "tensor", "py", "param:NAME", "local:NAME" or "other"."""
+    if depth > 6:
+        return OTHER
+    if isinstance(value, ast.Name):
+        return f"param:{value.id}" if value.id in params else f"local:{value.id}"
+    if _python_value(value):
+        return PY
+    if isinstance(value, ast.Call):
+        func = value.func
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return TENSOR  # a submodule's call
+        callee = dotted(func)
+        if callee is not None and qualify(callee).startswith("torch.") and not callee.startswith("torch.is_"):
+            return TENSOR
+        if isinstance(func, ast.Attribute) and func.attr not in _PYTHON_METHODS:
+            receiver = value_tag(func.value, params, qualify, depth + 1)
+            return receiver if receiver != PY else OTHER
+        return OTHER
+    if isinstance(value, ast.BinOp):
+        tags = [value_tag(value.left, params, qualify, depth + 1), value_tag(value.right, params, qualify, depth + 1)]
+        if TENSOR in tags:
+            return TENSOR
+        open_tags = [tag for tag in tags if tag != PY]
+        return open_tags[0] if len(open_tags) == 1 else (PY if not open_tags else OTHER)
+    if isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not):
+        return value_tag(value.operand, params, qualify, depth + 1)
+    if isinstance(value, ast.Subscript):
+        inner = value_tag(value.value, params, qualify, depth + 1)
+        return inner if inner == TENSOR else OTHER
+    return OTHER
