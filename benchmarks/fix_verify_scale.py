@@ -223,7 +223,8 @@ def run_variant(label: str, code_root: str, project: str, scratch: str, limit_s:
     cpu = (spent.ru_utime - usage.ru_utime) + (spent.ru_stime - usage.ru_stime)
     after = snapshot(work)
     changed = sorted(path for path in before if before[path] != after[path])
-    rolled_back = sorted({line.split(": fix rolled back")[0].split("error: ")[-1]
+    # "compile-lint: warning: PATH: fix rolled back" (an error before issue 32)
+    rolled_back = sorted({re.split(r"(?:error|warning): ", line.split(": fix rolled back")[0])[-1]
                           for line in stderr.splitlines() if ": fix rolled back" in line})
     runs = re.search(r"in (\d+) target run", stderr)  # only this checkout says
     return {"label": label, "status": status, "wall_s": round(elapsed, 1), "cpu_s": round(cpu, 1), "written": changed,

@@ -17,7 +17,8 @@ class LintResult:
     the other files the findings were computed from (the cache keys on their bytes too);
     `digest`, the content digest the cache keys on. A fix fills `applied` (the fixes made)
     and `original` (the text before them, for `--diff`), and `unwritten` when the fixed text
-    could not be written back.
+    could not be written back; `rolled_back` says why `--fix --verify` refused the file's
+    fixes (the file is unchanged; not an error).
     """
 
     path: str
@@ -29,4 +30,5 @@ class LintResult:
     applied: list[Diagnostic] = field(default_factory=list)
     original: str = ""
     unwritten: bool = False  # fixed, but the fixed text could not be written back
+    rolled_back: Optional[str] = None  # --fix --verify refused the fixes: why (the file is unchanged)
     malformed_noqa: list[tuple[int, str]] = field(default_factory=list)  # (line, why): each suppresses nothing

@@ -76,6 +76,7 @@ class FileFix:
     error: Optional[str] = None
     written: bool = False
     write_failed: bool = False  # fixed, but writing the fixed text failed (the file is unchanged)
+    rolled_back: Optional[str] = None  # why `accept_all` refused the fixes (the file is unchanged)
 
 
 # Asked once for many files: {path: (original, fixed)} -> {path: None to write, else why not}.
@@ -103,8 +104,9 @@ def _finish(planned: _Planned, config: Config, write: bool, rejection: Optional[
     """Write the planned fix unless it was rejected (then the file is not touched)."""
     path, source, outcome = planned.path, planned.source, planned.outcome
     if rejection is not None:
-        outcome = FixOutcome(source.text, [], lint_text(source.text, path, config), rejection)
-    result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error)
+        # Not an error: the file is left as it was, and its findings are reported as found.
+        outcome = FixOutcome(source.text, [], lint_text(source.text, path, config))
+    result = FileFix(path=path, original=source.text, outcome=outcome, error=outcome.error, rolled_back=rejection)
     if write and outcome.changed:
         try:
             write_atomically(path, source.encode(outcome.text))

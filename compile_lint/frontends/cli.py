@@ -97,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
     parser.add_argument("--verify", action="store_true",
                         help="with --fix, prove the fixes on the [tool.compile-lint.verify] targets (needs torch): "
-                             "a file whose fixes change outputs or do not reduce breaks/recompiles is rolled back. "
+                             "a file whose fixes change outputs or do not reduce breaks/recompiles is rolled back "
+                             "(a warning; its findings stay findings), judged against the original's own verdict "
+                             "(the same failure before and after is not the fixes'). "
                              "Cost: each target runs once (original and fixed, 2 processes) with all files' fixes; "
                              "only a target that fails runs again, to bisect its files (about 2*log2(files) runs "
                              "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
@@ -204,7 +206,8 @@ def _fix_result(result) -> LintResult:
     if outcome is None:
         return LintResult(result.path, error=result.error)
     return LintResult(result.path, outcome.remaining, result.error, text=outcome.text,
-                      applied=outcome.applied, original=result.original, unwritten=result.write_failed)
+                      applied=outcome.applied, original=result.original, unwritten=result.write_failed,
+                      rolled_back=result.rolled_back)
 
 
 def _lint_files(files: Sequence[str], config: Config, jobs: int, use_cache: bool) -> list[LintResult]:
@@ -385,7 +388,15 @@ def _verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[st
         return "--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]"
     if importlib.util.find_spec("torch") is None:
         return "--verify needs torch: pip install 'compile-lint[verify]'"
-    return None
+    from compile_lint.verifier.fixcheck import resolve_targets, shown
+    from compile_lint.verifier.targets import TargetError, missing_target, parse_target
+
+    try:  # a typo in a target is a usage error, found before any file is fixed
+        specs = resolve_targets(config.verify_targets, config.root)
+    except TargetError as error:
+        return f"--verify: {error}"
+    problems = (missing_target(parse_target(shown(spec))) for spec in specs)
+    return next((f"--verify: {problem}" for problem in problems if problem), None)
 
 
 def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, jobs: int) -> list[LintResult]:
@@ -449,8 +460,9 @@ def _report(
     text_format = args.output_format in ("text", "concise") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
         unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
+        rolled_back = sum(1 for outcome in outcomes if outcome.rolled_back)
         report.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
-                               unwritten=unwritten))
+                               unwritten=unwritten, rolled_back=rolled_back))
     if errors:
         return "".join(report), EXIT_ERROR
     if diagnostics and not args.exit_zero:
@@ -583,6 +595,9 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
     errors.extend(outcome.error for outcome in outcomes if outcome.error)
     for error in errors:
         _error(error)
+    for outcome in outcomes:  # --fix --verify: the file is unchanged and its findings stay findings
+        if outcome.rolled_back:
+            _warn(outcome.rolled_back)
     if args.diff:
         report, code = _report_diff(outcomes, errors, args)
     else:

@@ -8,14 +8,22 @@ is split again, down to the single files that make it fail, whose fixes are roll
 passed with a file rolled back elsewhere runs once more without it. So a project whose
 fixes all pass costs one run per target, however many files were fixed.
 
+The original code is the same in every run of a target, so only its first run runs it: later
+runs (a bisect, a run without rolled-back files) run the fixed side alone and compare with it.
+A target whose original fails the same way as the fixed code (it raises, or does not compile,
+with the same error: a custom op without a fake kernel) is neutral: it holds nothing against
+the fixes and proves nothing for them, so it starts no bisect.
+
 A file's fixes are written only if every target that imports it passes with all the fixes
-kept, and one of them shows fewer graph breaks + recompiles in that file (or none at all,
-or fewer overall where the compiler placed the change in no fixed file).
+kept (neutral ones included), and one of them shows fewer graph breaks + recompiles in that
+file (or none at all, or fewer overall where the compiler placed the change in no fixed
+file). A bisect prints a line per run, so a long one is never silent.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -31,14 +39,15 @@ Progress = Callable[[str], None]
 @dataclass
 class TargetState:
     """What one target has shown: the fixed files it may import (exact once a run has said),
-    and the set of them it last passed with, that run and its verdict."""
+    and the set of them it last passed with, that run and its verdict; the original side of
+    its first run, which later runs reuse."""
 
     spec: TargetSpec
     covered: frozenset
     passed: frozenset = frozenset()
     result: Optional[dict] = None
     verdict: Optional[FixVerdict] = None
-    original_fails: bool = False  # the original code fails on its own: no fix can be proven here
+    original: Optional[dict] = None
 
     def learn(self, trial: frozenset, result: Optional[dict]) -> Optional[FixVerdict]:
         """Take in a run with the fixes of `trial`: which of them the target imports, and
@@ -48,7 +57,8 @@ class TargetState:
             return None
         if "covered" in result:  # else it failed before its imports could say
             self.covered -= trial - frozenset(result["covered"])
-        self.original_fails = bool(result.get("original_failed") or result.get("before", {}).get("eager_error"))
+        if self.original is None:
+            self.original = result.get("original")
         verdict = judge(result)
         if verdict.accepted:
             self.passed, self.result, self.verdict = trial & self.covered, result, verdict
@@ -61,7 +71,8 @@ class TargetState:
 
 @dataclass
 class ProjectCheck:
-    """Runs targets on sets of fixed files and keeps the verdicts; `runs` counts target runs."""
+    """Runs targets on sets of fixed files and keeps the verdicts; `runs` counts target runs,
+    `reused` those that reused the original side of an earlier run."""
 
     copies: dict[str, str]  # original file -> its fixed copy
     scratch: str
@@ -72,14 +83,16 @@ class ProjectCheck:
     progress: Progress
     rejected: dict[str, str] = field(default_factory=dict)  # file -> why its fixes are rolled back
     runs: int = 0
+    reused: int = 0
 
     def run(self, state: TargetState, files: frozenset) -> Optional[FixVerdict]:
         """One side-by-side run of `state`'s target with the fixes of `files`; its verdict."""
         self.runs += 1
+        self.reused += state.original is not None
         directory = os.path.join(self.scratch, f"run-{self.runs}")
         os.mkdir(directory)
         result = check_target(state.spec, {path: self.copies[path] for path in sorted(files)}, directory,
-                              self.timeout_s, self.backend, self.device, self.mode)
+                              self.timeout_s, self.backend, self.device, self.mode, state.original)
         return state.learn(files, result)
 
     def settle(self, state: TargetState, files: frozenset) -> None:
@@ -91,13 +104,10 @@ class ProjectCheck:
         verdict = self.run(state, files)
         if verdict is None or verdict.accepted:
             return
-        if state.original_fails:
-            for path in files & state.covered:
-                self.rejected.setdefault(path, verdict.reason)
-            return
         suspects = sorted(files & state.covered)
         if len(suspects) > 1:
-            self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting")
+            self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting "
+                          f"({verdict.reason.split(': ', 1)[-1][:160]})")
         self._split(state, suspects, frozenset(files), verdict)
 
     def _split(self, state: TargetState, suspects: list[str], failing: frozenset, failure: FixVerdict) -> None:
@@ -113,16 +123,31 @@ class ProjectCheck:
                 continue
             trial = state.passed | frozenset(half)
             # The first half passed: the second beside it is the set already seen failing.
-            verdict = failure if trial == failing else self.run(state, trial)
+            verdict = failure if trial == failing else self._bisect_run(state, trial, half)
             if verdict is not None and not verdict.accepted:
                 self._split(state, [path for path in half if path in state.covered], trial, verdict)
+
+    def _bisect_run(self, state: TargetState, trial: frozenset, half: list[str]) -> Optional[FixVerdict]:
+        """A bisect's run, with a progress line before and after: a long bisect is never silent."""
+        names = ", ".join(os.path.basename(path) for path in half[:4]) + (", ..." if len(half) > 4 else "")
+        self.progress(f"    bisect run {self.runs + 1}: {shown(state.spec)} with {len(half)} suspect(s) "
+                      f"({names}) beside {len(state.passed)} passing file(s) ...")
+        started = time.monotonic()
+        verdict = self.run(state, trial)
+        outcome = ("imports none of them" if verdict is None else "passes" if verdict.accepted
+                   else "fails: " + verdict.reason.split(": ", 1)[-1][:160])
+        self.progress(f"      {outcome} ({time.monotonic() - started:.0f} s)")
+        return verdict
 
 
 def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
     """Whether `state`'s passing run shows `path`'s fixes helping: fewer breaks + recompiles
-    in that file, none at all, or fewer overall that the compiler placed in no fixed file."""
+    in that file, none at all, or fewer overall that the compiler placed in no fixed file.
+    A neutral target (the original fails as the fixed code does) shows nothing."""
+    if state.verdict is not None and state.verdict.neutral:
+        return False
     before, after = state.result["before"], state.result["after"]
-    if problems(after) == 0:
+    if problems(after) == 0 or before.get("compile_error"):
         return True
 
     def fewer_in(original: str) -> bool:
@@ -140,7 +165,12 @@ def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: d
         if path in rejected:
             continue
         covering = [state for state in states if path in state.passed]
-        if covering and not any(_credited(state, path, copies) for state in covering):
+        if not covering or any(_credited(state, path, copies) for state in covering):
+            continue
+        if all(state.verdict.neutral for state in covering):
+            found[path] = ("not proven: every target that imports it fails the same way with and without "
+                           "the fixes: " + "; ".join(state.verdict.reason for state in covering))
+        else:
             found[path] = ("check failed: fewer graph breaks + recompiles on some target: "
                            + "; ".join(state.verdict.reason for state in covering))
     return found
@@ -177,8 +207,9 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
             _agree(states, check)
             unproven = _unproven(states, copies, check.rejected)
     dropped = f", {len(check.rejected)} rolled back" if check.rejected else ""
-    progress(f"verified {len(fixed)} fixed file(s) on {len(states)} target(s) in {check.runs} target run(s): "
-             f"{len(fixed) - len(check.rejected)} kept{dropped}")
+    reused = f" ({check.reused} of them ran the fixed code alone)" if check.reused else ""
+    progress(f"verified {len(fixed)} fixed file(s) on {len(states)} target(s) in {check.runs} target run(s)"
+             f"{reused}: {len(fixed) - len(check.rejected)} kept{dropped}")
     return _verdicts(fixed, states, check.rejected)
 
 
@@ -206,6 +237,9 @@ def _state_line(state: TargetState, rejected: dict[str, str]) -> str:
     if not state.passed:
         return f"{shown(state.spec)}: rolled back: {dropped}"
     kept = f"passes with {len(state.passed)} of {len(state.covered)} fixed file(s)"
+    if state.verdict is not None and state.verdict.neutral:
+        kept = (f"neutral with {len(state.passed)} of {len(state.covered)} fixed file(s): "
+                f"{state.verdict.reason.split(': ', 1)[-1][:200]}")
     return f"{shown(state.spec)}: {kept}" + (f"; rolled back: {dropped}" if dropped else "")
 
 
