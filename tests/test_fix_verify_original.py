@@ -160,3 +160,20 @@ def test_a_malformed_verify_target_is_a_usage_error_before_anything_is_fixed(tmp
     assert done.returncode == 2
     assert "--verify: nofile.py:make: no such file 'nofile.py'" in done.stderr
     assert (tmp_path / "m.py").read_text() == "print('x')\n"
+
+
+@pytest.mark.slow
+def test_jobs_run_targets_at_once_with_the_same_verdicts(tmp_path):
+    # -j 4: two targets at once (two processes each). make_pool's bisect and make_gated's run
+    # again without the rolled-back file give what one at a time gives.
+    _write_package(tmp_path, PACKAGE_PROJECT)
+    pool_before = (tmp_path / "models" / "pool_layers.py").read_bytes()
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", "-j", "4", "models", cwd=tmp_path)
+
+    assert done.returncode == 1, done.stderr
+    assert "torch.where(h.mean() > 0, x + h, x - h)" in (tmp_path / "models" / "gated.py").read_text()
+    assert (tmp_path / "models" / "pool_layers.py").read_bytes() == pool_before
+    assert "targets.py:make_pool: passes with 1 of 2 fixed file(s); rolled back: pool_layers.py" in done.stderr
+    assert "verified 2 fixed file(s) on 2 target(s) in 4 target run(s) (2 of them ran the fixed code alone): " \
+           "1 kept, 1 rolled back" in done.stderr, done.stderr

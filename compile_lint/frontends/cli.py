@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-cache", action="store_true",
                         help="lint every file afresh; neither read nor write .compile-lint-cache/")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                        help="processes to lint with (default: all cores)")
+                        help="processes to lint with (default: all cores); with --fix --verify, N // 2 "
+                             "targets run at once (two processes each; default one at a time)")
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 
@@ -414,7 +415,8 @@ def _fix_files(files: Sequence[str], config: Config, args: argparse.Namespace, j
         if not args.quiet:
             sys.stderr.write(line + "\n")
 
-    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress)
+    # -j N given: N // 2 targets at once (two processes each); else one at a time, in order.
+    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs)
     # Every file is fixed in memory first; then each target runs once with all the fixes (a
     # subprocess per side), and SIGTERM or SIGHUP stops those subprocesses as Ctrl-C does.
     with stop_on_termination():

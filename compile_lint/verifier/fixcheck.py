@@ -13,13 +13,12 @@ kept, is `fixproject`'s business.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from compile_lint.verifier.isolation import kill_workers, run_isolated
+from compile_lint.verifier.isolation import run_in_parallel, run_isolated
 from compile_lint.verifier.report import display_path
 from compile_lint.verifier.targets import TargetSpec, parse_target
 
@@ -189,21 +188,9 @@ def check_target(spec: TargetSpec, fixed: dict[str, str], scratch: str,
 
 def _run_sides(sides: dict[str, dict], scratch: str, timeout_s: Optional[float]) -> dict[str, dict]:
     """Each side's worker result, the sides run at once."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(sides)) as pool:
-        runs = {side: pool.submit(run_isolated, side_request, timeout_s, scratch)
-                for side, side_request in sides.items()}
-        try:
-            return {side: run.result() for side, run in runs.items()}
-        except BaseException:
-            # Ctrl-C or SIGTERM reaches this (the main) thread only: stop the workers (again,
-            # should one start after the first kill), so that the threads waiting on them end
-            # and the pool can shut down.
-            for run in runs.values():
-                run.cancel()
-            while not all(run.done() for run in runs.values()):
-                kill_workers()
-                concurrent.futures.wait(runs.values(), timeout=0.1)
-            raise
+    results = run_in_parallel(lambda request: run_isolated(request, timeout_s, scratch), list(sides.values()),
+                              len(sides))
+    return dict(zip(sides, results))
 
 
 def compare_saved(before_path: str, after_path: str) -> dict:

@@ -23,6 +23,7 @@ file). A bisect prints a line per run, so a long one is never silent.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -30,6 +31,7 @@ from typing import Callable, Optional, Sequence
 from compile_lint.verifier.fixcheck import (
     FIX_TIMEOUT_S, FixVerdict, check_target, judge, problems, problems_in, resolve_targets, shown,
 )
+from compile_lint.verifier.isolation import run_in_parallel
 from compile_lint.verifier.scratch import owned_directory
 from compile_lint.verifier.targets import TargetError, TargetSpec
 
@@ -84,16 +86,48 @@ class ProjectCheck:
     rejected: dict[str, str] = field(default_factory=dict)  # file -> why its fixes are rolled back
     runs: int = 0
     reused: int = 0
+    # Targets may run on threads of their own (`verify_fixes(parallel=)`): counters, `rejected`
+    # and progress lines are shared.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: threading.Event = field(default_factory=threading.Event)  # interrupted: start no more runs
 
-    def run(self, state: TargetState, files: frozenset) -> Optional[FixVerdict]:
-        """One side-by-side run of `state`'s target with the fixes of `files`; its verdict."""
-        self.runs += 1
-        self.reused += state.original is not None
-        directory = os.path.join(self.scratch, f"run-{self.runs}")
+    def kept(self, files: frozenset) -> frozenset:
+        """`files` less those rolled back so far."""
+        with self.lock:
+            return files - frozenset(self.rejected)
+
+    def reject(self, path: str, reason: str) -> None:
+        with self.lock:
+            self.rejected.setdefault(path, reason)
+
+    def say(self, line: str) -> None:
+        with self.lock:
+            self.progress(line)
+
+    def run(self, state: TargetState, files: frozenset, bisecting: Sequence[str] = ()) -> Optional[FixVerdict]:
+        """One side-by-side run of `state`'s target with the fixes of `files`; its verdict.
+        A bisect's run (`bisecting`: its suspects) says so before and after: a long bisect is never silent."""
+        if self.stopped.is_set():
+            raise RuntimeError("verification stopped")  # on a thread whose result nobody reads
+        with self.lock:
+            self.runs += 1
+            number = self.runs
+            self.reused += state.original is not None
+        if bisecting:
+            names = ", ".join(os.path.basename(path) for path in bisecting[:4]) + (", ..." if len(bisecting) > 4 else "")
+            self.say(f"    bisect run {number}: {shown(state.spec)} with {len(bisecting)} suspect(s) "
+                     f"({names}) beside {len(files) - len(bisecting)} passing file(s) ...")
+        started = time.monotonic()
+        directory = os.path.join(self.scratch, f"run-{number}")
         os.mkdir(directory)
         result = check_target(state.spec, {path: self.copies[path] for path in sorted(files)}, directory,
                               self.timeout_s, self.backend, self.device, self.mode, state.original)
-        return state.learn(files, result)
+        verdict = state.learn(files, result)
+        if bisecting:
+            outcome = ("imports none of them" if verdict is None else "passes" if verdict.accepted
+                       else "fails: " + verdict.reason.split(": ", 1)[-1][:160])
+            self.say(f"      {outcome} ({time.monotonic() - started:.0f} s)")
+        return verdict
 
     def settle(self, state: TargetState, files: frozenset) -> None:
         """Run `state`'s target with `files` and, if it fails, bisect them: `state` ends passing
@@ -106,15 +140,15 @@ class ProjectCheck:
             return
         suspects = sorted(files & state.covered)
         if len(suspects) > 1:
-            self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting "
-                          f"({verdict.reason.split(': ', 1)[-1][:160]})")
+            self.say(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting "
+                     f"({verdict.reason.split(': ', 1)[-1][:160]})")
         self._split(state, suspects, frozenset(files), verdict)
 
     def _split(self, state: TargetState, suspects: list[str], failing: frozenset, failure: FixVerdict) -> None:
         """`state.passed` passes, `failing` (`state.passed` + `suspects`) fails with `failure`:
         keep the suspects that pass beside it, reject the ones that make it fail."""
         if len(suspects) == 1:
-            self.rejected.setdefault(suspects[0], failure.reason)
+            self.reject(suspects[0], failure.reason)
             return
         middle = len(suspects) // 2
         for half in (suspects[:middle], suspects[middle:]):
@@ -123,21 +157,9 @@ class ProjectCheck:
                 continue
             trial = state.passed | frozenset(half)
             # The first half passed: the second beside it is the set already seen failing.
-            verdict = failure if trial == failing else self._bisect_run(state, trial, half)
+            verdict = failure if trial == failing else self.run(state, trial, bisecting=half)
             if verdict is not None and not verdict.accepted:
                 self._split(state, [path for path in half if path in state.covered], trial, verdict)
-
-    def _bisect_run(self, state: TargetState, trial: frozenset, half: list[str]) -> Optional[FixVerdict]:
-        """A bisect's run, with a progress line before and after: a long bisect is never silent."""
-        names = ", ".join(os.path.basename(path) for path in half[:4]) + (", ..." if len(half) > 4 else "")
-        self.progress(f"    bisect run {self.runs + 1}: {shown(state.spec)} with {len(half)} suspect(s) "
-                      f"({names}) beside {len(state.passed)} passing file(s) ...")
-        started = time.monotonic()
-        verdict = self.run(state, trial)
-        outcome = ("imports none of them" if verdict is None else "passes" if verdict.accepted
-                   else "fails: " + verdict.reason.split(": ", 1)[-1][:160])
-        self.progress(f"      {outcome} ({time.monotonic() - started:.0f} s)")
-        return verdict
 
 
 def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
@@ -179,9 +201,10 @@ def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: d
 def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
                  timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
                  device: Optional[str] = None, mode: str = "factory",
-                 progress: Progress = lambda line: None) -> dict[str, FixVerdict]:
+                 progress: Progress = lambda line: None, parallel: int = 1) -> dict[str, FixVerdict]:
     """The verdict for each fixed file (absolute path -> fixed text), every target run with
-    all the fixes together first; `progress` gets a line per target run."""
+    all the fixes together first; `progress` gets a line per target run. `parallel` targets
+    run at once (each run is two processes); with one, in the order given."""
     try:
         specs = resolve_targets(targets, root)
     except TargetError as error:
@@ -196,15 +219,19 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
                 handle.write(text)
         check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress)
         states = [TargetState(spec, frozenset(copies)) for spec in specs]
-        for number, state in enumerate(states, 1):
-            progress(f"verifying fixes [{number}/{len(states)}] {shown(state.spec)} ...")
-            check.settle(state, frozenset(copies) - frozenset(check.rejected))
-            progress(f"  {_state_line(state, check.rejected)}")
-        _agree(states, check)
+
+        def first(numbered: tuple[int, TargetState]) -> None:
+            number, state = numbered
+            check.say(f"verifying fixes [{number}/{len(states)}] {shown(state.spec)} ...")
+            check.settle(state, check.kept(frozenset(copies)))
+            check.say(f"  {_state_line(state, check)}")
+
+        run_in_parallel(first, list(enumerate(states, 1)), parallel, check.stopped.set)
+        _agree(states, check, parallel)
         unproven = _unproven(states, copies, check.rejected)
         while unproven:
             check.rejected.update(unproven)
-            _agree(states, check)
+            _agree(states, check, parallel)
             unproven = _unproven(states, copies, check.rejected)
     dropped = f", {len(check.rejected)} rolled back" if check.rejected else ""
     reused = f" ({check.reused} of them ran the fixed code alone)" if check.reused else ""
@@ -213,27 +240,29 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
     return _verdicts(fixed, states, check.rejected)
 
 
-def _agree(states: Sequence[TargetState], check: ProjectCheck) -> None:
+def _agree(states: Sequence[TargetState], check: ProjectCheck, parallel: int = 1) -> None:
     """Run again each target that passed with a file since rolled back, without it, until
     every target has passed with exactly the fixes kept of the files it imports."""
+
+    def again(state: TargetState) -> None:
+        live = check.kept(state.covered)
+        if not live:
+            state.forget()
+            return
+        check.say(f"verifying fixes again without the rolled-back files: {shown(state.spec)} ...")
+        check.settle(state, live)
+
     while True:
-        stale = [state for state in states
-                 if state.covered - frozenset(check.rejected) != state.passed]
+        stale = [state for state in states if check.kept(state.covered) != state.passed]
         if not stale:
             return
-        for state in stale:
-            live = state.covered - frozenset(check.rejected)
-            if not live:
-                state.forget()
-                continue
-            check.progress(f"verifying fixes again without the rolled-back files: {shown(state.spec)} ...")
-            check.settle(state, live)
+        run_in_parallel(again, stale, parallel, check.stopped.set)
 
 
-def _state_line(state: TargetState, rejected: dict[str, str]) -> str:
+def _state_line(state: TargetState, check: ProjectCheck) -> str:
     if not state.covered:
         return f"{shown(state.spec)}: imports none of the fixed files"
-    dropped = ", ".join(sorted(os.path.basename(path) for path in state.covered if path in rejected))
+    dropped = ", ".join(sorted(os.path.basename(path) for path in state.covered - check.kept(state.covered)))
     if not state.passed:
         return f"{shown(state.spec)}: rolled back: {dropped}"
     kept = f"passes with {len(state.passed)} of {len(state.covered)} fixed file(s)"
@@ -259,13 +288,16 @@ def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: di
 
 
 def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
-                    progress: Progress = lambda line: None):
+                    progress: Progress = lambda line: None, jobs: Optional[int] = None):
     """A callback for fixes.apply.fix_files_together: for each file, None to write its fixes,
-    else why they were rolled back."""
+    else why they were rolled back. `jobs` processes at most: jobs // 2 targets at once
+    (two processes each); one at a time, in order, without it."""
+    parallel = max(1, jobs // 2) if jobs else 1
+
     def accept_all(proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
         absolute = {os.path.abspath(path): path for path in proposals}
         verdicts = verify_fixes({os.path.abspath(path): fixed for path, (_, fixed) in proposals.items()},
-                                targets, root, mode=mode, progress=progress)
+                                targets, root, mode=mode, progress=progress, parallel=parallel)
         return {path: None if verdicts[key].accepted else
                 f"{path}: fix rolled back, file left unchanged: {verdicts[key].reason}"
                 for key, path in absolute.items()}
