@@ -15,7 +15,7 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX
+from compile_lint.fixes.branches.choice import BRANCH_FIX_CHOICES, DEFAULT_BRANCH_FIX, operation_kind, prefers_cond
 from compile_lint.fixes.branches.conditions import EAGER_TENSOR, TensorCondition, operand_evidence, tensor_evidence
 from compile_lint.fixes.branches.differing_shapes import NOTE as DIFFERING_SHAPES_NOTE
 from compile_lint.fixes.branches.differing_shapes import ResultSite, any_differ, differing_shapes_problem
@@ -579,38 +579,19 @@ def select(rule: Rule, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpress
         for i, (a, b) in enumerate(pairs)])
 
 
-# Calls whose cost dwarfs a select: computing them on the untaken side is what makes
-# `torch.where` slower than the broken original (see _branch_choice.py).
-_HEAVY_FUNCTIONS = frozenset({
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.einsum", "torch.baddbmm", "torch.addmm",
-    "torch.conv1d", "torch.conv2d", "torch.conv3d", "torch.nn.functional.linear",
-    "torch.nn.functional.bilinear", "torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
-    "torch.nn.functional.conv3d", "torch.nn.functional.conv_transpose1d",
-    "torch.nn.functional.conv_transpose2d", "torch.nn.functional.conv_transpose3d",
-    "torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
-    "torch.nn.functional.interpolate",
-})
-_HEAVY_PREFIXES = ("torch.linalg.", "torch.fft.")
-_HEAVY_METHODS = frozenset({"matmul", "mm", "bmm", "baddbmm", "addmm"})
-
-
 def does_heavy_work(rule: Rule, value: cst.BaseExpression) -> bool:
-    """True when computing `value` calls a submodule or a heavy op (matmul, conv, attention, linalg)."""
+    """True when "auto" gives an arm computing `value` torch.cond: what it runs (submodule
+    calls, matmuls, convolutions...) costs more than cond's overhead (the cost model in choice.py)."""
     context = rule.context
+    kinds = []
     for node in iter_nodes(value):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
-            return True
-        if not isinstance(node, cst.Call):
-            continue
-        qualified = context.qualname(node.func) or ""
-        if qualified in _HEAVY_FUNCTIONS or qualified.startswith(_HEAVY_PREFIXES):
-            return True
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _HEAVY_METHODS:
-            return True
-        if not qualified and context.kind(func) is Kind.MODULE:
-            return True
-    return False
+            kinds.append(operation_kind(matmul_operator=True))
+        elif isinstance(node, cst.Call):
+            qualified = context.qualname(node.func) or ""
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            kinds.append(operation_kind(qualified, method, not qualified and context.kind(node.func) is Kind.MODULE))
+    return prefers_cond(kinds)
 
 
 def definite_kind(rule: Rule, value: cst.BaseExpression) -> Kind:
