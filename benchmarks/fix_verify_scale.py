@@ -265,7 +265,9 @@ def run_variant(label: str, code_root: str, project: str, scratch: str, limit_s:
     private_tmp = os.path.join(scratch, f"{label}-tmp")
     os.mkdir(private_tmp)
     before = snapshot(work)
-    env = dict(os.environ, PYTHONPATH=code_root, TMPDIR=private_tmp,
+    # code_root first (the baseline's compile_lint wins), then what was there (e.g. where libcst is).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (code_root, os.environ.get("PYTHONPATH")) if p),
+               TMPDIR=private_tmp,
                TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor-cache"))
     command = [sys.executable, "-m", "compile_lint", "--fix", "--unsafe-fixes", "--verify", "zoo",
                *(["-j", str(jobs)] if jobs else [])]
@@ -377,8 +379,11 @@ def main() -> int:
             os.mkdir(baseline_root)
             resolved = export_commit(args.baseline, baseline_root)
             variants.append((f"baseline {resolved[:10]}", baseline_root))
-        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=10", "HEAD"], capture_output=True,
-                              text=True).stdout.strip()
+        try:  # a copy of the tree without git (the GPU machine's) has no commit to name
+            head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=10", "HEAD"], capture_output=True,
+                                  text=True).stdout.strip() or "no git"
+        except OSError:
+            head = "no git"
         variants.append((f"this checkout ({head})", ROOT))
         meta = {"command": " ".join(["python", "benchmarks/fix_verify_scale.py", *sys.argv[1:]]),
                 "cpus": os.cpu_count(), "load": ", ".join(f"{value:.2f}" for value in os.getloadavg()),
