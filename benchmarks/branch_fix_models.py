@@ -61,7 +61,7 @@ inputs = [dict(input_ids=torch.tensor([[5, 6, 7, 8], [9, 10, 11, 2]]), decoder_i
           dict(input_ids=torch.tensor([[5, 6, 7, 8], [9, 10, 11, 2]]), decoder_input_ids=torch.tensor([[2, 5, 6, 7], [2, 8, 9, 3]]))]
 from transformers.models.fsmt.modeling_fsmt import make_padding_mask
 target = lambda: make_padding_mask(inputs[1]["decoder_input_ids"], 1)
-"""),
+"""),  # noqa: E501 - the child program as it ran for results/branch_fix_models.md
     "prophetnet-shift-right": (["models/prophetnet/modeling_prophetnet.py"], """
 from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 config = ProphetNetConfig(vocab_size=30, hidden_size=16, num_encoder_layers=1, num_decoder_layers=1,
@@ -113,7 +113,7 @@ if {root!r}:
         compiled = "breaks elsewhere: " + "; ".join(kinds) if not any(
             "Data-dependent branching" in kind or "item()" in kind for kind in kinds) else "STILL BREAKS: " + "; ".join(kinds)
 print(json.dumps({{"results": results, "compiled": compiled}}))
-"""
+"""  # noqa: E501 - the child program as it ran for results/branch_fix_models.md
 
 
 def fix_copy(package: str, files: list[str], workdir: str) -> tuple[str, str]:
@@ -145,10 +145,13 @@ def main() -> int:
     if not python:
         raise SystemExit("set RW_PYTHON to a python with torch 2.13 and transformers 5.23")
     package = subprocess.run([python, "-c", "import sys; sys.path.insert(0, %r); from realworld_models import "
-                              "ensure_torchvision_importable; ensure_torchvision_importable(); import transformers, os; "
-                              "print(os.path.dirname(transformers.__file__))" % os.path.dirname(os.path.abspath(__file__))],
-                             capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
-    rows = ["| case | lines changed | outputs (eval, train) | fixed code under torch.compile |", "| --- | ---: | --- | --- |"]
+                              "ensure_torchvision_importable; ensure_torchvision_importable(); "
+                              "import transformers, os; print(os.path.dirname(transformers.__file__))"
+                              % os.path.dirname(os.path.abspath(__file__))],
+                             capture_output=True, text=True,
+                             check=True).stdout.strip().splitlines()[-1]
+    rows = ["| case | lines changed | outputs (eval, train) | fixed code under torch.compile |",
+            "| --- | ---: | --- | --- |"]
     failures = 0
     for name, (files, setup) in CASES.items():
         with tempfile.TemporaryDirectory(prefix="compile-lint-branch-models-") as workdir:

@@ -361,7 +361,8 @@ class RandomInArm(nn.Module):
     """Dropout in one arm (random draws)."""
 
     def forward(self, x):
-        return torch.cond(x.sum() > 0, lambda x: nn.functional.dropout(x, 0.5, True).sum(0, keepdim=True), lambda x: x * 2, (x,))
+        return torch.cond(x.sum() > 0, lambda x: nn.functional.dropout(x, 0.5, True).sum(0, keepdim=True),
+                          lambda x: x * 2, (x,))
 
     def reference(self, x):
         return nn.functional.dropout(x, 0.5, True).sum(0, keepdim=True) if x.sum() > 0 else x * 2
@@ -412,8 +413,9 @@ class IntOutputs(nn.Module):
         return x.argmax(0, keepdim=True) if x.sum() > 0 else (x > 0.5).long()
 
 
-CASES = [ReduceOneArm, ReduceKeepdim, SliceOneArm, SecondDimension, TwoDimensions, UnsqueezeOneArm, TupleArmsDifferentShapes,
-         UsedAfterElementwise, UsedAfterWithOtherTensor, UsedAfterShapeInPython, UsedAfterPythonBranchOnShape,
+CASES = [ReduceOneArm, ReduceKeepdim, SliceOneArm, SecondDimension, TwoDimensions, UnsqueezeOneArm,
+         TupleArmsDifferentShapes, UsedAfterElementwise, UsedAfterWithOtherTensor, UsedAfterShapeInPython,
+         UsedAfterPythonBranchOnShape,
          OneElementPredicate, AnyPredicate, ClosureOverTensor, ClosureOverPythonNumber, ClosureOverSubmodule,
          NestedFunctionArms, MutatesInput, MutatesSelf, MutatesBuffer, ReturnsNone, ReturnsPythonNumber,
          ReturnsNumberAndTensor, DifferentDtypes, DifferentDtypesAndShapes, ReturnsOperand, ReturnsView,
@@ -425,7 +427,8 @@ TRAINING_CASES = [ReduceOneArm, ReduceKeepdim, SliceOneArm, TupleArmsDifferentSh
 def _first_line(error: BaseException) -> str:
     """The part of torch's message that names the cause (the error raised while tracing the cond)."""
     text = " ".join(str(error).split())
-    for marker, stop in (("got RuntimeError(", ") Hint"), ("Got graph break/error: ", " Hint:"), ("Explanation: ", " Hint:")):
+    for marker, stop in (("got RuntimeError(", ") Hint"), ("Got graph break/error: ", " Hint:"),
+                         ("Explanation: ", " Hint:")):
         if marker in text:
             text = text[text.index(marker) + len(marker):]
             text = text[:text.index(stop)] if stop in text else text
@@ -504,7 +507,8 @@ def measure_grad_mode(cls, backend: str, grad_mode: str) -> str:
 
     torch._dynamo.reset()
     module = cls().eval()
-    around = {"grad on": contextlib.nullcontext, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}[grad_mode]
+    around = {"grad on": contextlib.nullcontext, "no_grad": torch.no_grad,
+              "inference_mode": torch.inference_mode}[grad_mode]
     try:
         compiled = torch.compile(module, backend=backend, fullgraph=True)
         with around():
@@ -517,10 +521,12 @@ def measure_grad_mode(cls, backend: str, grad_mode: str) -> str:
 
 def main() -> None:
     print(f"torch {torch.__version__}; inputs {tuple(TAKE_TRUE.shape)}, true arm, false arm, true arm")
-    modes = [("eager", True), ("eager-backend", True), ("eager-backend", False), ("inductor", True), ("inductor", False)]
+    modes = [("eager", True), ("eager-backend", True), ("eager-backend", False), ("inductor", True),
+             ("inductor", False)]
     for cls in CASES:
         for mode, fullgraph in modes:
-            label = "eager" if mode == "eager" else f"{mode.replace('-backend', '')}/{'fullgraph' if fullgraph else 'default'}"
+            label = ("eager" if mode == "eager"
+                     else f"{mode.replace('-backend', '')}/{'fullgraph' if fullgraph else 'default'}")
             print(f"{cls.__name__:30} {label:18} {measure(cls, mode, fullgraph)}", flush=True)
     for cls in TRAINING_CASES:
         for mode in ("eager", "eager-backend", "inductor"):

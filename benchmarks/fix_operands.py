@@ -3,7 +3,7 @@
 For every Python file of the installed transformers, timm and diffusers, fix the text in
 memory as `compile-lint --fix --unsafe-fixes` does (the same `fix_text`, to a fixed point;
 nothing is written) and record, for each unsafe fix applied, the operands it rests on and
-their kind (`Fix.rests_on`, from fixes/conditions.tensor_evidence):
+their kind (`Fix.rests_on`, from analysis/kinds/certainty.tensor_evidence):
 
     tensor                    a tensor in eager code too (evidence)
     python value              a number, size or flag, which stays what it was
@@ -39,11 +39,9 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
+from compile_lint.analysis.kinds.certainty import SAFE_OPERANDS  # noqa: E402
 from fix_realworld import LIBRARIES, installed_root, read_and_lint  # noqa: E402
-
-from compile_lint.fixes.branches.conditions import SAFE_OPERANDS  # noqa: E402
 
 DEFAULT_OUT = os.path.join(HERE, "results", "fix_operands")
 # Rules whose unsafe fixes turn Python calls or values into torch ops, or select with
@@ -143,7 +141,8 @@ def render(records: list[dict], seconds: float, files: int, command: str) -> tup
         "without_evidence": [{"path": f["path"], "line": f["line"], "code": f["code"], "problems": why}
                              for f, why in bad],
         "watched": {path: {"findings": dict(watched[path]["findings"]) if path in watched else {},
-                           "unsafe_fixes_applied": [f["code"] for f in watched[path]["fixes"]] if path in watched else []}
+                           "unsafe_fixes_applied": ([f["code"] for f in watched[path]["fixes"]]
+                                                    if path in watched else [])}
                     for path in WATCHED},
         "fixes": fixes,
     }

@@ -43,7 +43,6 @@ from typing import Any, Optional, Union
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from realworld_models import ALL_MODELS, PINNED  # noqa: E402
 
@@ -69,7 +68,7 @@ def line_map(original: str, fixed: str) -> dict[int, int]:
     """Fixed line -> original line (1-based); lines inside a changed hunk map to its first line."""
     matcher = difflib.SequenceMatcher(None, original.splitlines(), fixed.splitlines(), autojunk=False)
     mapping = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, _i2, j1, j2 in matcher.get_opcodes():
         for j in range(j1, j2):
             mapping[j + 1] = (i1 + (j - j1) if tag == "equal" else i1) + 1
     return mapping
@@ -322,11 +321,13 @@ def compare_model(name: str, work: str, fixed_root: str, records: dict[str, dict
     if "layerdrop_a" in out_o and difference(out_o["layerdrop_a"], out_o["layerdrop_b"]).equal:
         checks["train, layer-drop 0.5"] = (difference(out_o["layerdrop_a"], out_f["layerdrop_a"]).__dict__
                                            if "layerdrop_a" in out_f else
-                                           Difference(False, float("inf"), f"the fixed model raises: {fixed['errors']}").__dict__)
+                                           Difference(False, float("inf"),
+                                                      f"the fixed model raises: {fixed['errors']}").__dict__)
     if "eval_default_compiled" in out_f and "eval_a" in out_f:
         checks["fixed compiled vs eager"] = difference(out_f["eval_a"], out_f["eval_default_compiled"]).__dict__
     report["checks"] = checks
-    report["meaning_changed"] = any(not check["equal"] for key, check in checks.items() if key != "fixed compiled vs eager")
+    report["meaning_changed"] = any(not check["equal"] for key, check in checks.items()
+                                    if key != "fixed compiled vs eager")
     mapping = {path: records[path]["line_map"] for path in records if records[path].get("line_map")}
     for mode in ("eval", "train"):
         before, after = original.get(f"{mode}_default"), fixed.get(f"{mode}_default")
@@ -472,7 +473,8 @@ def markdown(rows: dict[str, CodeRow], compared: list[dict], traces: dict[str, d
     ]
     for report in compared:
         if report.get("status") != "ok":
-            lines.append(f"| {report['model']} | {report.get('fixed_lines_count', '')} | {report['status']} | | | | | | | |")
+            lines.append(f"| {report['model']} | {report.get('fixed_lines_count', '')} | {report['status']} "
+                         f"| | | | | | | |")
             continue
         checks = report["checks"]
 
@@ -480,11 +482,13 @@ def markdown(rows: dict[str, CodeRow], compared: list[dict], traces: dict[str, d
             check = checks.get(key)
             if check is None:
                 return {"train": "not deterministic", "train, layer-drop 0.5": "no layer-drop"}.get(key, "not compared")
-            return f"equal (max abs diff {check['max_abs_diff']:.2g})" if check["equal"] else f"**DIFFER**: {check['detail']}"
+            return (f"equal (max abs diff {check['max_abs_diff']:.2g})" if check["equal"]
+                    else f"**DIFFER**: {check['detail']}")
 
         def fullgraph(mode: str) -> str:
             entry = report[mode]
-            return f"{'ok' if entry['fullgraph_before'] else 'fails'} -> {'ok' if entry['fullgraph_after'] else 'fails'}"
+            return (f"{'ok' if entry['fullgraph_before'] else 'fails'} -> "
+                    f"{'ok' if entry['fullgraph_after'] else 'fails'}")
 
         lines.append(
             f"| {report['model']} | {report['fixed_lines_count']} | {verdict('eval')} | {verdict('train')} | "
@@ -499,7 +503,7 @@ def markdown(rows: dict[str, CodeRow], compared: list[dict], traces: dict[str, d
     for report in changed:
         lines.append(f"- {report['model']}: " + "; ".join(
             f"{key}: {check['detail']}" for key, check in report["checks"].items() if not check["equal"])
-            + ". Fixed lines it runs: " + ", ".join(f"{p}:{l}" for p, l in report["fixed_lines_run"][:10]))
+            + ". Fixed lines it runs: " + ", ".join(f"{p}:{line}" for p, line in report["fixed_lines_run"][:10]))
     failed = {name: trace for name, trace in traces.items() if "eval" not in trace}
     if failed:
         lines += ["", "## Models that did not run in eval mode", ""]
@@ -534,7 +538,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="a dir kept by an earlier --keep run: reuse its fixed copies (after a change to the "
                              "models or the report, not to the rules)")
     args = parser.parse_args(argv)
-    command = "python benchmarks/fix_realworld.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    command = "python benchmarks/fix_realworld.py" + "".join(
+        f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
     models = args.models.split(",") if args.models else list(ALL_MODELS)
     select = tuple(args.select.split(",")) if args.select else ()
     started = time.perf_counter()

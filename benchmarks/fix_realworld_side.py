@@ -22,10 +22,8 @@ import sys
 import traceback
 from typing import Any, Callable
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import realworld_models  # noqa: E402
-from realworld_probe import breaks_in, Collector, counting_backend  # noqa: E402
+import realworld_models
+from realworld_probe import Collector, breaks_in, counting_backend
 
 BATCH, LENGTH = 2, 16
 TRAIN_SEED = 1234

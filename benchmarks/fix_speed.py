@@ -159,12 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         def ratio(a: str, b: str) -> str:
             return f"{row[a] / row[b]:.2f}x" if a in row and b in row else "-"
 
-        print(f"| {row['target']} | {ms('original_eager_ms')} | {ms('original_default_ms')} | {ms('fixed_default_ms')} | "
+        print(f"| {row['target']} | {ms('original_eager_ms')} | {ms('original_default_ms')} | "
+              f"{ms('fixed_default_ms')} | "
               f"{ratio('original_default_ms', 'fixed_default_ms')} | {ms('original_reduce-overhead_ms')} | "
-              f"{ms('fixed_reduce-overhead_ms')} | {ratio('original_reduce-overhead_ms', 'fixed_reduce-overhead_ms')} | "
+              f"{ms('fixed_reduce-overhead_ms')} | "
+              f"{ratio('original_reduce-overhead_ms', 'fixed_reduce-overhead_ms')} | "
               f"{ratio('original_eager_ms', 'fixed_reduce-overhead_ms')} | "
               f"{row.get('fixed_vs_original_eager_max_abs_diff', '-')} |")
-    errors = [f"- {row['target']} {key}: {value}" for row in rows for key, value in row.items() if key.endswith("_error")]
+    errors = [f"- {row['target']} {key}: {value}" for row in rows for key, value in row.items()
+              if key.endswith("_error")]
     if errors:
         print("\n" + "\n".join(errors))
     return 0

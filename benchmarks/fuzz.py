@@ -1,23 +1,19 @@
 """Long fuzzing runs: `python benchmarks/fuzz.py --minutes N [--out FILE]`.
 
 Generates programs (rule examples combined and transformed, and hypothesmith programs
-from the Python grammar), checks the properties in tests/fuzz_programs.py on each, and
+from the Python grammar), checks the properties in fuzz_programs.py on each, and
 reports how many programs were tried, crashes and bad outputs.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from collections import Counter
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from hypothesis import HealthCheck, Phase, given, settings
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-
-from fuzz_programs import check_program, example_programs, grammar_programs  # noqa: E402
+from fuzz_programs import check_program, example_programs, grammar_programs
 
 
 def run(strategy, deadline: float, counts: Counter, failures: list) -> None:

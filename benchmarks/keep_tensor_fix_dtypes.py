@@ -75,15 +75,15 @@ def measure(device: str) -> list[str]:
                     # compiled with compiled: the original with its Python number passed in.
                     original_compiled = _compiled(op, x, python_value)
                     fixed_compiled = _compiled(op, x, kept)
-                    for mode, original, fixed in (
+                    for mode, before, after in (
                         ("eager", original, fixed_eager),
                         ("inductor", original_compiled, fixed_compiled),
                     ):
-                        if not _same(original, fixed):
+                        if not _same(before, after):
                             detail = (
-                                f"{getattr(original, 'dtype', original)} vs {getattr(fixed, 'dtype', fixed)}"
-                                if isinstance(original, str) or isinstance(fixed, str) or original.dtype != fixed.dtype
-                                else f"max abs diff {(original.double() - fixed.double()).abs().max().item():.3g}"
+                                f"{getattr(before, 'dtype', before)} vs {getattr(after, 'dtype', after)}"
+                                if isinstance(before, str) or isinstance(after, str) or before.dtype != after.dtype
+                                else f"max abs diff {(before.double() - after.double()).abs().max().item():.3g}"
                             )
                             differences.append(
                                 f"{device} {conversion:5s} x:{str(x_dtype)[6:]:8s} t:{str(t_dtype)[6:]:8s} "

@@ -25,12 +25,14 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-from reach_units import Entry, Unit  # noqa: E402
-from reach_units import forward_entry as _forward, image as _image, method_entry as _method  # noqa: E402
-from reach_units import randn as _t, token_ids as _ids  # noqa: E402
 from reach_catalog_new_kinds import NEW_KIND_BUILDERS, NEW_KIND_PACKAGES  # noqa: E402
+from reach_units import Entry, Unit  # noqa: E402
+from reach_units import forward_entry as _forward  # noqa: E402
+from reach_units import image as _image  # noqa: E402
+from reach_units import method_entry as _method  # noqa: E402
+from reach_units import randn as _t  # noqa: E402
+from reach_units import token_ids as _ids  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -395,7 +397,8 @@ def _smp_units():
         Unit("segmentation_models_pytorch", "DeepLabV3Plus", arch("DeepLabV3Plus"), (_forward(image),)),
         Unit("segmentation_models_pytorch", "Segformer", arch("Segformer", encoder="mit_b0"), (_forward(image),)),
         Unit("segmentation_models_pytorch", "UPerNet", arch("UPerNet"), (_forward(image),)),
-        Unit("segmentation_models_pytorch", "DPT", arch("DPT", encoder="tu-vit_tiny_patch16_224", dynamic_img_size=True),
+        Unit("segmentation_models_pytorch", "DPT",
+             arch("DPT", encoder="tu-vit_tiny_patch16_224", dynamic_img_size=True),
              (_forward(lambda m: _image(1, 3, 64)),)),
     ]
 
@@ -481,8 +484,8 @@ def _ultralytics_units():
 
 def _brevitas_units():
     def conv_net():
-        import torch
         import brevitas.nn as qnn
+        import torch
 
         return torch.nn.Sequential(
             qnn.QuantIdentity(return_quant_tensor=True),
@@ -492,8 +495,8 @@ def _brevitas_units():
             qnn.QuantConv2d(8, 8, 3, weight_bit_width=4))
 
     def mlp():
-        import torch
         import brevitas.nn as qnn
+        import torch
 
         return torch.nn.Sequential(
             qnn.QuantIdentity(bit_width=8, return_quant_tensor=True),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 
-from reach_units import Entry, Unit, forward_entry, method_entry, randn, token_ids, user_module
+from reach_units import Entry, Unit, forward_entry, randn, token_ids, user_module
 
 # Distribution -> import package (the pins are the `reach` extra's, as for the first eleven).
 NEW_KIND_PACKAGES = {
@@ -149,7 +149,6 @@ def _sb3_units():
 
     def rollout(discrete):
         def inputs(model):
-            import torch
 
             actions = token_ids(3, 4) if discrete else randn(4, 2)
             return (randn(4, 6), actions, randn(4), randn(4), randn(4)), {}
@@ -180,7 +179,8 @@ def _sb3_units():
         )),
         Unit("stable_baselines3", "DQNPolicy", policy("dqn_policy"), (forward_entry(observations), act())),
         Unit("stable_baselines3", "ActorCriticCnnPolicy", policy("pixel_policy"), (act(frames),)),
-        Unit("stable_baselines3", "MultiInputActorCriticPolicy", policy("multi_input_policy"), (act(dict_observations),)),
+        Unit("stable_baselines3", "MultiInputActorCriticPolicy", policy("multi_input_policy"),
+             (act(dict_observations),)),
     ]
 
 

@@ -41,7 +41,6 @@ import time
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 DEFAULT_TRUTH = os.path.join(HERE, "results", "reach_ground_truth.json")
 _FROM_USER_CODE = "from user code:"
@@ -160,11 +159,13 @@ def probe_entry(unit, entry, mode: str, paths, budget: float) -> dict:
     """The three measurements of one entry in one mode (module docstring), as a JSON-ready record."""
     import torch
     import torch._dynamo
+
     import sweep_probe
 
     started = time.perf_counter()
     record = {"unit": unit.key, "variant": f"{entry.name}-{mode}", "entry": entry.name, "mode": mode,
-              "lint_entry": entry.lint_entry, "user_site": entry.user_site, "status": "ok", "protocol": "default-first", "calls": 1,
+              "lint_entry": entry.lint_entry, "user_site": entry.user_site, "status": "ok",
+              "protocol": "default-first", "calls": 1,
               "recompiles": []}
     try:
         model, inputs = _fresh(unit, entry, mode)

@@ -45,7 +45,6 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 import sweep_score  # noqa: E402
 
@@ -212,7 +211,8 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
         f"(commit {environment['commit']}), torch {environment['torch']}, Python {environment['python']}, "
         f"{environment['machine']}, {environment['cpus']} cores. "
         f"`entry-points` passed: **{'yes' if environment['entry_points_passed'] else 'no'}** "
-        f"({'the installed compile-lint has the setting' if environment['entry_points_known'] else 'the installed compile-lint has no entry-points setting'}).",
+        f"(the installed compile-lint has {'the' if environment['entry_points_known'] else 'no entry-points'} "
+        "setting).",
         "",
         "Ground truth: `benchmarks/results/reach_ground_truth.json` (benchmarks/README.md, \"Reach corpus\"), "
         "made on torch " + ", ".join(sorted({(s.get('environment') or {}).get('torch', '?')
@@ -222,7 +222,8 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
         *measured_section(truth),
         "## Summary",
         "",
-        f"Recall (a break-kind finding on the site's line ±{SLACK}): **{total.get('caught', 0)}/{total.get('sites', 0)} = "
+        f"Recall (a break-kind finding on the site's line ±{SLACK}): "
+        f"**{total.get('caught', 0)}/{total.get('sites', 0)} = "
         f"{_ratio(total.get('caught', 0), total.get('sites', 0))}**; incl. a finding on a frame of the site's stack: "
         f"{total.get('caught_with_stack', 0)}/{total.get('sites', 0)} = "
         f"{_ratio(total.get('caught_with_stack', 0), total.get('sites', 0))}. "
@@ -278,7 +279,8 @@ def markdown(truth, result, summary, lint_runs, environment, label, command, roo
                        f"`{_source(root_of, finding['path'], finding['line'])}` |")
     caught = [s for s in result["sites"] if s["caught_by"]]
     if caught:
-        out += ["", f"## Caught break sites ({len(caught)})", "", "| gb_type | site | caught by |", "| --- | --- | --- |"]
+        out += ["", f"## Caught break sites ({len(caught)})", "",
+                "| gb_type | site | caught by |", "| --- | --- | --- |"]
         for site in sorted(caught, key=lambda s: (s["file"], s["line"])):
             out.append(f"| {site['gb_type'][:70]} | {site['file']}:{site['line']} | {', '.join(site['caught_by'])} |")
     out += ["", "## Lint commands (run in a temporary copy of each package)", ""]

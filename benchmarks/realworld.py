@@ -37,7 +37,6 @@ from typing import Iterable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from realworld_models import ALL_MODELS, PINNED  # noqa: E402
 
@@ -280,14 +279,16 @@ def markdown_report(results: list[dict], scores: dict[str, Score], seconds: floa
         "# Real-world calibration: compile-lint vs torch.compile",
         "",
         f"Command: `python benchmarks/realworld.py` ({len(results)} models, {jobs} at a time, "
-        f"{seconds / 60:.1f} min wall this run; probes {sum(r.get('seconds') or 0 for r in results) / 60:.1f} min summed over "
+        f"{seconds / 60:.1f} min wall this run; "
+        f"probes {sum(r.get('seconds') or 0 for r in results) / 60:.1f} min summed over "
         "models, cached probes included). Versions: "
         + ", ".join(f"{k} {v}" for k, v in PINNED.items())
         + f", torch {_torch_version()}. CPU, eval, no_grad, backend eager, tiny random-init configs.",
         "",
         "## Summary",
         "",
-        "| selection | distinct break locations | caught | recall | break findings judged | true pos. | false pos. | precision |",
+        "| selection | distinct break locations | caught | recall | break findings judged | true pos. | false pos. "
+        "| precision |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, s in scores.items():
@@ -300,8 +301,10 @@ def markdown_report(results: list[dict], scores: dict[str, Score], seconds: floa
     lines += [
         "",
         f"Models measured: {len(ok)} of {len(results)} "
-        f"(others: {', '.join(sorted(r['model'] + ' (' + r.get('status', '?') + ')' for r in results if r.get('status') != 'ok')) or 'none'}).",
-        f"fullgraph=True passes: {fullgraph_ok}/{len(ok)}; models with at least one graph break: {with_breaks}/{len(ok)}; "
+        "(others: " + (", ".join(sorted(r["model"] + " (" + r.get("status", "?") + ")"
+                                        for r in results if r.get("status") != "ok")) or "none") + ").",
+        f"fullgraph=True passes: {fullgraph_ok}/{len(ok)}; "
+        f"models with at least one graph break: {with_breaks}/{len(ok)}; "
         f"models that recompile beyond automatic dynamic: {len(recompiling)}/{len(ok)}.",
         "",
     ]
@@ -318,10 +321,12 @@ def markdown_report(results: list[dict], scores: dict[str, Score], seconds: floa
     for gb_type, (count, missed) in sorted(by_type.items(), key=lambda kv: (-kv[1][1], -kv[1][0])):
         lines.append(f"| {gb_type} | {count} | {missed} | {len(models_by_type[gb_type])} |")
     lines += ["", "## Every break location", "",
-              "| caught by | gb_type | location | function | source | models |", "| --- | --- | --- | --- | --- | --- |"]
+              "| caught by | gb_type | location | function | source | models |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for b in default.breaks:
         models = ", ".join(b["models"][:4]) + (f" +{len(b['models']) - 4}" if len(b["models"]) > 4 else "")
-        lines.append(f"| {', '.join(b['caught_by']) or '**missed**'} | {b['gb_type']} | {_short(b['file'])}:{b['line']} | "
+        lines.append(f"| {', '.join(b['caught_by']) or '**missed**'} | {b['gb_type']} | "
+                     f"{_short(b['file'])}:{b['line']} | "
                      f"{b['function']} | `{b['source'].replace('|', '/')}` | {models} |")
     lines += ["", "## False positives (break findings on lines that ran in functions the compiler traced cleanly)", ""]
     fps = [f for f in default.findings if f["verdict"] == "false-positive"]
@@ -330,7 +335,8 @@ def markdown_report(results: list[dict], scores: dict[str, Score], seconds: floa
     else:
         lines += ["| code | location | function | message |", "| --- | --- | --- | --- |"]
         for f in fps:
-            lines.append(f"| {f['code']} | {_short(f['path'])}:{f['line']} | {f['function']} | {f['message'][:120].replace('|', '/')} |")
+            lines.append(f"| {f['code']} | {_short(f['path'])}:{f['line']} | {f['function']} | "
+                         f"{f['message'][:120].replace('|', '/')} |")
     verdicts = Counter(f["verdict"] for f in default.findings)
     lines += ["", "Break-kind findings by verdict: " + ", ".join(f"{k}: {v}" for k, v in sorted(verdicts.items())), ""]
     lines += ["## Recompiles beyond automatic dynamic (third call, new batch and length)", ""]
@@ -338,12 +344,15 @@ def markdown_report(results: list[dict], scores: dict[str, Score], seconds: floa
         lines.append("None.")
     for r in recompiling:
         for rc in r["recompiles"][:3]:
-            lines.append(f"- {r['model']}: {rc['function']} at {_short(rc['file'] or '')}:{rc['line']}: `{rc['reason'][:160]}`")
-    lines += ["", "## Per model", "", "| model | status | breaks | fullgraph | recompiles | seconds |", "| --- | --- | --- | --- | --- | --- |"]
+            lines.append(f"- {r['model']}: {rc['function']} at {_short(rc['file'] or '')}:{rc['line']}: "
+                         f"`{rc['reason'][:160]}`")
+    lines += ["", "## Per model", "", "| model | status | breaks | fullgraph | recompiles | seconds |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for r in results:
         fg = r.get("fullgraph", {})
         lines.append(f"| {r['model']} | {r.get('status')} {r.get('error', '') or r.get('compile_error') or ''} | "
-                     f"{len(r.get('breaks', []))} | {'pass' if fg.get('ok') else ('fail: ' + (fg.get('error') or '')[:80] if fg else '')} | "
+                     f"{len(r.get('breaks', []))} | "
+                     f"{'pass' if fg.get('ok') else ('fail: ' + (fg.get('error') or '')[:80] if fg else '')} | "
                      f"{len(r.get('recompiles', []))} | {r.get('seconds', '')} |")
     return "\n".join(lines) + "\n"
 
@@ -370,7 +379,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="models probed at once (default 2)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per model (default 600)")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results path prefix (.json and .md are added)")
-    parser.add_argument("--cache", help="folder keeping each model's probe result; models already there are not run again")
+    parser.add_argument("--cache",
+                        help="folder keeping each model's probe result; models already there are not run again")
     parser.add_argument("--list", action="store_true", help="print the pinned model names and exit")
     args = parser.parse_args(argv)
     if args.list:

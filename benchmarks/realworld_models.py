@@ -155,8 +155,8 @@ def _timm_model(name: str):
     import timm
 
     model = timm.create_model(name, pretrained=False, num_classes=10).eval()
-    fixed_side = name.startswith(("vit", "deit", "swin", "mixer", "beit", "levit", "coat", "efficientformer", "mobilevit",
-                                  "fastvit", "xcit", "twins", "nest", "tnt"))
+    fixed_side = name.startswith(("vit", "deit", "swin", "mixer", "beit", "levit", "coat", "efficientformer",
+                                  "mobilevit", "fastvit", "xcit", "twins", "nest", "tnt"))
 
     def inputs(batch: int, length: int) -> dict:
         generator = torch.Generator().manual_seed(batch * 1000 + length)
@@ -169,8 +169,8 @@ def _timm_model(name: str):
 
 
 def _diffusers_model(name: str):
-    import torch
     import diffusers
+    import torch
 
     if name == "UNet2DModel":
         model = diffusers.UNet2DModel(
@@ -182,7 +182,8 @@ def _diffusers_model(name: str):
         model = diffusers.UNet2DConditionModel(
             sample_size=16, in_channels=4, out_channels=4, layers_per_block=1,
             block_out_channels=(32, 64), norm_num_groups=8, cross_attention_dim=32, attention_head_dim=8,
-            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
         )
     elif name == "AutoencoderKL":
         model = diffusers.AutoencoderKL(

@@ -26,9 +26,7 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import realworld_models  # noqa: E402
+import realworld_models
 
 _LOCATION = re.compile(r"in user code at (.+):(\d+)\s*$", re.M)
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$', re.M)
@@ -177,7 +175,8 @@ def probe(name: str) -> dict:
             recompiles = [m for logger, m in collector.messages if "Recompiling function" in m]
             result["graphs_third_call"] = len(frames) - before
         except Exception as exc:
-            result["recompile_error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+            result["recompile_error"] = (f"{type(exc).__name__}: "
+                                         f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}")
     result["recompiles"] = [_recompile_summary(m) for m in recompiles]
     # fullgraph=True verdict: only worth a compile when fullgraph=False saw a break or an error
     # (with no break, fullgraph=True holds; it is only ever more lenient, e.g. unbacked .item()).
@@ -217,7 +216,8 @@ def main(argv: list[str]) -> int:
     except Exception as error:
         result = {
             "model": name, "status": "setup-error",
-            "error": f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}",
+            "error": (f"{type(error).__name__}: "
+                      f"{str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}"),
             "traceback": traceback.format_exc()[-2000:],
         }
     sys.stdout.write("\n" + json.dumps(result) + "\n")

@@ -7,7 +7,8 @@ slice bound. Fix (b) keeps the read and sets `torch._dynamo.config.capture_scala
 
 Each case is a function of `x` (8x6 floats) and `t` that reads a number from `t` one
 way (READS: `.item()` of a value computed in the graph or of a 0-d tensor passed in,
-`int()`, or the 0-d tensor itself, computed or passed in) and uses it once (USES). It is compiled with backend="eager" four ways:
+`int()`, or the 0-d tensor itself, computed or passed in) and uses it once (USES). It is
+compiled with backend="eager" four ways:
 capture off / on, each with the default `fullgraph=False` and with `fullgraph=True`; it is
 called with t=3 then t=4. A column reads `ok` when the call compiled as one frame with no
 graph break (a counting backend, Dynamo's graph-break counter), no recompile over the two
@@ -127,7 +128,8 @@ def edge_verdict(fn, value: int) -> str:
         except Exception as error:  # noqa: BLE001
             got = f"compiled {type(error).__name__}"
     if isinstance(expected, str) or isinstance(got, str):
-        return f"{expected if isinstance(expected, str) else 'eager ok'} / {got if isinstance(got, str) else 'compiled ok'}"
+        return (f"{expected if isinstance(expected, str) else 'eager ok'} / "
+                f"{got if isinstance(got, str) else 'compiled ok'}")
     try:
         torch.testing.assert_close(got, expected)
     except AssertionError:

@@ -45,7 +45,6 @@ import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(REPO, "tests"))
 
 from lsp_client import LspClient  # noqa: E402
 
@@ -277,7 +276,8 @@ def measure_edits(path: str, edits: int, bursts: int) -> dict:
                         cpus.append(cpu)
                 results["edits_full" if full else "edits_ranged"] = summary(walls, cpus)
             for full in (False, True):
-                samples = [session.burst(uri, line, indent, full) for line, indent in edit_points(session.texts[uri], bursts)]
+                samples = [session.burst(uri, line, indent, full)
+                           for line, indent in edit_points(session.texts[uri], bursts)]
                 results["bursts_full" if full else "bursts_ranged"] = summary(*map(list, zip(*samples)))
             middle = points[len(points) // 2]
             results["typing"] = session.typing(uri, middle[0], middle[1])
@@ -346,7 +346,8 @@ def table(result: dict) -> list[str]:
 def row(name: str, figures: dict) -> str:
     """One table row: sample count, wall p50/p95/max and server CPU p50/p95, in milliseconds."""
     return (f"| {name} | {figures['n']} | {figures['wall_p50_s'] * 1000:.0f} | {figures['wall_p95_s'] * 1000:.0f} "
-            f"| {figures['wall_max_s'] * 1000:.0f} | {figures['cpu_p50_s'] * 1000:.0f} | {figures['cpu_p95_s'] * 1000:.0f} |")
+            f"| {figures['wall_max_s'] * 1000:.0f} | {figures['cpu_p50_s'] * 1000:.0f} "
+            f"| {figures['cpu_p95_s'] * 1000:.0f} |")
 
 
 def load() -> str:
@@ -358,7 +359,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Measure each file and print a table (and JSON with --json)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", default=DEFAULT_FILES)
-    parser.add_argument("--edits", type=int, default=20, help="edits after a pause per kind (half insertions, half removals)")
+    parser.add_argument("--edits", type=int, default=20,
+                        help="edits after a pause per kind (half insertions, half removals)")
     parser.add_argument("--opens", type=int, default=5, help="fresh servers to measure the first open in")
     parser.add_argument("--bursts", type=int, default=6, help="bursts of five edits 60 ms apart per kind")
     parser.add_argument("--cross-file", type=int, default=5, help="rounds of the cross-file case (two saves each)")
@@ -368,7 +370,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     results = [measure(find_file(name), args.edits, args.opens, args.bursts, args.cross_file if index == 0 else 0)
                for index, name in enumerate(args.files)]
     load_after = load()
-    print(f"CPUs: {os.cpu_count()}; load average before: {load_before} (CPU busy {cpu_before:.0f}%), after: {load_after}")
+    print(f"CPUs: {os.cpu_count()}; load average before: {load_before} (CPU busy {cpu_before:.0f}%), "
+          f"after: {load_after}")
     for result in results:
         print("\n".join(table(result)))
     if args.json:

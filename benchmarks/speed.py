@@ -181,7 +181,8 @@ def tool_commands(jobs: int, config: str) -> dict[str, tuple[list[str], dict]]:
         "libcst parse": ([sys.executable, os.path.join(HERE, "libcst_parse.py"), ".", "--jobs", str(jobs)], {}),
         "ast.parse": ([sys.executable, os.path.join(HERE, "libcst_parse.py"), ".", "--jobs", str(jobs),
                        "--parser", "ast"], {}),
-        "TorchFix": ([os.path.join(os.path.dirname(_venv_python("torchfix")), "torchfix"), "--select", "ALL", "--jobs", str(jobs), "."], {}),
+        "TorchFix": ([os.path.join(os.path.dirname(_venv_python("torchfix")), "torchfix"), "--select", "ALL",
+                      "--jobs", str(jobs), "."], {}),
         "flake8": ([_venv_python("flake8"), "-m", "flake8", "--exit-zero", "--jobs", str(jobs), "."], {}),
         "ruff": ([ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", "."],
                  {"RAYON_NUM_THREADS": str(jobs)}),
@@ -246,7 +247,7 @@ def versions() -> dict:
 
 
 def table(samples: dict, lines: int, single: int, cores: int) -> str:
-    """The results as a markdown table, ratios to compile-lint (cold) and to the libcst parse at the same process count."""
+    """The results as a markdown table, ratios to compile-lint (cold) and to the libcst parse at one process count."""
     rows = ["| tool | processes | median s | median CPU s | runs | lines/s | peak MiB (one process) "
             "| x compile-lint cold | x libcst parse (wall) | x libcst parse (CPU) |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

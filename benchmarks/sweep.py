@@ -14,23 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from importlib import metadata
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import libcst as cst
 
-import libcst as cst  # noqa: E402
-
-from compile_lint import __version__  # noqa: E402
-from compile_lint.engine.api import lint_source  # noqa: E402
-from compile_lint.engine.source import SourceError, read_source  # noqa: E402
-from compile_lint.fixes.apply import fix_text  # noqa: E402
-from compile_lint.settings.config import Config  # noqa: E402
-from speed import PINNED, ensure_corpus  # noqa: E402
+from compile_lint import __version__
+from compile_lint.engine.api import lint_source
+from compile_lint.engine.source import SourceError, read_source
+from compile_lint.fixes.apply import fix_text
+from compile_lint.settings.config import Config
+from speed import PINNED, ensure_corpus
 
 CONFIG = Config(select=("ALL",))
 
@@ -99,9 +96,11 @@ def main() -> int:
         f"Command: `python benchmarks/sweep.py --fraction {args.fraction:g} --jobs {args.jobs}`",
         f"compile-lint {__version__}, Python {platform.python_version()}, libcst {metadata.version('libcst')}, "
         f"{os.cpu_count()} cores ({platform.machine()})",
-        f"Corpus: transformers {PINNED['transformers']} models/, timm {PINNED['timm']}, diffusers {PINNED['diffusers']}",
+        f"Corpus: transformers {PINNED['transformers']} models/, timm {PINNED['timm']}, "
+        f"diffusers {PINNED['diffusers']}",
         "",
-        "| files | lines | findings | files fixed | fixes applied | lint crashes | fix crashes | fixed files that do not parse | not idempotent | fixes refused | seconds |",
+        "| files | lines | findings | files fixed | fixes applied | lint crashes | fix crashes "
+        "| fixed files that do not parse | not idempotent | fixes refused | seconds |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {len(results)} | {lines:,} | {sum(codes.values())} | {fixed_files} | {fixes} | {problems['lint crash']} "
         f"| {problems['fix crash']} | {problems['fixed file does not parse']} | {problems['not idempotent']} "

@@ -36,9 +36,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from realworld_models import ensure_torchvision_importable  # noqa: E402
+from realworld_models import ensure_torchvision_importable
 
 # Largest model (parameters, counted on the meta device) the sweep builds for real.
 MAX_PARAMETERS = 150_000_000
@@ -323,7 +322,7 @@ class TransformersArchitecture:
         try:
             self.config_class = configuration_auto.CONFIG_MAPPING[model_type]
         except Exception as error:  # a config module that cannot import here (missing optional deps)
-            raise Skip(f"config class does not import: {_one_line(error)}")
+            raise Skip(f"config class does not import: {_one_line(error)}") from error
         self.heads = []
         for class_name, short, label_kind in _head_classes(model_type):
             model_class = getattr(transformers, class_name, None)
@@ -343,7 +342,7 @@ class TransformersArchitecture:
         try:
             default = self.config_class()
         except Exception as error:
-            raise Skip(f"default config does not build: {_one_line(error)}")
+            raise Skip(f"default config does not build: {_one_line(error)}") from error
         base_class = self.heads[0][0]
         for level in (0, 1, 2):
             try:
@@ -686,8 +685,8 @@ def timm_variants(unit: str, name: str) -> list[Variant]:
 
 def _timm_create(name: str):
     """The model with the smallest input it takes: (model, side, side is fixed)."""
-    import torch
     import timm
+    import torch
 
     with torch.device("meta"):
         meta = timm.create_model(name, pretrained=False, num_classes=10)

@@ -17,7 +17,6 @@ import sys
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 from sweep_truth import read_records, run_info  # noqa: E402
 

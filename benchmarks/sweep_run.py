@@ -34,7 +34,6 @@ import time
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 
 # ----------------------------------------------------------------------------- worker side

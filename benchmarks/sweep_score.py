@@ -26,7 +26,8 @@ else the installed packages), and matches findings to what the compiler did:
   the finding applies to, and it catches no site (strict or stack). For runs whose default
   compile was not measured, a line traced by a successful `fullgraph=True` compile
   (*fullgraph-clean*) counts too, unless the finding predicts a break type fullgraph=True
-  captures as an unbacked value (`.item()`, data-dependent shapes: "undecided"). The first line is where the flagged expression or
+  captures as an unbacked value (`.item()`, data-dependent shapes: "undecided"). The first line is
+  where the flagged expression or
   statement starts; Python's line table attributes its first instructions there, so the
   `trace_source` log names that line whenever Dynamo evaluated it. A finding that catches
   a site is a *true positive* (counted as "context-dependent" when its line was also traced
@@ -54,7 +55,6 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
 
 from sweep_probe import from_ranges  # noqa: E402
 
@@ -137,9 +137,9 @@ def lint(files: list[str], sources: str, jobs: int, use_cache: bool) -> tuple[li
 
 def rule_table() -> dict[str, dict]:
     """code -> name, kind, gb types and default state, from this checkout's rules."""
+    from compile_lint.rules import ALL_RULES
     from compile_lint.settings.config import Config
     from compile_lint.settings.selection import rule_enabled
-    from compile_lint.rules import ALL_RULES
 
     table = {}
     for rule in ALL_RULES:

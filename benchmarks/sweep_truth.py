@@ -43,7 +43,6 @@ from collections import Counter, defaultdict
 from typing import Iterable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 from sweep_probe import from_ranges, to_ranges  # noqa: E402
 

@@ -236,10 +236,14 @@ def table(rows: list[dict]) -> str:
             return f"{row[mode + '_speedup']:.2f}x" if f"{mode}_speedup" in row else "-"
 
         taken = {"true": "first arm", "false": "second arm"}[row["condition"]]
-        lines.append(f"| {row['case']} | {'x'.join(map(str, row['shape']))} | {row['dtype']} | {taken} | {row['form']} | "
-                     f"{'equal' if row['equal'] else 'DIFFER %.2g' % row['rel_err_vs_broken']} | {cell('eager')} | "
-                     f"{cell('default')} | {cell('reduce-overhead')} | {speed('default')} | {speed('reduce-overhead')} |")
-    errors = [f"- {r['case']} {r['size']} {r['dtype']} {r['form']}: {r[k]}" for r in rows for k in r if k.endswith("_error")]
+        lines.append(f"| {row['case']} | {'x'.join(map(str, row['shape']))} | {row['dtype']} | {taken} | "
+                     f"{row['form']} | "
+                     f"{'equal' if row['equal'] else 'DIFFER %.2g' % row['rel_err_vs_broken']} | "
+                     f"{cell('eager')} | "
+                     f"{cell('default')} | {cell('reduce-overhead')} | {speed('default')} | "
+                     f"{speed('reduce-overhead')} |")
+    errors = [f"- {r['case']} {r['size']} {r['dtype']} {r['form']}: {r[k]}" for r in rows for k in r
+              if k.endswith("_error")]
     return "\n".join(lines + ([""] + errors if errors else []))
 
 
@@ -265,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "rows": rows,
                        "skipped": skipped}, handle, indent=1)
-        print(f"[{time.perf_counter() - started:.0f}s] {case} {size} {dtype} {condition} done", file=sys.stderr, flush=True)
+        print(f"[{time.perf_counter() - started:.0f}s] {case} {size} {dtype} {condition} done",
+              file=sys.stderr, flush=True)
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "rows": rows,
                    "skipped": skipped}, handle, indent=1)

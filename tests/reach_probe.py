@@ -61,11 +61,10 @@ def run_entry(root: str, fn, args, fullgraph: bool) -> dict:
     import torch._dynamo
     import torch._logging
 
-    from compile_lint.verifier.analysis import (capture_dynamo_logs, first_line, parse_break_message,
-                                                _traceback_frames)
+    from compile_lint.verifier.analysis import _traceback_frames, capture_dynamo_logs, first_line, parse_break_message
 
-    result = {"fullgraph": fullgraph, "eager_error": None, "eager_error_from_dynamo": False, "sites": [], "outside": [], "compile_error": None, "calls": [],
-              "fullgraph_error": None}
+    result = {"fullgraph": fullgraph, "eager_error": None, "eager_error_from_dynamo": False, "sites": [], "outside": [],
+              "compile_error": None, "calls": [], "fullgraph_error": None}
     try:
         fn(*args)
     except Exception as error:  # noqa: BLE001 - fixture code may raise anything

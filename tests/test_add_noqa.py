@@ -4,10 +4,10 @@ idempotent, written atomically in the file's own encoding and line endings."""
 import codecs
 import os
 
-from compile_lint.frontends.cli import main
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import add_noqa
+from compile_lint.frontends.cli import main
+from compile_lint.settings.config import Config
 
 MODEL = """import torch
 from torch import nn

@@ -7,13 +7,13 @@ import stat
 import libcst as cst
 import pytest
 
+from compile_lint.core.diagnostics import Edit, Fix
 from compile_lint.fixes import apply as apply_module
 from compile_lint.fixes.apply import fix_file, fix_text
 from compile_lint.fixes.edits import apply_fixes
 from compile_lint.fixes.rendering import add_imports, diff_edits
 from compile_lint.settings.config import Config
-from compile_lint.core.diagnostics import Edit, Fix
-from conftest import run_cli
+from tests.helpers import run_cli
 
 SOURCE = """# leading comment
 import torch
@@ -147,7 +147,8 @@ def test_overlapping_fixes_converge_over_rounds():
 def test_import_is_added_once_in_the_file_style():
     code = '"""Doc."""\nfrom __future__ import annotations\nfrom torch import nn\n\nx = 1\n'
     module = add_imports(cst.parse_module(code), ["torch", "torch"])
-    assert module.code == '"""Doc."""\nfrom __future__ import annotations\nfrom torch import nn\nimport torch\n\nx = 1\n'
+    assert module.code == ('"""Doc."""\nfrom __future__ import annotations\nfrom torch import nn\nimport torch\n'
+                           '\nx = 1\n')
     assert add_imports(module, ["torch"]).code == module.code
 
 

@@ -6,12 +6,13 @@ import subprocess
 import sys
 import time
 
-from compile_lint.fixes.apply import fix_file, fix_text
-from compile_lint.settings.config import Config
+import pytest
+
 from compile_lint.engine.api import lint_file
 from compile_lint.engine.lint import lint_text
-
-from conftest import run_cli
+from compile_lint.fixes.apply import fix_file, fix_text
+from compile_lint.settings.config import Config
+from tests.helpers import run_cli
 
 BREAKING = """import torch
 from torch import nn
@@ -51,6 +52,7 @@ def test_mixed_newlines_survive_a_fix_byte_for_byte(tmp_path):
                                              "torch.where(x.sum() > 0, x * 2, x / 2)").encode()
 
 
+@pytest.mark.slow
 def test_hundred_thousand_line_file(tmp_path):
     filler = "".join(f"def helper_{i}(a, b):\n    return a + b * {i}\n\n\n" for i in range(25_000))
     text = BREAKING + "\n\n" + filler
@@ -62,6 +64,7 @@ def test_hundred_thousand_line_file(tmp_path):
     assert [(d.code, d.line) for d in result.diagnostics] == [("JIT103", 7)]
 
 
+@pytest.mark.slow
 def test_five_hundred_deep_nesting_is_linted_or_reported_not_crashed():
     deep = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        y = " \
         + "torch.relu(" * 500 + "x" + ")" * 500 + "\n        return y if y.sum() > 0 else x\n"

@@ -19,10 +19,10 @@ import tempfile
 
 import pytest
 
-from compile_lint.testing import case_id, example_cases
+from compile_lint.engine.lint import lint_text
 from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
-from compile_lint.engine.lint import lint_text
+from compile_lint.testing import case_id, example_cases
 
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import probe  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 from compile_lint.engine import cache
 from compile_lint.settings.config import Config
-from conftest import BREAKING_GATE, assert_findings_json, run_cli
+from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE
 CLEAN = """import torch
@@ -143,6 +143,7 @@ def test_fix_bypasses_the_cache_and_the_next_lint_sees_the_fixed_file(project):
     assert _lint(project) == []
 
 
+@pytest.mark.slow
 def test_concurrent_runs_agree(project):
     for index in range(20):
         (project / f"copy{index}.py").write_text(BREAKING)

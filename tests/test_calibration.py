@@ -10,11 +10,11 @@ as every other rule's."""
 from __future__ import annotations
 
 import pytest
-from conftest import reported_gb_types
 
-from compile_lint.testing import case_id, example_cases, flagged_lines, only
 from compile_lint.engine.lint import lint_text
 from compile_lint.rules import ALL_RULES
+from compile_lint.testing import case_id, example_cases, flagged_lines, only
+from tests.helpers import reported_gb_types
 
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import compare_compiled_outputs, probe_example  # noqa: E402

@@ -98,7 +98,8 @@ def test_the_setting_goes_before_a_compile_decorator_and_uses_the_file_torch_nam
             return x[:lengths.max().item()]
         """)
     fixed = fix_text(source, "m.py", only(ITEM), unsafe=True).text
-    assert fixed == source.replace("# compiled helper", "th._dynamo.config.capture_scalar_outputs = True\n# compiled helper")
+    assert fixed == source.replace("# compiled helper",
+                                   "th._dynamo.config.capture_scalar_outputs = True\n# compiled helper")
 
 
 AS_SIZE = RULES_BY_CODE["JIT204"]

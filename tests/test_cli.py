@@ -1,12 +1,11 @@
 """The command line, as users run it: flags, exit codes, the JSON contract, bad input."""
 
-import json
 import os
 import stat
 
 import pytest
 
-from conftest import BREAKING_GATE, assert_findings_json, run_cli
+from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
 BREAKING = BREAKING_GATE
 CLEAN = """import torch
@@ -94,6 +93,7 @@ def test_explain():
     assert run_cli("--explain", "JIT999").returncode == 2
 
 
+@pytest.mark.slow
 def test_diff_writes_nothing_and_fix_applies(project):
     before = (project / "bad.py").read_bytes()
     diff = run_cli("--diff", "--unsafe-fixes", str(project))

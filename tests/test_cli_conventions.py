@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from compile_lint.frontends.cli import explain, main
 from compile_lint.core.codes import OTHER_CODES
 from compile_lint.core.diagnostics import RULES_PAGE
+from compile_lint.frontends.cli import explain, main
 from compile_lint.rules import ALL_RULES
-from conftest import BREAKING_GATE, assert_findings_json, run_cli
+from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -338,6 +338,7 @@ def test_no_python_files_is_a_warning(tmp_path, layout):
     assert run_cli("--no-cache", ".", cwd=tmp_path).stderr == ""
 
 
+@pytest.mark.slow
 def test_command_line_patterns_are_relative_to_the_working_directory_without_a_config(tmp_path):
     # Issue 25.8: with no config file, patterns were relative to the first path argument, so a
     # path copied from the report ("proj/tests/test_bad.py") did not match. Relative to the cwd, as ruff.

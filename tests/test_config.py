@@ -3,7 +3,6 @@
 import pytest
 
 from compile_lint.settings.config import Config, ConfigError, load_config, parse_config
-
 from compile_lint.settings.selection import rule_enabled
 
 

@@ -11,9 +11,9 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
-from conftest import assert_findings_json, run_cli
+from compile_lint.settings.config import Config
+from tests.helpers import assert_findings_json, run_cli, write_tree
 
 BASE = """
 from torch import nn
@@ -53,14 +53,6 @@ class Plain:
             return x
         return -x
 """
-
-
-def write_tree(root, files: dict[str, str]) -> None:
-    """Write `files` (relative path -> dedented source) under `root`."""
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
 
 
 def lint(root, relative: str, config: Config = None) -> list[tuple[int, str]]:
@@ -187,6 +179,7 @@ def test_the_cache_is_invalidated_when_a_base_class_file_changes(project):
     assert run() == []
 
 
+@pytest.mark.slow
 def test_cross_file_findings_are_real_breaks(project):
     """The compiler agrees: Gate (its nn.Module base is in another file) and Counted (whose override
     the inherited forward calls) break the graph; Plain is no module at all."""
@@ -253,10 +246,12 @@ def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers)
     # The helper is project code that Pad.forward reaches: its `.item()` is reported in its
     # own file, where Dynamo names the break, not again at the call.
     helper = str(helpers / "pkg" / "helpers.py")
-    findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper, Config(select=("ALL",), root=str(helpers)))
+    findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper,
+                         Config(select=("ALL",), root=str(helpers)))
     assert [(d.line, d.code) for d in findings] == [(2, "JIT201")]
     assert findings[0].message.endswith("(reached from pad.py:9 in Pad.forward)")
-    assert findings[0].reached_from == ((str(helpers / "pkg" / "pad.py"), 9, "Pad.forward"),)  # outside the cwd: absolute
+    # Outside the cwd: an absolute path.
+    assert findings[0].reached_from == ((str(helpers / "pkg" / "pad.py"), 9, "Pad.forward"),)
 
 
 def test_an_installed_helper_that_calls_item_is_reported_at_the_projects_call(helpers, tmp_path_factory):
@@ -277,6 +272,7 @@ def test_an_installed_helper_that_calls_item_is_reported_at_the_projects_call(he
     assert "helpers.py:1) reads tensor data with `.item()`" in findings[0].message
 
 
+@pytest.mark.slow
 def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
     script = textwrap.dedent("""
         import torch
@@ -292,6 +288,7 @@ def test_a_helper_of_another_file_that_calls_item_really_breaks(helpers):
     assert lines and "item()" in lines[0] and lines[1] == "True", result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_recurrent_module_made_in_a_base_class_of_another_file_is_flagged(tmp_path):
     """JIT409 reads `self.rnn = nn.LSTM(...)` in the base's own file (its imports, not the
     subclass's); a base that makes the same attribute a Linear stays silent. The compiler agrees."""

@@ -5,15 +5,14 @@ from __future__ import annotations
 import textwrap
 import warnings
 
+import libcst as cst
 import pytest
 
-from compile_lint.fixes.apply import fix_text
-from compile_lint.settings.config import Config
 from compile_lint.analysis.file.context import FileContext
 from compile_lint.engine.lint import lint_text
+from compile_lint.fixes.apply import fix_text
 from compile_lint.rules.custom_ops.jit702_deprecated_impl_abstract import DeprecatedImplAbstract
-
-import libcst as cst
+from compile_lint.settings.config import Config
 
 
 def _codes(code: str, select: str) -> list[tuple[str, int]]:

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import assert_findings_json, run_cli
+from tests.helpers import assert_findings_json, run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -28,6 +28,7 @@ EXPECTED = {
 FIXABLE_TARGETS = ("transformer_block", "score_filter", "moe_router_fixed_temperature", "clean_score_filter")
 
 
+@pytest.mark.slow
 def test_linter_finds_every_trap_and_nothing_else():
     result = run_cli("--output-format", "json", EXAMPLES)
     assert result.returncode == 1, result.stderr
@@ -35,6 +36,7 @@ def test_linter_finds_every_trap_and_nothing_else():
     assert found == EXPECTED
 
 
+@pytest.mark.slow
 def test_fix_makes_fixable_models_compile_as_one_graph_with_equal_outputs(tmp_path):
     pytest.importorskip("torch")
     copy = tmp_path / "examples"

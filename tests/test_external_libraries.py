@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
+from compile_lint.engine.lint import lint_text
 from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
-from compile_lint.engine.lint import lint_text
 
 
 def _forward(body: str, header: str = "import numpy as np\nimport random\nimport math\nimport copy") -> str:

@@ -3,9 +3,8 @@
 import libcst as cst
 import pytest
 
-from compile_lint.testing import make_context
 from compile_lint.analysis.kinds.facts import Kind
-
+from compile_lint.testing import make_context
 
 MODEL = """
 import torch

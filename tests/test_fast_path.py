@@ -14,16 +14,16 @@ from types import SimpleNamespace
 
 import libcst as cst
 import pytest
-from conftest import assert_findings_json, real_files
 
-from compile_lint.testing import make_context
 from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING
-from compile_lint.settings.config import Config
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.prefilter import needs_lint
 from compile_lint.reporters.formats import render
-from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.rules import ALL_RULES, RULES_BY_CODE
+from compile_lint.settings.config import Config
+from compile_lint.testing import make_context
+from tests.helpers import assert_findings_json, real_files
 
 ALL = Config(select=("ALL",))
 EXAMPLES = [
@@ -47,6 +47,7 @@ def test_rule_examples_lint_identically_both_ways(name, text):
     assert _json(text, "example.py", True) == _json(text, "example.py", False)
 
 
+@pytest.mark.slow
 def test_real_files_lint_identically_both_ways():
     files = real_files(60)
     assert len(files) >= 20
@@ -181,6 +182,7 @@ class _Names(cst.CSTVisitor):
         self.events.append("end " + original_node.name.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("visitor_type", [_Recorder, _Names])
 def test_fast_visit_calls_hooks_exactly_as_libcst_does(visitor_type):
     for text in _sources():

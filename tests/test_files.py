@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.files import discover
+from compile_lint.settings.config import Config
 from compile_lint.settings.selection import path_matches_any
-from conftest import BREAKING_GATE, run_cli
+from tests.helpers import BREAKING_GATE, run_cli
 
 
 def _tree(root, files):
@@ -89,6 +89,7 @@ def tree_with_a_link_to_its_parent(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_no_mode_reaches_outside_the_tree_through_a_directory_link(tree_with_a_link_to_its_parent):
     root = tree_with_a_link_to_its_parent
     lint = run_cli("--no-cache", "--output-format", "concise", "proj", cwd=root)

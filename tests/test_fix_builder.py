@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from conftest import real_files
 
 from compile_lint.engine import lint as engine
 from compile_lint.engine.dispatch import Dispatcher
-from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import NodePositions
-from compile_lint.rules import ALL_RULES
 from compile_lint.fixes.plan import FixPlan
+from compile_lint.fixes.rendering import FixBuilder
+from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
+from tests.helpers import real_files
 
 
 class _Probe(Rule):
@@ -99,6 +99,7 @@ def _read(path: str) -> str:
         return handle.read()
 
 
+@pytest.mark.slow
 def test_probe_fixes_in_real_files_are_the_same_both_ways():
     # The module-wide path renders and parses a whole class per fix: small files, few probes.
     texts = [text for text in map(_read, real_files(40)) if text.count("\n") < 700][:4]

@@ -10,8 +10,8 @@ says "rolled back", not "could not be checked".
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
-from test_verifier import PACKAGE_PROJECT, _write_package
+from tests.helpers import run_cli
+from tests.test_verifier import PACKAGE_PROJECT, _write_package
 
 from compile_lint.verifier.fixcheck import judge, same_failure
 

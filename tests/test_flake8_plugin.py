@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from compile_lint.settings.selection import rule_enabled
 from compile_lint.frontends.flake8_plugin import selection_from_flake8
 from compile_lint.rules import ALL_RULES
+from compile_lint.settings.selection import rule_enabled
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "ecosystem")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,7 +59,8 @@ def test_noqa_is_left_to_flake8():
 
 def test_ignore_and_select_are_flake8s():
     assert flake8("--select", "JIT", "--ignore", "JIT101", "gated.py").stdout == ""
-    assert flake8("--select", "JIT102", "--disable-noqa", "gated.py").stdout == f"gated.py:15:15: JIT102 {WHILE_MESSAGE}\n"
+    expected = f"gated.py:15:15: JIT102 {WHILE_MESSAGE}\n"
+    assert flake8("--select", "JIT102", "--disable-noqa", "gated.py").stdout == expected
 
 
 def test_default_flake8_run_includes_the_plugin(tmp_path):
@@ -107,6 +108,7 @@ def _same_findings(directory: str, extra: tuple[str, ...] = ()) -> list:
     return findings(ours.stdout)
 
 
+@pytest.mark.slow
 def test_flake8_matches_compile_lint_on_every_rule_example(tmp_path):
     for rule in ALL_RULES:
         for number, example in enumerate(rule.invalid + rule.valid):

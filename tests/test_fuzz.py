@@ -3,6 +3,7 @@
 `benchmarks/fuzz.py --minutes N` runs the same properties for longer.
 """
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz_programs import check_program, example_programs, grammar_programs
@@ -13,12 +14,14 @@ FUZZ_SETTINGS = settings(
 )
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(example_programs())
 def test_programs_built_from_rule_examples(code):
     assert check_program(code) == []
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(grammar_programs())
 def test_programs_from_the_python_grammar(code):
@@ -28,8 +31,8 @@ def test_programs_from_the_python_grammar(code):
 # A module that defines the same class and function twice (what the fuzzer's combined
 # examples make): JIT804's fix once took the compile call of the file's last binding of
 # `model`, so the finding in the first copy was fixed in the second (issue item 20).
-from compile_lint.fixes.edits import apply_fixes  # noqa: E402
 from compile_lint.engine.lint import lint_text  # noqa: E402
+from compile_lint.fixes.edits import apply_fixes  # noqa: E402
 from compile_lint.rules.perf_hints.jit804_varying_shapes_without_dynamic import (  # noqa: E402
     VaryingShapesWithoutDynamic,
 )

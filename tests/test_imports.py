@@ -2,9 +2,8 @@
 
 import libcst as cst
 
-from compile_lint.testing import make_context
 from compile_lint.analysis.syntax.imports import ImportMap
-
+from compile_lint.testing import make_context
 
 
 def _qualname(code: str, expr: str) -> str:
@@ -32,7 +31,8 @@ def test_dotted_import_binds_its_head():
 
 
 def test_relative_imports_keep_their_dots():
-    assert _qualname("from .modeling_utils import PreTrainedModel\n", "PreTrainedModel") == ".modeling_utils.PreTrainedModel"
+    qualname = _qualname("from .modeling_utils import PreTrainedModel\n", "PreTrainedModel")
+    assert qualname == ".modeling_utils.PreTrainedModel"
 
 
 def test_builtins_resolve_unless_shadowed():

@@ -15,10 +15,10 @@ import textwrap
 
 import libcst as cst
 import pytest
-from conftest import real_files
 
 from compile_lint.engine.incremental import IncrementalParser, _starts_by_rendering, _starts_from_lines
 from compile_lint.rules import ALL_RULES
+from tests.helpers import real_files
 
 SNIPPETS = ["x", " ", "    ", "\n", "\n    ", "(", ")", "'''", '"', "#", "# c\n", "\n\n", "    # c\n", "  # c\n",
             "pass\n", "\tx", "if x:\n", "\\\n", "]", ":", "def f():\n", "    return 1\n", "class A:\n", "@d\n"]
@@ -67,6 +67,7 @@ def _read(path: str) -> str:
         return handle.read()
 
 
+@pytest.mark.slow
 def test_random_edits_of_real_files_parse_as_full_parses():
     rng = random.Random(15)
     compared = spliced = 0
@@ -80,6 +81,7 @@ def test_random_edits_of_real_files_parse_as_full_parses():
     assert spliced > compared // 2  # most edits really were spliced
 
 
+@pytest.mark.slow
 def test_random_edits_of_rule_examples_parse_as_full_parses():
     rng = random.Random(16)
     for rule in ALL_RULES[::2]:
@@ -158,10 +160,11 @@ def _indented_comment_edit(text: str, rng: random.Random) -> str:
     return "".join(lines)
 
 
+@pytest.mark.slow
 def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
-    from compile_lint.settings.config import Config
     from compile_lint.engine.lint import lint_text
     from compile_lint.engine.positions import RenderCache
+    from compile_lint.settings.config import Config
 
     config = Config(select=("ALL",))
     rng = random.Random(17)
@@ -182,6 +185,7 @@ def test_linting_edit_after_edit_finds_what_a_fresh_lint_finds():
     assert compared > 30
 
 
+@pytest.mark.slow
 def test_statement_starts_from_ast_lines_are_the_rendered_ones():
     # `prepare` reads where statements start off `ast`'s line numbers; rendering every
     # statement is the definition. Real files, every rule example, and random edits of them.

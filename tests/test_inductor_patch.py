@@ -2,7 +2,6 @@
 
 import os
 import re
-import sys
 
 import pytest
 
@@ -124,11 +123,7 @@ def test_patch_changes_cpu_codegen_even_with_a_warm_cache_and_keeps_outputs():
     """Stock first (warming the FX graph cache), then patched, then stock again."""
     from torch._inductor.utils import run_and_get_code
 
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks", "suite"))
-    try:
-        import residual_chain
-    finally:
-        sys.path.pop(0)
+    from suite import residual_chain
     model, calls = residual_chain.make_small()
     stock_method = _box().__dict__["should_realize_on_reuse"]
 

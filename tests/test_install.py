@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from compile_lint.settings.versions import installed_torch_version
-from conftest import own_home_environment
+from tests.helpers import own_home_environment
 
 if sys.version_info >= (3, 11):
     import tomllib

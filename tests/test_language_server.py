@@ -8,17 +8,17 @@ import time
 from pathlib import Path
 
 import pytest
-from lsp_client import TIMEOUT, LspClient
 
-from compile_lint.fixes.apply import fix_text
-from compile_lint.fixes.edits import apply_fixes
-from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Edit, Fix
 from compile_lint.engine.dispatch import LintCancelled
 from compile_lint.engine.lint import lint_text
-from compile_lint.frontends.server import LintScheduler, Snapshot
 from compile_lint.engine.suppressions import add_noqa
+from compile_lint.fixes.apply import fix_text
+from compile_lint.fixes.edits import apply_fixes
+from compile_lint.frontends.server import LintScheduler, Snapshot
 from compile_lint.rules import RULES_BY_CODE
+from compile_lint.settings.config import Config
+from lsp_client import TIMEOUT, LspClient
 
 pytest.importorskip("pygls")
 
@@ -71,7 +71,8 @@ def test_diagnostics_on_open_and_change_and_clean_exit(client, tmp_path):
                                              "contentChanges": [{"text": changed}]})
     published = client.diagnostics(uri)
     assert published["version"] == 2
-    assert [(d["code"], d["range"]["start"]["line"]) for d in published["diagnostics"]] == [("JIT101", 7), ("JIT102", 14)]
+    lines = [(d["code"], d["range"]["start"]["line"]) for d in published["diagnostics"]]
+    assert lines == [("JIT101", 7), ("JIT102", 14)]
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{
         "range": {"start": {"line": 7, "character": 11}, "end": {"line": 7, "character": 22}},
         "text": "x.shape[0] > 0"}]})
@@ -169,10 +170,11 @@ def test_a_burst_of_edits_is_debounced_and_its_last_version_published(client, tm
     typed = "  # typing"
     for index, character in enumerate(typed):
         time.sleep(0.01)
-        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": index + 2}, "contentChanges": [{
-            "range": {"start": {"line": line, "character": column + index},
-                      "end": {"line": line, "character": column + index}},
-            "text": character}]})
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": index + 2}, "contentChanges": [{
+                "range": {"start": {"line": line, "character": column + index},
+                          "end": {"line": line, "character": column + index}},
+                "text": character}]})
     last = len(typed) + 1
     versions: list = []
 
@@ -199,7 +201,8 @@ def test_opening_a_file_other_code_reaches_publishes_its_own_findings_then_the_r
     helpers = package / "helpers.py"
     helpers.write_text("import torch\n\n\ndef gate(x):\n    if x.sum() > 0:\n        return x\n    return -x\n")
     (package / "model.py").write_text("import torch\nfrom torch import nn\n\nfrom . import helpers\n\n\n"
-                                      "class Net(nn.Module):\n    def forward(self, x):\n        return helpers.gate(x)\n")
+                                      "class Net(nn.Module):\n    def forward(self, x):\n"
+                                      "        return helpers.gate(x)\n")
     uri = _open(client, helpers, helpers.read_text())
     # First what the file holds on its own (nothing it traces itself), then with the project's reach.
     assert client.diagnostics(uri, 1)["diagnostics"] == []

@@ -72,7 +72,7 @@ def _run_as_program(test: ast.expr) -> bool:
 
 
 def _runtime_imports(path: str) -> set[str]:
-    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or `if __name__ == "__main__":`)."""
+    """compile_lint modules a file imports when imported (not under `if TYPE_CHECKING:` or a `__main__` guard)."""
     tree = ast.parse(open(path, encoding="utf-8").read())
     skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If) and (_type_checking(stmt.test)
                or _run_as_program(stmt.test)) for node in ast.walk(stmt)}
@@ -87,6 +87,18 @@ def _runtime_imports(path: str) -> set[str]:
         else:
             continue
         found.update(name for name in names if name in MODULES and name.startswith("compile_lint."))
+    return found
+
+
+def _every_import(path: str) -> set[str]:
+    """Every module a file imports or imports from, also under `if TYPE_CHECKING:` and in functions."""
+    found = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(name for alias in node.names if (name := f"{node.module}.{alias.name}") in MODULES)
     return found
 
 
@@ -151,6 +163,66 @@ def test_no_import_cycles_between_modules():
         if state.get(module) is None and visit(module, [module]):
             break
     assert not cycle, " -> ".join(cycle)
+
+
+def test_fixes_never_name_a_rule():
+    """fixes/ sits below the rules: its functions take the file's context, not the rule asking."""
+    wrong = [f"{module} imports {imported}" for module, path in MODULES.items()
+             if module.startswith("compile_lint.fixes.")
+             for imported in sorted(_every_import(path))
+             if imported == "compile_lint.rules" or imported.startswith("compile_lint.rules.")]
+    assert not wrong, "\n".join(wrong)
+
+
+CERTAINTY_MODULE = "compile_lint.analysis.kinds.certainty"
+_CERTAINTY_NAME = re.compile(r"(?:^|_)certain(?:_|$)")
+MAX_MODULE_LINES = 600
+# Over the limit, not split yet (the project index and the CLI are being split for issue 29).
+# Each must still be over it: take it off once it is split.
+NOT_YET_SPLIT = frozenset({
+    "compile_lint.analysis.file.regions", "compile_lint.analysis.project.index", "compile_lint.frontends.cli"})
+
+
+def _defined_functions(path: str) -> set[str]:
+    """The names of every function and method a file defines, nested ones too."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _line_count(path: str) -> int:
+    return len(open(path, encoding="utf-8").read().splitlines())
+
+
+def _lines_outside_examples(path: str) -> int:
+    """A rule file's lines less its `invalid = [...]` and `valid = [...]` examples (its docs and tests)."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    examples = sum(item.end_lineno - item.lineno + 1 for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                   for item in node.body if isinstance(item, ast.Assign)
+                   and any(isinstance(target, ast.Name) and target.id in ("invalid", "valid")
+                           for target in item.targets))
+    return _line_count(path) - examples
+
+
+def test_one_module_decides_whether_a_value_is_certainly_a_tensor():
+    """analysis/kinds/certainty.py, with its Dynamo / eager switch; no other module keeps a test of its own."""
+    elsewhere = [f"{module}: {name}" for module, path in MODULES.items() if module != CERTAINTY_MODULE
+                 for name in sorted(_defined_functions(path)) if _CERTAINTY_NAME.search(name)]
+    assert not elsewhere, "\n".join(elsewhere)
+    assert {"certain_tensor", "certain_one_tensor", "tensor_evidence"} <= _defined_functions(MODULES[CERTAINTY_MODULE])
+
+
+def test_no_module_is_over_600_lines():
+    """A rule file counts the lines outside its examples (the examples are its docs and tests)."""
+    too_long = []
+    for module, path in sorted(MODULES.items()):
+        rule_file = re.search(r"\.jit\d{3}_\w+$", module) is not None
+        lines = _lines_outside_examples(path) if rule_file else _line_count(path)
+        if lines > MAX_MODULE_LINES and module not in NOT_YET_SPLIT:
+            too_long.append(f"{path}: {lines} lines" + (" outside its examples" if rule_file else ""))
+    assert not too_long, "\n".join(too_long)
+    split = [module for module in sorted(NOT_YET_SPLIT)
+             if module not in MODULES or _line_count(MODULES[module]) <= MAX_MODULE_LINES]
+    assert not split, f"split now: take {split} off NOT_YET_SPLIT"
 
 
 def test_rules_and_fixes_read_only_the_public_analysis_api():

@@ -87,7 +87,8 @@ def _original_and_fixed(body: str):
 
 
 def test_half_precision_keeps_dtype_and_values():
-    original, fixed = _original_and_fixed("y = x.clone()\nm = y < 0\ny[m] = y[m] * 0.3 + 0.1\ny[y > 1] += 0.7\nreturn y")
+    original, fixed = _original_and_fixed(
+        "y = x.clone()\nm = y < 0\ny[m] = y[m] * 0.3 + 0.1\ny[y > 1] += 0.7\nreturn y")
     x = torch.randn(64, 8).half()
     labels, w = torch.zeros(64), torch.zeros(8)
     expected, got = original(x, labels, w), fixed(x, labels, w)

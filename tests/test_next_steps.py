@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from compile_lint.analysis.kinds.certainty import BY_DEFAULT, DYNAMO_ONLY, NOT_TENSOR
 from compile_lint.engine.api import lint_source
-from compile_lint.fixes.branches.conditions import BY_DEFAULT, DYNAMO_ONLY, NOT_TENSOR
 from compile_lint.fixes.next_steps import NEXT_STEPS, next_step
 from compile_lint.reporters.docs import explain
 from compile_lint.rules import ALL_RULES
@@ -98,7 +98,8 @@ ALL_REASONS = [reason for path in REASON_SOURCES for reason in _source_reasons(p
 def test_the_scan_finds_the_reasons_it_is_meant_to():
     texts = {text for _, _, text in ALL_REASONS}
     assert "`for x in x` iterates over a tensor: its steps depend on data" in texts
-    assert "the number is used beyond tensor arithmetic (as a size, an index, in Python control flow or a call)" in texts
+    assert ("the number is used beyond tensor arithmetic (as a size, an index, in Python control flow or a call)"
+            in texts)
     assert "cannot tell that the receiver is a tensor to keep (an array or an unknown object)" in texts
     assert len(ALL_REASONS) > 60
 

@@ -10,11 +10,11 @@ import textwrap
 import libcst as cst
 import pytest
 
-from compile_lint.testing import make_context
 from compile_lint.analysis.file.paths import BOTH, INFERENCE, NEVER, TRAINING
-from compile_lint.settings.config import Config, ConfigError, parse_config
 from compile_lint.engine.lint import lint_text
-from conftest import assert_findings_json, run_cli
+from compile_lint.settings.config import Config, ConfigError, parse_config
+from compile_lint.testing import make_context
+from tests.helpers import assert_findings_json, run_cli
 
 # Each `.item()` / `.tolist()` line is a break in the modes its comment names.
 MODEL = """import torch

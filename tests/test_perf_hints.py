@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from compile_lint.fixes.apply import fix_text
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
+from compile_lint.fixes.apply import fix_text
 from compile_lint.rules.perf_hints.jit804_varying_shapes_without_dynamic import VaryingShapesWithoutDynamic
+from compile_lint.settings.config import Config
 
 
 def _codes(code: str, select: str) -> list[tuple[str, int]]:

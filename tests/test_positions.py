@@ -14,7 +14,6 @@ import textwrap
 
 import libcst as cst
 import pytest
-from conftest import real_files
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from compile_lint.engine import lint as engine
@@ -22,6 +21,7 @@ from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.positions import NodePositions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
+from tests.helpers import real_files
 
 
 class _EveryNode(Rule):
@@ -128,6 +128,7 @@ def test_layouts_are_placed_as_position_provider_places_them(name, newline, inde
     assert placed == expected
 
 
+@pytest.mark.slow
 def test_real_files_are_placed_as_position_provider_places_them():
     files = real_files(12)
     assert len(files) >= 8

@@ -15,10 +15,11 @@ import sys
 import pytest
 
 from compile_lint.rules import ALL_RULES
-from conftest import own_home_environment
+from tests.helpers import own_home_environment
 
 pytest.importorskip("pre_commit")
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+# Each test builds or reuses a hook environment with pip and runs pre-commit: slow.
+pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"), pytest.mark.slow]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "ecosystem", "gated.py")

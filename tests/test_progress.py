@@ -6,16 +6,17 @@ import fcntl
 import os
 import pty
 import struct
-import termios
 import subprocess
 import sys
+import termios
 
 import pytest
 
 from compile_lint.frontends import progress
 from compile_lint.frontends.progress import MIN_FILES, track, wants_progress
 
-MODEL = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            y = x\n        else:\n            y = -x\n        return y\n"
+MODEL = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+         "        if x.sum() > 0:\n            y = x\n        else:\n            y = -x\n        return y\n")
 CLEAN = "import torch\n\n\ndef scale(x):\n    return x * 2\n"
 
 

@@ -17,10 +17,9 @@ import textwrap
 import pytest
 
 from compile_lint.analysis.project.index import summarise_source
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
-from conftest import assert_findings_json, run_cli
-from test_cross_file import write_tree
+from compile_lint.settings.config import Config
+from tests.helpers import assert_findings_json, run_cli, write_tree
 
 torch = pytest.importorskip("torch")
 
@@ -214,6 +213,7 @@ def test_the_cli_reports_helpers_once_in_their_own_files_with_the_chain(project)
         {"path": "pkg/model.py", "line": 38, "function": "Branchy.forward"}]
 
 
+@pytest.mark.slow
 def test_single_files_and_the_library_api_give_the_same_answer(project):
     whole = json.loads(run_cli("--output-format", "json", "pkg", cwd=project).stdout)
     for relative in ("pkg/commons.py", "pkg/heads.py", "pkg/model.py"):
@@ -312,6 +312,7 @@ def test_the_index_summarises_with_ast_and_records_eager_branches():
     assert [(c.callee, c.eager) for c in step.calls if c.callee in ("print", "h")] == [("print", True), ("h", False)]
 
 
+@pytest.mark.slow
 def test_flake8_and_the_language_server_agree_with_the_cli(project):
     import subprocess
 

@@ -45,7 +45,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from conftest import assert_findings_json, run_cli
+from tests.helpers import assert_findings_json, run_cli
 
 pytest.importorskip("torch")
 
@@ -266,7 +266,8 @@ def _check_chains(project: str, root: Path, findings: list[dict]) -> None:
         assert (_relative(root, first["path"]), first["line"], first["function"]) == (path, line, function), (
             finding, site)
         # The message names the entry point's file as JSON does, or by its base name.
-        endings = {f"(reached from {name}:{line} in {function})" for name in (first["path"], path, os.path.basename(path))}
+        endings = {f"(reached from {name}:{line} in {function})"
+                   for name in (first["path"], path, os.path.basename(path))}
         assert any(finding["message"].endswith(ending) for ending in endings), (finding["message"], endings)
 
 
@@ -282,6 +283,7 @@ def test_cli_on_the_project(project, copy_of):
     _check_chains(project, root, findings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("project", PROJECTS)
 def test_cli_on_each_file_alone(project, copy_of):
     root = copy_of(project)
@@ -295,6 +297,7 @@ def test_cli_on_each_file_alone(project, copy_of):
 _FLAKE8_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<column>\d+): (?P<code>[A-Z]+\d+) ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("project", PROJECTS)
 def test_flake8_on_each_file(project, copy_of):
     root = copy_of(project)

@@ -8,15 +8,9 @@ catches it (±1) and is no violation, a finding on a clean traced line is one.
 
 from __future__ import annotations
 
-import os
-import sys
-
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-sys.path.insert(0, BENCHMARKS)
-
-import reach_run  # noqa: E402
-import reach_score  # noqa: E402
-import sweep_score  # noqa: E402
+import reach_run
+import reach_score
+import sweep_score
 
 MODEL, COMMONS = "kokoro/model.py", "kokoro/modules.py"
 

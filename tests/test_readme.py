@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from compile_lint.frontends.cli import main
-from conftest import BREAKING_GATE
+from tests.helpers import BREAKING_GATE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONG_RUNNING = ("compile-lint server", "compile-lint --watch")

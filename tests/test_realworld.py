@@ -11,16 +11,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import sys
 
 import pytest
 
 for _library in ("transformers", "timm", "diffusers"):
     if importlib.util.find_spec(_library) is None:
         pytest.skip(f"{_library} not installed (pip install -e '.[realworld]')", allow_module_level=True)
-
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-sys.path.insert(0, BENCHMARKS)
 
 import realworld  # noqa: E402
 from realworld_probe import parse_graph_break  # noqa: E402

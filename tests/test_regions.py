@@ -2,8 +2,8 @@
 
 import pytest
 
-from compile_lint.testing import make_context
 from compile_lint.analysis.file.regions import may_call_compile
+from compile_lint.testing import make_context
 
 
 def _traced(code: str) -> set[str]:

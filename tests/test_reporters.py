@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.engine.lint import lint_text
 from compile_lint.reporters.formats import render
 from compile_lint.rules import RULES_BY_CODE
+from compile_lint.settings.config import Config
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -136,3 +136,16 @@ def test_text_output_for_tabs_and_multi_line_findings():
 def test_concise_marks_fixes():
     diagnostics = lint_text(RULES_BY_CODE["JIT101"].invalid[0].code, "m.py", Config())
     assert render("concise", diagnostics).splitlines()[0].startswith("m.py:11:12: JIT101 [unsafe fix] ")
+
+
+def test_sarif_names_the_calls_that_reach_a_helper_in_another_file():
+    """A finding reached from another file's entry point lists the chain as related locations."""
+    reached = Diagnostic("pkg/commons.py", 5, 8, 5, 19, "JIT101", "tensor-valued-if", "break",
+                         "`if` on a tensor value breaks the graph (reached from model.py:14 in Net.forward)",
+                         reached_from=(("pkg/model.py", 14, "Net.forward"),))
+    log = json.loads(render("sarif", [reached]))
+    assert not list(_validator().iter_errors(log))
+    related = log["runs"][0]["results"][0]["relatedLocations"]
+    assert related == [{"id": 0, "message": {"text": "reached from Net.forward"},
+                        "physicalLocation": {"artifactLocation": {"uri": "pkg/model.py", "uriBaseId": "%SRCROOT%"},
+                                             "region": {"startLine": 14}}}]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
-from compile_lint.reporters.docs import DOCS_PATH, generate
-from compile_lint.reporters.docs import GRAPH_BREAK_PAGE
+from compile_lint.reporters.docs import DOCS_PATH, GRAPH_BREAK_PAGE, generate
 from compile_lint.rules import ALL_RULES
 
 REGENERATE = "docs/rules.md is stale: run `python -m compile_lint.reporters.docs --write` and commit it"

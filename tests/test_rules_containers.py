@@ -11,11 +11,11 @@ import textwrap
 import libcst as cst
 import pytest
 
+from compile_lint.analysis.file.context import FileContext
+from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.engine.lint import lint_text
 from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
-from compile_lint.analysis.file.context import FileContext
-from compile_lint.engine.lint import lint_text
-from compile_lint.analysis.kinds.facts import Kind
 
 FORWARD_LINE = 11  # first line of forward's body in `module(...)`
 CONTAINER_CODES = ("JIT301", "JIT302", "JIT303", "JIT304", "JIT305", "JIT306")

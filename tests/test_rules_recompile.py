@@ -6,11 +6,11 @@ import textwrap
 
 import pytest
 
-from compile_lint.fixes.apply import fix_text
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
+from compile_lint.fixes.apply import fix_text
 from compile_lint.rules.recompile.jit501_mutated_module_state import MutatedModuleState
 from compile_lint.rules.recompile.jit504_python_scalar_argument import PythonScalarArgument
+from compile_lint.settings.config import Config
 
 
 def _lint(code: str, rule: str):

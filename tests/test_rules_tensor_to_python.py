@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
+from compile_lint.engine.lint import lint_text
 from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
-from compile_lint.engine.lint import lint_text
 
 HEADER = (
     "import numpy as np\nimport torch\nfrom torch import nn\n\n\n"

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
+from compile_lint.engine.lint import lint_text
 from compile_lint.fixes.apply import fix_text
 from compile_lint.settings.config import Config
-from compile_lint.engine.lint import lint_text
 
 
 def _codes(code: str, select: str = "JIT6") -> list[tuple[str, int]]:

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import _directives, is_suppressed, malformed_noqa, parse_noqa
+from compile_lint.settings.config import Config
 
 CODE = """import torch
 from torch import nn
@@ -107,6 +107,7 @@ def _cli(path: str) -> list[str]:
     return [line for line in result.stdout.splitlines() if line.startswith(path)]
 
 
+@pytest.mark.slow
 def test_cli_and_real_flake8_agree_on_well_formed_and_typo_codes(tmp_path):
     checks = {
         "  # noqa: JIT101": False,

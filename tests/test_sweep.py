@@ -9,16 +9,12 @@ branch), so eval's clean lines and train's break site are both known.
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 
 import pytest
 
 torch = pytest.importorskip("torch")
-
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-sys.path.insert(0, BENCHMARKS)
 
 import sweep_probe  # noqa: E402
 import sweep_score  # noqa: E402

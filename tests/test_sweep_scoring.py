@@ -8,16 +8,10 @@ model library is needed and nothing is written to disk.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
-sys.path.insert(0, BENCHMARKS)
-
-import sweep_score  # noqa: E402
-import sweep_truth  # noqa: E402
+import sweep_score
+import sweep_truth
 
 FILE = "lib/models/net/modeling_net.py"
 OLD, NEW = "2.11.0", "2.13.0+cpu"

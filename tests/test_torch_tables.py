@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import lint_text
 from compile_lint.rules.support import torch_tables
+from compile_lint.settings.config import Config
 
 torch = pytest.importorskip("torch")
 from compile_lint.rules.support import generate_tables  # noqa: E402
@@ -69,8 +69,8 @@ def test_data_dependent_output_ops_from_the_table_are_flagged(call):
 
 def test_facts_know_the_data_dependent_outputs_the_table_holds():
     """analysis/ sits below rules/ and cannot read the table: its copy is checked here."""
-    from compile_lint.analysis.kinds import facts
+    from compile_lint.analysis.kinds import calls, facts
 
-    assert {name for name, kind in facts._TORCH_NON_TENSOR.items() if kind is facts.Kind.DATA} == set(
+    assert {name for name, kind in calls.TORCH_NON_TENSOR.items() if kind is facts.Kind.DATA} == set(
         torch_tables.DATA_DEPENDENT_OUTPUT_FUNCTIONS)
-    assert set(torch_tables.DATA_DEPENDENT_OUTPUT_METHODS) <= facts.TENSOR_DATA_METHODS
+    assert set(torch_tables.DATA_DEPENDENT_OUTPUT_METHODS) <= calls.TENSOR_DATA_METHODS

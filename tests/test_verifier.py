@@ -11,7 +11,8 @@ import tempfile
 import textwrap
 
 import pytest
-from conftest import assert_findings_json
+
+from tests.helpers import assert_findings_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = os.path.join("tests", "verify_targets", "breaks.py")
@@ -46,7 +47,8 @@ def test_parse_break_and_recompile_messages():
         "Graph break in user code at /src/m.py:8\nGraph Break Reason: Encountered graph break when attempting "
         "to trace CALL\n\nFailed to trace builtin operator\n  Explanation: Dynamo does not know how to trace "
         "builtin operator `print`\n For more details, visit: https://x/gb/gb0059.html")
-    assert (brk.path, brk.line, brk.gb_type, brk.gb_id) == ("/src/m.py", 8, "Failed to trace builtin operator", "GB0059")
+    assert (brk.path, brk.line, brk.gb_type, brk.gb_id) == (
+        "/src/m.py", 8, "Failed to trace builtin operator", "GB0059")
     recompile = parse_recompile_message(
         "Recompiling function forward in /src/m.py:5\n    triggered by the following guard failure(s):\n"
         "    - 0/0: scale == 1.0     # return y * scale  # m.py:11 in forward\n"
@@ -409,7 +411,8 @@ def test_a_rollback_for_more_breaks_gives_the_counts_before_and_after():
 
     def analysis(breaks: int, recompiles: int) -> dict:
         return {"eager_error": None, "compile_error": None, "fullgraph_error": "Unsupported" if breaks else None,
-                "graph_breaks": [{"line": n} for n in range(breaks)], "recompiles": [{"line": n} for n in range(recompiles)],
+                "graph_breaks": [{"line": n} for n in range(breaks)],
+                "recompiles": [{"line": n} for n in range(recompiles)],
                 "comparison": {"equal": True, "max_abs_diff": 0.0, "detail": ""}}
 
     verdict = judge({"target": "m.py:make", "before": analysis(1, 0), "after": analysis(1, 2),

@@ -2,10 +2,10 @@
 
 import pytest
 
-from compile_lint.settings.config import Config
 from compile_lint.engine.lint import rules_for
-from compile_lint.settings.versions import holds_for, installed_torch_version, parse_version, target_torch_version
 from compile_lint.rules import ALL_RULES
+from compile_lint.settings.config import Config
+from compile_lint.settings.versions import holds_for, installed_torch_version, parse_version, target_torch_version
 
 
 def test_parse_version_drops_local_suffixes():

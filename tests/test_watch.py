@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BREAKING_GATE
+from tests.helpers import BREAKING_GATE
 
 pytest.importorskip("watchfiles")
 TIMEOUT = 60

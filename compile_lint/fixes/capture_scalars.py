@@ -19,7 +19,7 @@ one compile call (once: a file that already sets it gets no second line).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
@@ -30,7 +30,7 @@ from compile_lint.fixes.keep_tensor import every_use
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 CAPTURE_SETTING = "torch._dynamo.config.capture_scalar_outputs"
 CAPTURE_MESSAGE = "Set torch._dynamo.config.capture_scalar_outputs = True before torch.compile"
@@ -55,87 +55,90 @@ _TENSOR_SIZE_METHODS = {name: positions for name, positions in _SIZE_METHODS.ite
 _SIZE_TUPLES = {"torch.full": 0, "torch.nn.functional.pad": 1}
 
 
-def report_captured_size(rule: Rule, conversion: cst.Call, message: str) -> bool:
+# A rule's `report` (rules/base.Rule.report): the node, then `message=` and `fix=`.
+Report = Callable[..., None]
+
+
+def report_captured_size(context: FileContext, report: Report, conversion: cst.Call, message: str) -> bool:
     """Report a read whose number is only a size (with the capture fix, or why not); False for other reads.
 
-    Where the file already sets capture_scalar_outputs, the read compiles as it is and is
-    not reported.
+    `report` is the reporting rule's `report`. Where the file already sets
+    capture_scalar_outputs, the read compiles as it is and is not reported.
     """
-    if not only_captured_sizes(rule, conversion):
+    if not only_captured_sizes(context, conversion):
         return False
-    _report_capture(rule, conversion, message)
+    _report_capture(context, report, conversion, message)
     return True
 
 
-def report_captured_tensor_size(rule: Rule, value: cst.BaseExpression, message: str) -> bool:
+def report_captured_tensor_size(context: FileContext, report: Report, value: cst.BaseExpression, message: str) -> bool:
     """`report_captured_size` for a 0-d tensor passed straight as a size (`torch.zeros(t.max())`, JIT204).
 
     Torch reads the number itself there; measured clean once captured for fewer uses than
     `.item()`: not as `narrow`'s start, a `roll` shift, an `F.pad` pad or an index.
     """
-    if not _captured_size(rule, value, implicit=True):
+    if not _captured_size(context, value, implicit=True):
         return False
-    _report_capture(rule, value, message)
+    _report_capture(context, report, value, message)
     return True
 
 
-def _report_capture(rule: Rule, node: cst.CSTNode, message: str) -> None:
+def _report_capture(context: FileContext, report: Report, node: cst.CSTNode, message: str) -> None:
     """Report `node` with the capture fix, or with why there is none; nothing where the file captures already."""
-    if captures_scalars(rule):
+    if captures_scalars(context):
         return
-    fix, reason = capture_fix(rule)
+    fix, reason = capture_fix(context)
     what_breaks = message.split("; ")[0]  # the rule's advice (keep a tensor) does not apply to a size
     noted = what_breaks + CAPTURED_NOTE if fix is not None else what_breaks
-    rule.report(node, message=with_reason(noted, BranchFix(fix, reason)), fix=fix)
+    report(node, message=with_reason(noted, BranchFix(fix, reason)), fix=fix)
 
 
-def only_captured_sizes(rule: Rule, conversion: cst.Call) -> bool:
+def only_captured_sizes(context: FileContext, conversion: cst.Call) -> bool:
     """True when every use of the number `conversion` reads is one that compiles once captured."""
-    return every_use(rule, conversion, _captured_size)
+    return every_use(context, conversion, _captured_size)
 
 
-def _captured_size(rule: Rule, node: cst.CSTNode, implicit: bool = False) -> bool:
+def _captured_size(context: FileContext, node: cst.CSTNode, implicit: bool = False) -> bool:
     """True when `node` is a slice bound, the one index of a tensor, or a size argument measured clean.
 
     `implicit`: `node` is the 0-d tensor itself, which torch reads (JIT204's uses), not a number.
     """
-    context = rule.context
     parent = context.parent(node)
     if isinstance(parent, cst.Slice):
-        return node in (parent.lower, parent.upper) and _subscripted_tensor(rule, context.parent(parent), False)
+        return node in (parent.lower, parent.upper) and _subscripted_tensor(context, context.parent(parent), False)
     if isinstance(parent, cst.Index):
-        return not implicit and parent.value is node and _subscripted_tensor(rule, context.parent(parent), True)
+        return not implicit and parent.value is node and _subscripted_tensor(context, context.parent(parent), True)
     if isinstance(parent, cst.Element):
         sequence = context.parent(parent)
         argument = context.parent(sequence) if isinstance(sequence, (cst.Tuple, cst.List)) else None
-        return isinstance(argument, cst.Arg) and argument.value is sequence and _size_tuple(rule, argument, implicit)
+        return isinstance(argument, cst.Arg) and argument.value is sequence and _size_tuple(context, argument, implicit)
     if isinstance(parent, cst.Arg) and parent.value is node and parent.keyword is None and parent.star == "":
-        return _size_argument(rule, parent, implicit)
+        return _size_argument(context, parent, implicit)
     return False
 
 
-def _subscripted_tensor(rule: Rule, element: Optional[cst.CSTNode], only_index: bool) -> bool:
+def _subscripted_tensor(context: FileContext, element: Optional[cst.CSTNode], only_index: bool) -> bool:
     """`element` is part of `x[...]` with `x` a tensor; with `only_index`, its one element."""
-    subscript = rule.context.parent(element) if isinstance(element, cst.SubscriptElement) else None
+    subscript = context.parent(element) if isinstance(element, cst.SubscriptElement) else None
     if not isinstance(subscript, cst.Subscript) or (only_index and len(subscript.slice) != 1):
         return False
-    return rule.context.kind(subscript.value).tensorish
+    return context.kind(subscript.value).tensorish
 
 
-def _call_of(rule: Rule, argument: cst.Arg) -> tuple[Optional[cst.Call], int]:
+def _call_of(context: FileContext, argument: cst.Arg) -> tuple[Optional[cst.Call], int]:
     """The call `argument` is passed to, and its position among the positional arguments."""
-    call = rule.context.parent(argument)
+    call = context.parent(argument)
     if not isinstance(call, cst.Call):
         return None, -1
     positional = [arg for arg in call.args if arg.keyword is None and arg.star == ""]
     return call, next((index for index, arg in enumerate(positional) if arg is argument), -1)
 
 
-def _size_argument(rule: Rule, argument: cst.Arg, implicit: bool) -> bool:
-    call, position = _call_of(rule, argument)
+def _size_argument(context: FileContext, argument: cst.Arg, implicit: bool) -> bool:
+    call, position = _call_of(context, argument)
     if call is None or position < 0:
         return False
-    qualified = rule.context.qualname(call.func) or ""
+    qualified = context.qualname(call.func) or ""
     if qualified in _SIZE_FACTORIES:
         return True
     if qualified == "torch.arange":
@@ -143,21 +146,20 @@ def _size_argument(rule: Rule, argument: cst.Arg, implicit: bool) -> bool:
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS and qualified == "":
         positions = (_TENSOR_SIZE_METHODS if implicit else _SIZE_METHODS).get(func.attr.value, ())
-        return (positions is None or position in positions) and rule.context.kind(func.value).tensorish
+        return (positions is None or position in positions) and context.kind(func.value).tensorish
     return False
 
 
-def _size_tuple(rule: Rule, argument: cst.Arg, implicit: bool) -> bool:
-    call, position = _call_of(rule, argument)
+def _size_tuple(context: FileContext, argument: cst.Arg, implicit: bool) -> bool:
+    call, position = _call_of(context, argument)
     if call is None:
         return False
-    qualified = rule.context.qualname(call.func) or ""
+    qualified = context.qualname(call.func) or ""
     return (_SIZE_TUPLES.get(qualified, -1) == position) and not (implicit and qualified == "torch.nn.functional.pad")
 
 
-def captures_scalars(rule: Rule) -> bool:
+def captures_scalars(context: FileContext) -> bool:
     """True when the file sets `torch._dynamo.config.capture_scalar_outputs = True` (a plain assignment)."""
-    context = rule.context
     for assign in context.module_index.of_type(cst.Assign):
         if (isinstance(assign.value, cst.Name) and assign.value.value == "True"
                 and any(context.qualname(target.target) == CAPTURE_SETTING for target in assign.targets)):
@@ -165,13 +167,13 @@ def captures_scalars(rule: Rule) -> bool:
     return False
 
 
-def capture_fix(rule: Rule) -> tuple[Optional[FixPlan], Optional[str]]:
+def capture_fix(context: FileContext) -> tuple[Optional[FixPlan], Optional[str]]:
     """The fix that sets capture_scalar_outputs before the file's one compile call, or why there is none."""
-    sites = _compile_sites(rule)
+    sites = _compile_sites(context)
     if len(sites) != 1:
         return None, NO_COMPILE_CALL if not sites else SEVERAL_COMPILE_CALLS
     statement = sites[0]
-    torch_name, imports = spell(rule.context, "torch")
+    torch_name, imports = spell(context, "torch")
     setting = cst.parse_statement(f"{torch_name}._dynamo.config.capture_scalar_outputs = True\n")
     # Blank lines above the statement go above the setting; comment lines stay with the statement.
     leading = list(getattr(statement, "leading_lines", ()))
@@ -180,15 +182,14 @@ def capture_fix(rule: Rule) -> tuple[Optional[FixPlan], Optional[str]]:
     return FixPlan([(statement, cst.FlattenSentinel(moved))], CAPTURE_MESSAGE, "unsafe", imports), None
 
 
-def _compile_sites(rule: Rule) -> list[cst.CSTNode]:
+def _compile_sites(context: FileContext) -> list[cst.CSTNode]:
     """The statement holding each `torch.compile` call or decorator of the file, in a block."""
-    context = rule.context
     compiles = [call for call in context.module_index.calls if context.qualname(call.func) in COMPILE_FUNCTIONS]
     decorators = [node for node in context.module_index.of_type(cst.Decorator)
                   if context.qualname(node.decorator) in COMPILE_FUNCTIONS]
     sites: list[cst.CSTNode] = []
     for node in compiles + decorators:
-        statement = _statement_in_block(rule, node)
+        statement = _statement_in_block(context, node)
         if statement is None:
             return [node, node]  # a compile call the fix cannot stand before: no single site
         if statement not in sites:
@@ -196,12 +197,11 @@ def _compile_sites(rule: Rule) -> list[cst.CSTNode]:
     return sites
 
 
-def _statement_in_block(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+def _statement_in_block(context: FileContext, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The statement that holds `node` and stands in a module or a function's block.
 
     In a class body it is the class: the setting belongs before the class, not among its attributes.
     """
-    context = rule.context
     current: Optional[cst.CSTNode] = node
     while current is not None:
         parent = context.parent(current)

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.branches.conditions import BY_DEFAULT, EAGER_TENSOR, operand_evidence, tensor_evidence, unsafe_operand
+from compile_lint.analysis.kinds.certainty import BY_DEFAULT, EAGER_TENSOR, tensor_evidence
+from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 SCALAR_CONFIG_NOTE = (
     "With torch._dynamo.config.capture_scalar_outputs = True the value is captured as an "
@@ -28,21 +29,21 @@ ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, 
 AUGMENTED_ARITHMETIC = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
 
 
-def tensor_arithmetic_operand(rule: Rule, node: cst.CSTNode) -> bool:
+def tensor_arithmetic_operand(context: FileContext, node: cst.CSTNode) -> bool:
     """True when `node` is an operand of `+ - * / // % **` whose other operand is a tensor.
 
     `t += node` (and `-= *= /=`) on a tensor `t` counts too: in-place ops keep `t`'s dtype.
     The other operand must not be a random draw, a float in eager code, which the kept
     tensor would turn into a tensor.
     """
-    parent = rule.context.parent(node)
+    parent = context.parent(node)
     if isinstance(parent, cst.AugAssign):
         return (parent.value is node and isinstance(parent.operator, AUGMENTED_ARITHMETIC)
-                and tensor_evidence(rule, parent.target) in _PARTNERS)
+                and tensor_evidence(context, parent.target) in _PARTNERS)
     if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
         return False
     other = parent.right if parent.left is node else parent.left
-    return tensor_evidence(rule, other) in _PARTNERS
+    return tensor_evidence(context, other) in _PARTNERS
 
 
 # What the other operand of the arithmetic may be: a tensor, or an untyped parameter taken
@@ -76,42 +77,42 @@ class NameOccurrences(cst.CSTVisitor):
             self.found.append(node)
 
 
-def only_feeds_tensor_arithmetic(rule: Rule, conversion: cst.Call) -> bool:
+def only_feeds_tensor_arithmetic(context: FileContext, conversion: cst.Call) -> bool:
     """True when every use of the Python number `conversion` produces is tensor arithmetic."""
-    return every_use(rule, conversion, tensor_arithmetic_operand)
+    return every_use(context, conversion, tensor_arithmetic_operand)
 
 
-def every_use(rule: Rule, conversion: cst.Call, accepts: Callable[[Rule, cst.CSTNode], bool]) -> bool:
-    """True when `accepts(rule, use)` holds for every use of the number `conversion` produces.
+def every_use(context: FileContext, conversion: cst.Call, accepts: Callable[[FileContext, cst.CSTNode], bool]) -> bool:
+    """True when `accepts(context, use)` holds for every use of the number `conversion` produces.
 
     Either the call itself is such a use, or it is the whole value of `NAME = ...`,
     assigned once in the function, and every read of NAME is such a use.
     """
-    if accepts(rule, conversion):
+    if accepts(context, conversion):
         return True
-    statement = rule.context.parent(conversion)
-    function = rule.context.function
+    statement = context.parent(conversion)
+    function = context.function
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or function is None:
         return False
     target = statement.targets[0].target
     if not isinstance(target, cst.Name):
         return False
-    if len(rule.context.local_values(target.value)) != 1:
+    if len(context.local_values(target.value)) != 1:
         return False
-    if rule.context.facts.param_kind(function, target.value) is not None:
+    if context.facts.param_kind(function, target.value) is not None:
         return False
     occurrences = NameOccurrences(target.value)
     visit(function.body, occurrences)
     reads = [name for name in occurrences.found if name is not target]
     if occurrences.shadowed or not reads:
         return False
-    return all(accepts(rule, name) for name in reads)
+    return all(accepts(context, name) for name in reads)
 
 
 KEEP_TENSOR_MESSAGE = "Keep the 0-d tensor (detached) instead of a Python number"
 
 
-def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpression,
+def keep_tensor_fix(context: FileContext, conversion: cst.Call, replacement: cst.BaseExpression,
                     operand: cst.BaseExpression) -> Optional[FixPlan]:
     """Replace a tensor-to-number conversion by `replacement` when only tensor arithmetic uses it.
 
@@ -125,16 +126,16 @@ def keep_tensor_fix(rule: Rule, conversion: cst.Call, replacement: cst.BaseExpre
     `operand`, the tensor converted, must be one in eager code too (`float(random.uniform(...))`
     is a float there, which has no `.detach()`).
     """
-    if not only_feeds_tensor_arithmetic(rule, conversion) or unsafe_operand(rule, operand):
+    if not only_feeds_tensor_arithmetic(context, conversion) or unsafe_operand(context, operand):
         return None
     replacement = replacement.with_changes(lpar=conversion.lpar, rpar=conversion.rpar)
-    return FixPlan([(conversion, replacement)], KEEP_TENSOR_MESSAGE, "unsafe", (), operand_evidence(rule, operand))
+    return FixPlan([(conversion, replacement)], KEEP_TENSOR_MESSAGE, "unsafe", (), operand_evidence(context, operand))
 
 
 RETURNED_NUMBER = "the number is returned (a tensor would change what the caller gets)"
 
 
-def unkept_reason(rule: Rule, conversion: cst.Call, otherwise: str) -> str:
+def unkept_reason(context: FileContext, conversion: cst.Call, otherwise: str) -> str:
     """Why `keep_tensor_fix` kept no tensor for `conversion`: returned as it is, else `otherwise`."""
-    parent = rule.context.parent(conversion)
+    parent = context.parent(conversion)
     return RETURNED_NUMBER if isinstance(parent, cst.Return) else otherwise

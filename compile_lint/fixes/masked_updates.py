@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING, Optional, Union
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.branches.blocks import BranchFix, TorchCalls, no_fix, parenthesised
+from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
+from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.hazards import ShapeModel
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 # Elementwise operators whose result at an element depends only on that element: `//` and
 # `%` are left out (an integer division by zero raises in the where form even where the
@@ -52,13 +53,13 @@ _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 _SCALAR_TERMS = (("scalar",), ("0d",))
 
 
-def masked_update_fix(rule: Rule, read: cst.Subscript, mask: cst.BaseExpression) -> Optional[BranchFix]:
+def masked_update_fix(context: FileContext, read: cst.Subscript, mask: cst.BaseExpression) -> Optional[BranchFix]:
     """The fix for the masked read `read` (`y[mask]`) when it is part of an update of `x[mask]`.
 
     None when `read` is not an update (a plain read such as `loss[valid].mean()`); a
     BranchFix with a reason when it is one the rewrite cannot keep exact.
     """
-    statement = _update_statement(rule, read, mask)
+    statement = _update_statement(context, read, mask)
     if statement is None:
         return None
     target = statement.target if isinstance(statement, cst.AugAssign) else statement.targets[0].target
@@ -77,7 +78,7 @@ def masked_update_fix(rule: Rule, read: cst.Subscript, mask: cst.BaseExpression)
     if not arithmetic or any(_reads_through(leaf, spelled_mask) for leaf in others):
         return no_fix(f"`{_short(statement.value)}` is more than `+ - * /` on tensors read through "
                       f"`{_short(mask)}` and scalars")
-    if len(partners) + isinstance(statement, cst.Assign) > 1 and not _same_every_time(rule, mask):
+    if len(partners) + isinstance(statement, cst.Assign) > 1 and not _same_every_time(context, mask):
         return no_fix(f"`{_short(mask)}` is evaluated more than once and may differ each time "
                       "(a call the rewrite cannot tell is deterministic)")
     updated = _replace_reads(value, spelled_mask)
@@ -86,36 +87,36 @@ def masked_update_fix(rule: Rule, read: cst.Subscript, mask: cst.BaseExpression)
         # float, measured), where torch.where would widen all of `x` and round it back.
         updated = cst.Call(func=cst.Attribute(parenthesised(updated, call=True), cst.Name("to")),
                            args=[cst.Arg(cst.Attribute(target.value, cst.Name("dtype")))])
-    return _rewrite(rule, statement, target.value, mask, updated, [p.value for p in partners], others)
+    return _rewrite(context, statement, target.value, mask, updated, [p.value for p in partners], others)
 
 
-def _rewrite(rule: Rule, statement: cst.CSTNode, target: cst.BaseExpression, mask: cst.BaseExpression,
+def _rewrite(context: FileContext, statement: cst.CSTNode, target: cst.BaseExpression, mask: cst.BaseExpression,
              updated: cst.BaseExpression, partners: list[cst.BaseExpression],
              others: list[cst.BaseExpression]) -> BranchFix:
     """`x.copy_(torch.where(mask, updated, x))` in place of `statement`, or why not."""
     for tensor in [target, *partners]:
-        if not isinstance(tensor, (cst.Name, cst.Attribute)) or not is_side_effect_free(rule.context, tensor):
+        if not isinstance(tensor, (cst.Name, cst.Attribute)) or not is_side_effect_free(context, tensor):
             return no_fix(f"`{_short(tensor)}` is not a plain name the rewrite can read again")
     selected_shape = f"`{_short(target)}[{_short(mask)}]` is [n_selected, ...]"
     for operand in others:
-        if not is_side_effect_free(rule.context, operand):
+        if not is_side_effect_free(context, operand):
             return no_fix(f"`{_short(operand)}` has a side effect")
-        if not _is_scalar(rule, operand):
+        if not _is_scalar(context, operand):
             return no_fix(
                 f"`{_short(operand)}` may hold one value per selected element ({selected_shape}), which "
                 f"torch.where would broadcast against all of `{_short(target)}`")
     for partner in partners:
-        if not _same_shape(rule, partner, target):
+        if not _same_shape(context, partner, target):
             return no_fix(f"`{_short(partner)}` is not known to be `{_short(target)}`'s shape, so torch.where "
                           f"could pair its elements with others of `{_short(target)}` than the mask does")
-    if not _same_shape(rule, mask, target):
+    if not _same_shape(context, mask, target):
         return no_fix(
             f"the dims of `{_short(mask)}` against `{_short(target)}`'s are unknown: torch.where needs the "
             f"mask shaped like `{_short(target)}`")
-    reason = unsafe_operand(rule, target, mask, *partners)
+    reason = unsafe_operand(context, target, mask, *partners)
     if reason:
         return no_fix(reason)
-    builder = TorchCalls(rule)
+    builder = TorchCalls(context)
     selected = builder.where(mask, updated, target)
     write = cst.Call(func=cst.Attribute(target, cst.Name("copy_")), args=[cst.Arg(selected)])
     return builder.plan(
@@ -138,12 +139,12 @@ def _right_operand(value: cst.BaseExpression, operator: type) -> cst.BaseExpress
     return parenthesised(value)
 
 
-def _update_statement(rule: Rule, read: cst.Subscript,
+def _update_statement(context: FileContext, read: cst.Subscript,
                       mask: cst.BaseExpression) -> Optional[Union[cst.Assign, cst.AugAssign]]:
     """`x[mask] = ...` or `x[mask] op= ...` that `read` is the target of or is read in, else None."""
     node: cst.CSTNode = read
     while True:
-        parent = rule.context.parent(node)
+        parent = context.parent(node)
         if parent is None or isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             break
         node = parent
@@ -171,7 +172,7 @@ _DETERMINISTIC_CALLS = frozenset({
 })
 
 
-def _same_every_time(rule: Rule, mask: cst.BaseExpression) -> bool:
+def _same_every_time(context: FileContext, mask: cst.BaseExpression) -> bool:
     """True when evaluating `mask` again gives the same mask: only deterministic calls.
 
     `x[m] = x[m] * 2` evaluates the mask twice; the rewrite, once. With a draw in it
@@ -183,7 +184,7 @@ def _same_every_time(rule: Rule, mask: cst.BaseExpression) -> bool:
         def visit_Call(self, node: cst.Call) -> None:
             nonlocal stable
             func = node.func
-            qualified = rule.context.qualname(func) or ""
+            qualified = context.qualname(func) or ""
             name = func.attr.value if isinstance(func, cst.Attribute) else qualified
             if not (qualified.startswith("torch.") or isinstance(func, cst.Attribute)) \
                     or name.rsplit(".", 1)[-1] not in _DETERMINISTIC_CALLS:
@@ -230,11 +231,11 @@ def _replace_reads(expr: cst.BaseExpression, spelled_mask: str) -> cst.BaseExpre
     return expr
 
 
-def _is_scalar(rule: Rule, operand: cst.BaseExpression) -> bool:
+def _is_scalar(context: FileContext, operand: cst.BaseExpression) -> bool:
     """True when `operand` is certainly one value: a Python number or a 0-d reduction."""
-    if _python_number(rule, operand):
+    if _python_number(context, operand):
         return True
-    shapes = _shapes(rule, operand)
+    shapes = _shapes(context, operand)
     return shapes is not None and shapes.term(operand) in _SCALAR_TERMS
 
 
@@ -242,30 +243,30 @@ def _is_scalar(rule: Rule, operand: cst.BaseExpression) -> bool:
 _MATH_CONSTANTS = frozenset({"math.pi", "math.e", "math.tau", "math.inf"})
 
 
-def _python_number(rule: Rule, expr: cst.BaseExpression) -> bool:
+def _python_number(context: FileContext, expr: cst.BaseExpression) -> bool:
     """True for a Python number: the kinds say so, or arithmetic on literals and `math.pi`."""
-    if rule.context.kind(expr) in (Kind.PY, Kind.SHAPE) or rule.context.qualname(expr) in _MATH_CONSTANTS:
+    if context.kind(expr) in (Kind.PY, Kind.SHAPE) or context.qualname(expr) in _MATH_CONSTANTS:
         return True
     if isinstance(expr, cst.BinaryOperation):
-        return _python_number(rule, expr.left) and _python_number(rule, expr.right)
+        return _python_number(context, expr.left) and _python_number(context, expr.right)
     if isinstance(expr, cst.UnaryOperation):
-        return _python_number(rule, expr.expression)
+        return _python_number(context, expr.expression)
     return False
 
 
-def _same_shape(rule: Rule, expr: cst.BaseExpression, target: cst.BaseExpression) -> bool:
+def _same_shape(context: FileContext, expr: cst.BaseExpression, target: cst.BaseExpression) -> bool:
     """True when `expr` is certainly `target`'s shape (a mask made from it elementwise, a `zeros_like`)."""
     # Compared with `target` by its name, then with what it was made from (`outputs =
     # torch.zeros_like(inputs)` is `inputs`'s shape); either proof is enough.
     for kept in ((_code(target),), ()):
-        shapes = _shapes(rule, expr, target, kept=kept)
+        shapes = _shapes(context, expr, target, kept=kept)
         term = shapes.term(expr) if shapes is not None else None
         if term is not None and term not in _SCALAR_TERMS and term == shapes.term(target):
             return True
     return False
 
 
-def _shapes(rule: Rule, *exprs: cst.BaseExpression, kept: tuple[str, ...] = ()) -> Optional[ShapeModel]:
+def _shapes(context: FileContext, *exprs: cst.BaseExpression, kept: tuple[str, ...] = ()) -> Optional[ShapeModel]:
     """A shape model that sees through the names among `exprs` bound once, or None if it cannot.
 
     `m = x > 0` ... `x[m] += 1`: `m` is `x`'s shape only if `x` is the same tensor at both
@@ -277,7 +278,7 @@ def _shapes(rule: Rule, *exprs: cst.BaseExpression, kept: tuple[str, ...] = ()) 
     for expr in exprs:
         if not isinstance(expr, cst.Name) or expr.value in kept:
             continue
-        values = rule.context.local_values(expr.value)
+        values = context.local_values(expr.value)
         if not values:
             continue
         if len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
@@ -288,13 +289,13 @@ def _shapes(rule: Rule, *exprs: cst.BaseExpression, kept: tuple[str, ...] = ()) 
     pending = list(bindings.values())
     while pending and len(bindings) < 16:
         for name in _names_in(pending.pop()):
-            values = rule.context.local_values(name)
+            values = context.local_values(name)
             if len(values) > 1:
                 return None
             if values and name not in bindings and name not in kept and isinstance(values[0], cst.BaseExpression):
                 bindings[name] = values[0]
                 pending.append(values[0])
-    return ShapeModel(rule, bindings)
+    return ShapeModel(context, bindings)
 
 
 def _names_in(expr: cst.BaseExpression) -> list[str]:

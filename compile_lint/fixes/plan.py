@@ -17,5 +17,5 @@ class FixPlan:
     applicability: str = "safe"
     imports: Sequence[str] = field(default_factory=tuple)
     # `(source, evidence)` of each operand a rewrite into a torch op rests on
-    # (fixes/conditions.tensor_evidence); benchmarks/fix_operands.py audits them.
+    # (analysis/kinds/certainty.tensor_evidence); benchmarks/fix_operands.py audits them.
     rests_on: Sequence[tuple[str, str]] = field(default_factory=tuple)

@@ -129,7 +129,7 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
                 "id": number,
                 "message": {"text": f"reached from {function}"},
                 "physicalLocation": {
-                    "artifactLocation": {"uri": _artifact_uri(path)},
+                    "artifactLocation": _artifact_location(path),
                     "region": {"startLine": line},
                 },
             } for number, (path, line, function) in enumerate(d.reached_from)]

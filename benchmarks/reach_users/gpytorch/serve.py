@@ -1,7 +1,6 @@
 """Serving the posterior: the GP module itself compiled, in eval mode (its __call__ predicts)."""
 
 import torch
-
 from gp_model import exact_model, sparse_model
 
 

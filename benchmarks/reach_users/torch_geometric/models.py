@@ -2,8 +2,16 @@
 
 import torch
 from torch import nn
-from torch_geometric.nn import (GAT, GCN, EdgeConv, GraphSAGE, PointNetConv, global_add_pool, global_max_pool,
-                                global_mean_pool)
+from torch_geometric.nn import (
+    GAT,
+    GCN,
+    EdgeConv,
+    GraphSAGE,
+    PointNetConv,
+    global_add_pool,
+    global_max_pool,
+    global_mean_pool,
+)
 from torch_geometric.utils import to_dense_batch
 
 

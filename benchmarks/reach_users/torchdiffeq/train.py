@@ -1,9 +1,8 @@
 """Fitting the vector field to a trajectory, and sampling it: the solver calls compiled whole."""
 
 import torch
-from torchdiffeq import odeint, odeint_adjoint
-
 from dynamics import ODEFunc
+from torchdiffeq import odeint, odeint_adjoint
 
 
 def trajectory(func: ODEFunc, y0, t, method="dopri5"):

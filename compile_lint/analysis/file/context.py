@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 import tokenize
 from functools import cached_property
-from typing import Iterable, Optional
+from typing import Callable, Hashable, Iterable, Optional, TypeVar, cast
 
 import libcst as cst
 
@@ -21,6 +21,8 @@ from compile_lint.analysis.file.regions import Regions, find_regions, predicate_
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.analysis.syntax.walk import children
+
+_Built = TypeVar("_Built")
 
 
 def dependency_context(
@@ -76,8 +78,16 @@ class FileContext:
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
         self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
         self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
+        self._memo: dict[Hashable, object] = {}
         # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
         self.branch_fix = branch_fix
+
+    def memo(self, key: Hashable, build: Callable[[], _Built]) -> _Built:
+        """`build()`, computed once per file for `key`: what the layers above keep per file
+        (the branch rewrites' `Scope` of a function), shared by every rule that asks."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return cast(_Built, self._memo[key])
 
     # ----- analyses ------------------------------------------------------------------
     @cached_property

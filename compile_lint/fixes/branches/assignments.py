@@ -7,26 +7,24 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
-    Arms,
     BranchFix,
     Step,
-    TorchCalls,
-    assignment_line,
     assignment_steps,
     block_lines,
-    branch_fix_choice,
     fresh_name,
     no_fix,
     only_statement,
     parenthesised,
     reads_tensor_data,
-    replacement_for,
     scope_of,
-    select,
-    tensor_before,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
+from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
     tensor_condition,
@@ -37,15 +35,14 @@ from compile_lint.fixes.branches.hazards import (
     data_reads,
     dtype_changes,
     enclosing_loop,
-    names_read,
     untaken_arm_hazard,
 )
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
-def branch_values(rule: Rule, steps: Sequence[Step], temporaries: frozenset = frozenset()
+def branch_values(context: FileContext, steps: Sequence[Step], temporaries: frozenset = frozenset()
                   ) -> Union[tuple[dict[str, cst.BaseExpression], list[cst.CSTNode]], str]:
     """Name -> the value a branch leaves in it, in terms of the values before the branch.
 
@@ -58,7 +55,7 @@ def branch_values(rule: Rule, steps: Sequence[Step], temporaries: frozenset = fr
     values: dict[str, cst.BaseExpression] = {}
     hoisted: list[cst.CSTNode] = []
     uses: dict[str, int] = {}
-    shapes = ShapeModel(rule)
+    shapes = ShapeModel(context)
     for step in steps:
         read = names_read(step.value)
         if step.name in temporaries:
@@ -98,20 +95,20 @@ def substitute(expr: cst.BaseExpression, name: str, value: cst.BaseExpression) -
     return expr.visit(_Substitute(name, value))
 
 
-def assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
+def assignments(context: FileContext, node: cst.If, condition: TensorCondition) -> BranchFix:
     """`if c: x = a` [`else: x = b`] (several names, elif chains) -> one select per name."""
-    scope = scope_of(rule)
+    scope = scope_of(context)
     if scope is None:
         return no_fix("not inside a function")
     if node.orelse is not None and condition.guard is not None:
         return no_fix("a Python test in front of the tensor test, with an `else`")
-    loop = enclosing_loop(rule, node)
-    true_steps = assignment_steps(rule, block_lines(node.body))
+    loop = enclosing_loop(context, node)
+    true_steps = assignment_steps(context, block_lines(node.body))
     if isinstance(true_steps, str):
         return no_fix(true_steps)
     false_steps: list[Step] = []
     if isinstance(node.orelse, cst.Else):
-        found_steps = assignment_steps(rule, block_lines(node.orelse.body))
+        found_steps = assignment_steps(context, block_lines(node.orelse.body))
         if isinstance(found_steps, str):
             return no_fix(found_steps)
         false_steps = found_steps
@@ -120,19 +117,19 @@ def assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchF
     temporaries = frozenset(
         name for name in true_names ^ false_names
         if not scope.assigned_before(name, node) and not scope.read_outside(name, [node], loop))
-    found = branch_values(rule, true_steps, temporaries)
+    found = branch_values(context, true_steps, temporaries)
     if isinstance(found, str):
         return no_fix(found)
     true_values, hoisted = found
     false_values: dict[str, cst.BaseExpression] = {}
     if isinstance(node.orelse, cst.Else):
-        found = branch_values(rule, false_steps, temporaries)
+        found = branch_values(context, false_steps, temporaries)
         if isinstance(found, str):
             return no_fix(found)
         false_values, more = found
         hoisted += more
     elif isinstance(node.orelse, cst.If):
-        merged = _elif_values(rule, node.orelse)
+        merged = _elif_values(context, node.orelse)
         if isinstance(merged, str):
             return no_fix(merged)
         false_values = merged
@@ -140,18 +137,18 @@ def assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchF
     if not names:
         return no_fix("the branch assigns nothing")
     temporary_values = [step.value for step in (*true_steps, *false_steps) if step.name in temporaries]
-    hazard = untaken_arm_hazard(rule, temporary_values, condition.tensor) if temporary_values else None
+    hazard = untaken_arm_hazard(context, temporary_values, condition.tensor) if temporary_values else None
     if hazard:
         return no_fix(hazard)
-    builder = TorchCalls(rule)
-    arms = Arms(rule, condition)
-    prefer = branch_fix_choice(rule)
+    builder = TorchCalls(context)
+    arms = Arms(context, condition)
+    prefer = branch_fix_choice(context)
     lines: list[cst.CSTNode] = list(hoisted)
     written: set[str] = set()
     same_layout: set[str] = set()
     if len(names) > 1 and names_read(condition.tensor) & set(names):
         # The later selections must see the test as it was before the first one.
-        taken = fresh_name(rule, "take_branch")
+        taken = fresh_name(context, "take_branch")
         lines.append(assignment_line(taken, condition.tensor))
         arms.test = cst.Name(taken)
     for name in names:
@@ -159,7 +156,7 @@ def assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchF
         if_false = false_values.get(name)
         if (if_true is None or if_false is None) and not scope.assigned_before(name, node):
             return no_fix(f"`{name}` is assigned on one side only and has no value before the branch")
-        if (if_true is None or if_false is None) and not tensor_before(rule, name):
+        if (if_true is None or if_false is None) and not tensor_before(context, name):
             return no_fix(f"`{name}` is not certainly a tensor before the branch (it may be None or a Python value)")
         value_true = if_true if if_true is not None else cst.Name(name)
         value_false = if_false if if_false is not None else cst.Name(name)
@@ -169,10 +166,10 @@ def assignments(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchF
         stale = (values_read & written) | (reads & (written - same_layout))
         if stale:
             return no_fix(f"the branch's assignments read `{sorted(stale)[0]}`, which another one sets")
-        chosen = select(rule, builder, arms, value_true, value_false, prefer, ResultSite(node, name=name))
+        chosen = select(context, builder, arms, value_true, value_false, prefer, ResultSite(node, name=name))
         if isinstance(chosen, str):
             return no_fix(chosen)
-        lines.append(assignment_line(name, chosen, _step_line(rule, node, name)))
+        lines.append(assignment_line(name, chosen, _step_line(context, node, name)))
         written.add(name)
         if arms.shapes.relation(value_true, value_false) == "same" and not (
                 dtype_changes(value_true) or dtype_changes(value_false)):
@@ -190,7 +187,7 @@ def calls_named(node: cst.CSTNode, attribute: str) -> bool:
                for n in iter_nodes(node))
 
 
-def _step_line(rule: Rule, node: cst.If, name: str) -> Optional[cst.CSTNode]:
+def _step_line(context: FileContext, node: cst.If, name: str) -> Optional[cst.CSTNode]:
     for line in block_lines(node.body):
         small = only_statement(line)
         if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name) \
@@ -199,41 +196,41 @@ def _step_line(rule: Rule, node: cst.If, name: str) -> Optional[cst.CSTNode]:
     return None
 
 
-def _values_of(rule: Rule, block: cst.BaseSuite) -> Union[dict[str, cst.BaseExpression], str]:
-    steps = assignment_steps(rule, block_lines(block))
+def _values_of(context: FileContext, block: cst.BaseSuite) -> Union[dict[str, cst.BaseExpression], str]:
+    steps = assignment_steps(context, block_lines(block))
     if isinstance(steps, str):
         return steps
-    found = branch_values(rule, steps)
+    found = branch_values(context, steps)
     return found if isinstance(found, str) else found[0]
 
 
-def _elif_values(rule: Rule, node: cst.If) -> Union[dict[str, cst.BaseExpression], str]:
+def _elif_values(context: FileContext, node: cst.If) -> Union[dict[str, cst.BaseExpression], str]:
     """The values an `elif ...` (and what follows it) leaves, as nested selections."""
-    true_values = _values_of(rule, node.body)
+    true_values = _values_of(context, node.body)
     if isinstance(true_values, str):
         return true_values
     if isinstance(node.orelse, cst.Else):
-        false_values = _values_of(rule, node.orelse.body)
+        false_values = _values_of(context, node.orelse.body)
     elif isinstance(node.orelse, cst.If):
-        false_values = _elif_values(rule, node.orelse)
+        false_values = _elif_values(context, node.orelse)
     else:
         false_values = {}
     if isinstance(false_values, str):
         return false_values
-    condition = tensor_condition(rule, node.test)
-    builder = TorchCalls(rule)
+    condition = tensor_condition(context, node.test)
+    builder = TorchCalls(context)
     merged: dict[str, cst.BaseExpression] = {}
     for name in dict.fromkeys([*true_values, *false_values]):
         if_true = true_values.get(name, cst.Name(name))
         if_false = false_values.get(name, cst.Name(name))
         if isinstance(condition, str):
-            if any(reads_tensor_data(rule, part) for part in (node.test,)):
+            if any(reads_tensor_data(context, part) for part in (node.test,)):
                 return condition
             merged[name] = cst.IfExp(test=node.test, body=if_true, orelse=if_false)  # a Python elif
             continue
         if condition.guard is not None:
             return "an `elif` with a Python test in front of its tensor test"
-        chosen = select(rule, builder, Arms(rule, condition), if_true, if_false, branch_fix_choice(rule))
+        chosen = select(context, builder, Arms(context, condition), if_true, if_false, branch_fix_choice(context))
         if isinstance(chosen, str):
             return chosen
         merged[name] = chosen

@@ -8,13 +8,8 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.fixes.branches.blocks import (
-    BranchFix,
-    TorchCalls,
-    compiling_predicate,
-    no_fix,
-    parenthesised,
-)
+from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
+from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
     converted_tensors,
@@ -24,10 +19,10 @@ from compile_lint.fixes.branches.conditions import (
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
-def check(rule: Rule, node: cst.If, condition: TensorCondition, statement: cst.Raise) -> BranchFix:
+def check(context: FileContext, node: cst.If, condition: TensorCondition, statement: cst.Raise) -> BranchFix:
     """`if c: raise E(msg)` -> under compile `torch._assert_async(~c, msg)`; eagerly the original `if`.
 
     `torch._check_tensor_all_with` would keep the error type but reads the value with
@@ -43,10 +38,10 @@ def check(rule: Rule, node: cst.If, condition: TensorCondition, statement: cst.R
         if len(args) > 1 or any(arg.keyword is not None or arg.star for arg in args):
             return no_fix("the exception takes more than one message argument")
         message = args[0].value if args else None
-    problem = _message_problem(rule, message)
+    problem = _message_problem(context, message)
     if problem:
         return no_fix(problem)
-    builder = TorchCalls(rule)
+    builder = TorchCalls(context)
     passes = cst.UnaryOperation(cst.BitInvert(), parenthesised(condition.tensor))
     inner = condition.tensor
     if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.BitInvert):
@@ -66,7 +61,7 @@ def check(rule: Rule, node: cst.If, condition: TensorCondition, statement: cst.R
         "Check with torch._assert_async under torch.compile (a RuntimeError there); eager runs keep the `raise`")
 
 
-def _message_problem(rule: Rule, message: Optional[cst.BaseExpression]) -> Optional[str]:
+def _message_problem(context: FileContext, message: Optional[cst.BaseExpression]) -> Optional[str]:
     """Why Dynamo could not build the message as a constant string, or None."""
     if message is None or isinstance(message, cst.SimpleString):
         return None
@@ -75,14 +70,14 @@ def _message_problem(rule: Rule, message: Optional[cst.BaseExpression]) -> Optio
     for node in iter_nodes(message):
         if isinstance(node, (cst.Call, cst.Subscript)):
             return "the error message formats values computed at run time"
-        if isinstance(node, cst.Name) and rule.context.kind(node) in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.DATA):
+        if isinstance(node, cst.Name) and context.kind(node) in (Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.DATA):
             return f"the error message formats `{node.value}`, a tensor"
     return None
 
 
-def linearise_assert(rule: Rule, node: cst.Assert) -> BranchFix:
+def linearise_assert(context: FileContext, node: cst.Assert) -> BranchFix:
     """`assert t.item() <= n` -> `assert t <= n`, which Dynamo compiles into a runtime check."""
-    condition = tensor_condition(rule, node.test)
+    condition = tensor_condition(context, node.test)
     if isinstance(condition, str):
         return no_fix(condition)
     if condition.guard is not None:
@@ -91,4 +86,4 @@ def linearise_assert(rule: Rule, node: cst.Assert) -> BranchFix:
         return no_fix("a negated tensor assert")
     return BranchFix(FixPlan([(node.test, condition.tensor)],
                               "Assert on the tensor (Dynamo compiles a tensor assert into a runtime check)",
-                              "unsafe", (), operand_evidence(rule, *converted_tensors(rule, node.test))))
+                              "unsafe", (), operand_evidence(context, *converted_tensors(context, node.test))))

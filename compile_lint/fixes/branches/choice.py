@@ -34,10 +34,20 @@ measured, and a submodule of unknown class costs as a matmul (nn.Linear is the c
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.file.context import FileContext
 
 BRANCH_FIX_CHOICES = ("auto", "where", "cond")
 DEFAULT_BRANCH_FIX = "auto"
+
+
+def branch_fix_choice(context: FileContext) -> str:
+    """"where" or "cond": what the configuration asks for where both are valid."""
+    choice = context.branch_fix
+    return choice if choice in BRANCH_FIX_CHOICES else DEFAULT_BRANCH_FIX
+
 
 # The size and compile mode ARM_COSTS and COND_OVERHEAD hold for: (batch, tokens, hidden), dtype, mode.
 REFERENCE = ((8, 512, 1024), "bfloat16", "default")

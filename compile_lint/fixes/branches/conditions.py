@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.facts import TRACED_RANDOM_DRAWS, Kind, annotation_kind
+from compile_lint.analysis.kinds.certainty import SAFE_OPERANDS, Under, annotated_tensor, certain_tensor, tensor_evidence
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import predicate_sense
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS, TENSOR_ONLY_METHODS
 from compile_lint.fixes.branches.hazards import is_bool_expression
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
-def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+def data_dependent(context: FileContext, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """The part of a condition whose truth depends on tensor data, or None.
 
     `and`/`or`/`not` are looked through: `if mask is not None and mask.any():` is flagged
@@ -33,17 +33,16 @@ def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExp
     annotated as a Tensor or when every call of the file passes it a tensor, since untyped
     parameters are as often flags as tensors.
     """
-    context = rule.context
     if isinstance(expr, cst.BooleanOperation):
         sense = predicate_sense(expr.left, context.imports)
         if sense is (isinstance(expr.operator, cst.Or)):
             return None  # decided by is_compiling() while Dynamo traces: the right side never runs
-        return data_dependent(rule, expr.left) or data_dependent(rule, expr.right)
+        return data_dependent(context, expr.left) or data_dependent(context, expr.right)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        return data_dependent(rule, expr.expression)
+        return data_dependent(context, expr.expression)
     if isinstance(expr, cst.Name) and context.function is not None:
         param = context.facts.param_kind(context.function, expr.value)
-        if (param is not None and not annotated_tensor(rule, expr.value)
+        if (param is not None and not annotated_tensor(context, expr.value)
                 and context.argument_kind(expr.value) is not Kind.TENSOR):
             assigned = context.local_values(expr.value)
             if not assigned:
@@ -51,147 +50,17 @@ def data_dependent(rule: Rule, expr: cst.BaseExpression) -> Optional[cst.BaseExp
     return expr if context.kind(expr) is Kind.TENSOR else None
 
 
-def annotated_tensor(rule: Rule, name: str) -> bool:
-    """True when parameter `name` of the function being visited is annotated as a Tensor."""
-    function = rule.context.function
-    if function is None:
-        return False
-    params = function.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return annotation_kind(param.annotation, rule.context.imports) is Kind.TENSOR
-    return False
-
-
-# What a fix rests on, operand by operand: the one notion every rewrite into a torch op
-# (a torch twin of a Python call, a kept 0-d tensor, a torch.where / torch.cond selection)
-# checks, and records in its FixPlan's `rests_on` (benchmarks/fix_operands.py audits them).
-EAGER_TENSOR = "tensor"  # a tensor in eager code too: evidence (see `certain_tensor`)
-DYNAMO_ONLY = "tensor only under Dynamo"  # a random.uniform/randint/randrange draw: a float or int eagerly
-BY_DEFAULT = "tensor by default"  # an untyped forward parameter, an unknown submodule's output
-PY_NUMBER = "python value"  # a number, size or flag that stays what it was
-NOT_TENSOR = "not a tensor"  # data read into Python, a container, an unknown object
-SAFE_OPERANDS = frozenset({EAGER_TENSOR, PY_NUMBER})
-
-
-def tensor_evidence(rule: Rule, expr: cst.BaseExpression) -> str:
-    """What `expr` is for a fix to rest on: EAGER_TENSOR, DYNAMO_ONLY, BY_DEFAULT, PY_NUMBER or NOT_TENSOR.
-
-    Facts call a random draw a tensor (Dynamo traces it as a 0-d tensor input) and an
-    untyped forward parameter a tensor (the default); both are fine for saying what the
-    compiler does and no evidence for what eager code holds.
-    """
-    kind = rule.context.kind(expr)
-    if kind in (Kind.PY, Kind.SHAPE):
-        return PY_NUMBER
-    if kind.tensorish and certain_tensor(rule, expr):
-        return EAGER_TENSOR
-    if not kind.tensorish:
-        return NOT_TENSOR
-    return DYNAMO_ONLY if _from_random_draw(rule, expr) else BY_DEFAULT
-
-
-def operand_evidence(rule: Rule, *operands: cst.BaseExpression) -> tuple[tuple[str, str], ...]:
+def operand_evidence(context: FileContext, *operands: cst.BaseExpression) -> tuple[tuple[str, str], ...]:
     """`(source, evidence)` for each operand a fix rests on, as FixPlan.rests_on holds them."""
-    return tuple((_code(operand), tensor_evidence(rule, operand)) for operand in operands)
+    return tuple((_code(operand), tensor_evidence(context, operand)) for operand in operands)
 
 
-def unsafe_operand(rule: Rule, *operands: cst.BaseExpression) -> Optional[str]:
+def unsafe_operand(context: FileContext, *operands: cst.BaseExpression) -> Optional[str]:
     """Why a rewrite into a torch op may not rest on these operands, or None when every one may."""
-    for source, evidence in operand_evidence(rule, *operands):
+    for source, evidence in operand_evidence(context, *operands):
         if evidence not in SAFE_OPERANDS:
             return f"`{source}` is a {evidence}, no evidence it is one in eager code"
     return None
-
-
-def _from_random_draw(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when `expr` reads a Python random draw, directly or through locals bound to one."""
-    if depth > 4:
-        return False
-    for node in iter_nodes(expr):
-        if isinstance(node, cst.Call) and rule.context.qualname(node.func) in TRACED_RANDOM_DRAWS:
-            return True
-        if isinstance(node, cst.Name):
-            for value in rule.context.local_values(node.value):
-                if isinstance(value, tuple) and value[0] == "aug":
-                    value = value[2]
-                if isinstance(value, cst.BaseExpression) and _from_random_draw(rule, value, depth + 1):
-                    return True
-    return False
-
-
-def _tensor_only_method_on(rule: Rule, name: str) -> bool:
-    """True when `name` is the receiver of a method only tensors have, on the value it holds here.
-
-    `x.amax()` on an untyped parameter's own value, or `h.mean()` on a local bound once: the
-    original code needs it to be a tensor, in eager code too. `img.resize(...)`,
-    `F.hflip(img)` or returning `img` are no such evidence.
-    """
-    function = rule.context.function
-    facts = rule.context.facts
-    if function is None:
-        return False
-    parameter = facts.param_kind(function, name) is not None
-    if not parameter and len(rule.context.local_values(name)) != 1:
-        return False
-    reads = facts.reaching(function).reads if parameter else {}
-    for node in iter_nodes(function.body):
-        if receives_tensor_only_method(node, name):
-            if not parameter:
-                return True
-            reaching = reads.get(node.func.value)
-            if reaching is not None and any(binding.value is None for binding in reaching):
-                return True
-    return False
-
-
-def receives_tensor_only_method(node: cst.CSTNode, name: str) -> bool:
-    """True when `node` is `name.method(...)` with a method only tensors have."""
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and isinstance(node.func.value, cst.Name) and node.func.value.value == name
-            and node.func.attr.value in TENSOR_ONLY_METHODS)
-
-
-# torch.nn modules whose output is not one tensor computed from the input: a pass-through
-# (`nn.Identity` returns what it is given), containers, and modules returning tuples.
-_NOT_TENSOR_MODULES = frozenset({
-    "Identity", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Module",
-    "RNN", "LSTM", "GRU", "MultiheadAttention", "RNNBase", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AdaptiveMaxPool3d",
-})
-
-
-def _torch_module_output(rule: Rule, attr: str) -> bool:
-    """True when `self.attr(...)` calls a torch.nn module (`nn.Linear`) whatever the class assigns it.
-
-    Such a module computes a tensor and rejects anything else in eager code too.
-    """
-    function = rule.context.function
-    facts = rule.context.facts
-    cls = facts.regions.owner_class.get(function) if function is not None else None
-    if cls is None:
-        return False
-    values = facts.self_attributes(cls).values.get(attr)
-    if not values:
-        return False
-    return all(_makes_torch_module(rule, value) for value in values)
-
-
-def _makes_torch_module(rule: Rule, value: object) -> bool:
-    """`nn.Linear(...)`, or an `nn.Sequential` (or, to iterate, an `nn.ModuleList`) of such modules."""
-    qualified = rule.context.qualname(value.func) if isinstance(value, cst.Call) else None
-    if not qualified or not qualified.startswith("torch.nn.") or qualified.count(".") != 2:
-        return False
-    if qualified == "torch.nn.ModuleList":  # what iterating it gives
-        items = value.args[0].value if len(value.args) == 1 else None
-        if isinstance(items, (cst.ListComp, cst.GeneratorExp)):
-            return _makes_torch_module(rule, items.elt)
-        return isinstance(items, cst.List) and bool(items.elements) and all(
-            _makes_torch_module(rule, element.value) for element in items.elements)
-    if qualified == "torch.nn.Sequential":
-        return bool(value.args) and all(arg.keyword is None and not arg.star and _makes_torch_module(rule, arg.value)
-                                        for arg in value.args)
-    return qualified.rsplit(".", 1)[1] not in _NOT_TENSOR_MODULES
 
 
 @dataclass
@@ -208,13 +77,13 @@ Outcome = Union[TensorCondition, str]  # the condition, or why it cannot be rewr
 _CONVERSIONS = ("int", "float", "bool")
 
 
-def tensor_condition(rule: Rule, test: cst.BaseExpression) -> Outcome:
+def tensor_condition(context: FileContext, test: cst.BaseExpression) -> Outcome:
     """`test` as Python tests plus a bool tensor expression, or the reason it is not one."""
     conjuncts = _conjuncts(test)
     python: list[cst.BaseExpression] = []
     tensors: list[cst.BaseExpression] = []
     for conjunct in conjuncts:
-        if _reads_tensor(rule, conjunct):
+        if _reads_tensor(context, conjunct):
             tensors.append(conjunct)
         elif tensors:
             return "a Python test follows the tensor test (reorder it in front)"
@@ -225,7 +94,7 @@ def tensor_condition(rule: Rule, test: cst.BaseExpression) -> Outcome:
     state = {"converted": False}
     parts = []
     for conjunct in tensors:
-        part = _to_bool_tensor(rule, conjunct, state)
+        part = _to_bool_tensor(context, conjunct, state)
         if isinstance(part, str):
             return part
         parts.append(part)
@@ -247,12 +116,12 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
-def _reads_tensor(rule: Rule, expr: cst.BaseExpression) -> bool:
+def _reads_tensor(context: FileContext, expr: cst.BaseExpression) -> bool:
     """True when `expr` needs tensor data: a tensor test, or a value read out of a tensor."""
-    if data_dependent(rule, expr) is not None:
+    if data_dependent(context, expr) is not None:
         return True
-    return _data_conversion(rule, expr) is not None or any(
-        _data_conversion(rule, node) is not None for node in _subexpressions(expr))
+    return _data_conversion(context, expr) is not None or any(
+        _data_conversion(context, node) is not None for node in _subexpressions(expr))
 
 
 def _subexpressions(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -267,136 +136,70 @@ def _subexpressions(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
-def _data_conversion(rule: Rule, expr: cst.BaseExpression) -> Optional[tuple[str, cst.BaseExpression]]:
+def _data_conversion(context: FileContext, expr: cst.BaseExpression) -> Optional[tuple[str, cst.BaseExpression]]:
     """("item"|"int"|"float"|"bool", tensor) for `t.item()` / `int(t)` / ... on a tensor, else None."""
     if not isinstance(expr, cst.Call):
         return None
     func = expr.func
     if isinstance(func, cst.Attribute) and func.attr.value == "item" and not expr.args:
-        if rule.context.kind(func.value) is Kind.TENSOR and certain_tensor(rule, func.value):
+        if context.kind(func.value) is Kind.TENSOR and certain_tensor(context, func.value, Under.EAGER):
             return "item", func.value
         return None
-    qualified = rule.context.qualname(func) or ""
+    qualified = context.qualname(func) or ""
     if qualified.startswith("builtins.") and qualified[9:] in _CONVERSIONS and len(expr.args) == 1:
         arg = expr.args[0]
-        if arg.keyword is None and not arg.star and rule.context.kind(arg.value) is Kind.TENSOR \
-                and certain_tensor(rule, arg.value):
+        if arg.keyword is None and not arg.star and context.kind(arg.value) is Kind.TENSOR \
+                and certain_tensor(context, arg.value, Under.EAGER):
             return qualified[9:], arg.value
     return None
 
 
-def converted_tensors(rule: Rule, test: cst.BaseExpression) -> list[cst.BaseExpression]:
+def converted_tensors(context: FileContext, test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The tensors a test reads into Python (`t` of `t.item()`, `float(t)`): what keeping it a tensor rests on."""
-    return [found[1] for found in (_data_conversion(rule, part) for part in iter_nodes(test)
+    return [found[1] for found in (_data_conversion(context, part) for part in iter_nodes(test)
                                    if isinstance(part, cst.Call)) if found is not None]
 
 
-def certain_tensor(rule: Rule, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """True when `expr` is a tensor for reasons a fix can rest on, not only by facts' default.
-
-    A torch function, a `torch.Tensor` method on a tensor, a comparison or arithmetic with
-    one, a Tensor-annotated parameter, a parameter the function calls a method only
-    tensors have on (`x.amax()`), or a local bound to one of these. A Python random draw
-    is not: Dynamo traces it as a 0-d tensor, eager code gets a float. A method that
-    `torch.Tensor` lacks (`session.get_obj_num()`) is not: facts type untyped parameters as
-    tensors, and a fix must not rest on that guess.
-    """
-    if depth > 8:
-        return False
-    context = rule.context
-    if isinstance(expr, cst.Call):
-        qualified = context.qualname(expr.func) or ""
-        if qualified.startswith("torch."):
-            return context.kind(expr) is Kind.TENSOR
-        if isinstance(expr.func, cst.Name):
-            # `for block in self.blocks: x = block(x)` over an nn.ModuleList of torch.nn modules
-            values = context.local_values(expr.func.value)
-            if values and all(
-                    isinstance(v, tuple) and v[0] == "iter" and isinstance(v[1], cst.Attribute)
-                    and isinstance(v[1].value, cst.Name) and v[1].value.value == "self"
-                    and _torch_module_output(rule, v[1].attr.value) for v in values):
-                return True
-            # `for layer in self.layers: x = layer(x)` over the file's own blocks: their
-            # forward's returns are the evidence (`x + torch.tanh(self.fc(x))`).
-            target = context.call_target(expr)
-            return (target is not None and target.name.value == "forward"
-                    and context.facts.certain_tensor(expr, context.function))
-        if isinstance(expr.func, cst.Attribute):
-            receiver = expr.func.value
-            if isinstance(receiver, cst.Name) and receiver.value == "self":
-                return _torch_module_output(rule, expr.func.attr.value)
-            if expr.func.attr.value not in TENSOR_METHODS:
-                return False
-            return context.kind(receiver).tensorish or certain_tensor(rule, receiver, depth + 1)
-        return False
-    if isinstance(expr, cst.Comparison):
-        return any(certain_tensor(rule, side, depth + 1)
-                   for side in (expr.left, *(c.comparator for c in expr.comparisons)))
-    if isinstance(expr, cst.BinaryOperation):
-        return certain_tensor(rule, expr.left, depth + 1) or certain_tensor(rule, expr.right, depth + 1)
-    if isinstance(expr, cst.UnaryOperation):
-        return certain_tensor(rule, expr.expression, depth + 1)
-    if isinstance(expr, cst.Subscript):
-        return certain_tensor(rule, expr.value, depth + 1)
-    if isinstance(expr, cst.Attribute):
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            return context.kind(expr) is Kind.TENSOR
-        return expr.attr.value in ("T", "mT", "data", "real", "imag") and certain_tensor(rule, expr.value, depth + 1)
-    if isinstance(expr, cst.Name):
-        if annotated_tensor(rule, expr.value) or _tensor_only_method_on(rule, expr.value):
-            return True
-        if context.tensor_on_some_paths(expr):
-            return False  # `skip = False` on the other paths: `skip.bool()` would fail there
-        for value in context.local_values(expr.value):
-            if isinstance(value, cst.BaseExpression) and certain_tensor(rule, value, depth + 1):
-                return True
-            if isinstance(value, tuple) and value[0] in ("iter", "element") and isinstance(value[1], cst.BaseExpression) \
-                    and certain_tensor(rule, value[1], depth + 1):
-                return True
-        return False
-    return False
-
-
-def _to_bool_tensor(rule: Rule, expr: cst.BaseExpression, state: dict) -> Union[cst.BaseExpression, str]:
+def _to_bool_tensor(context: FileContext, expr: cst.BaseExpression, state: dict) -> Union[cst.BaseExpression, str]:
     """A bool tensor expression with the truth of `expr`, or why there is none."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        inner = _to_bool_tensor(rule, expr.expression, state)
+        inner = _to_bool_tensor(context, expr.expression, state)
         if isinstance(inner, str):
             return inner
         return cst.UnaryOperation(cst.BitInvert(), _operand(inner, invert=True))
     if isinstance(expr, cst.BooleanOperation):
-        left = _to_bool_tensor(rule, expr.left, state)
-        right = _to_bool_tensor(rule, expr.right, state)
+        left = _to_bool_tensor(context, expr.left, state)
+        right = _to_bool_tensor(context, expr.right, state)
         if isinstance(left, str) or isinstance(right, str):
             return "an `and`/`or` mixes Python and tensor tests" if not (isinstance(left, str) and isinstance(
                 right, str)) else left
         operator = cst.BitAnd() if isinstance(expr.operator, cst.And) else cst.BitOr()
         return cst.BinaryOperation(_operand(left), operator, _operand(right))
-    conversion = _data_conversion(rule, expr)
+    conversion = _data_conversion(context, expr)
     if conversion is not None:
         state["converted"] = True
         name, tensor = conversion
-        return _as_bool(rule, tensor)
+        return _as_bool(context, tensor)
     if isinstance(expr, cst.Comparison):
         if len(expr.comparisons) != 1 or isinstance(
                 expr.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
             return "a chained or identity comparison"
-        left = _keep_tensor(rule, expr.left, state)
-        right = _keep_tensor(rule, expr.comparisons[0].comparator, state)
-        if not (certain_tensor(rule, left) or certain_tensor(rule, right)):
+        left = _keep_tensor(context, expr.left, state)
+        right = _keep_tensor(context, expr.comparisons[0].comparator, state)
+        if not (certain_tensor(context, left, Under.EAGER) or certain_tensor(context, right, Under.EAGER)):
             return f"cannot tell that `{_code(expr)}` compares tensors"
         comparison = expr.comparisons[0].with_changes(comparator=right)
         return expr.with_changes(left=left, comparisons=[comparison], lpar=[], rpar=[])
-    if rule.context.kind(expr) is Kind.TENSOR and certain_tensor(rule, expr):
-        return _as_bool(rule, expr)
-    if rule.context.tensor_on_some_paths(expr):
+    if context.kind(expr) is Kind.TENSOR and certain_tensor(context, expr, Under.EAGER):
+        return _as_bool(context, expr)
+    if context.tensor_on_some_paths(expr):
         return f"`{_code(expr)}` is a tensor only on some paths (a Python value on the others)"
     return f"cannot tell that `{_code(expr)}` is a tensor"
 
 
-def _keep_tensor(rule: Rule, expr: cst.BaseExpression, state: dict) -> cst.BaseExpression:
+def _keep_tensor(context: FileContext, expr: cst.BaseExpression, state: dict) -> cst.BaseExpression:
     """`expr` with a top-level `t.item()`/`float(t)`/`int(t)` kept a tensor (`int(t)` -> `t.long()`)."""
-    conversion = _data_conversion(rule, expr)
+    conversion = _data_conversion(context, expr)
     if conversion is None:
         return expr
     state["converted"] = True
@@ -404,20 +207,20 @@ def _keep_tensor(rule: Rule, expr: cst.BaseExpression, state: dict) -> cst.BaseE
     if name == "int":
         return cst.Call(func=cst.Attribute(_method_receiver(tensor), cst.Name("long")))
     if name == "bool":
-        return _as_bool(rule, tensor)
+        return _as_bool(context, tensor)
     return tensor
 
 
-def _as_bool(rule: Rule, expr: cst.BaseExpression) -> cst.BaseExpression:
-    if is_bool_expression(expr) or _bound_to_bool(rule, expr):
+def _as_bool(context: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+    if is_bool_expression(expr) or _bound_to_bool(context, expr):
         return expr
     return cst.Call(func=cst.Attribute(_method_receiver(expr), cst.Name("bool")))
 
 
-def _bound_to_bool(rule: Rule, expr: cst.BaseExpression) -> bool:
+def _bound_to_bool(context: FileContext, expr: cst.BaseExpression) -> bool:
     if not isinstance(expr, cst.Name):
         return False
-    values = rule.context.local_values(expr.value)
+    values = context.local_values(expr.value)
     return bool(values) and all(isinstance(v, cst.BaseExpression) and is_bool_expression(v) for v in values)
 
 

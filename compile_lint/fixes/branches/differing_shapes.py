@@ -40,7 +40,7 @@ from compile_lint.fixes.branches.hazards import (
 )
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 NOTE = "the result's size is known only at run time"
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad",
@@ -66,7 +66,7 @@ class ResultSite:
     returned: bool = False
 
 
-def differing_shapes_problem(rule: Rule, shapes: ShapeModel, if_true: cst.BaseExpression,
+def differing_shapes_problem(context: FileContext, shapes: ShapeModel, if_true: cst.BaseExpression,
                              if_false: cst.BaseExpression, site: ResultSite) -> Optional[str]:
     """Why `torch.cond` cannot select between these arms of different shapes here, or None."""
     left, right = leading_change(shapes.term(if_true)), leading_change(shapes.term(if_false))
@@ -75,10 +75,10 @@ def differing_shapes_problem(rule: Rule, shapes: ShapeModel, if_true: cst.BaseEx
                 "(Inductor fails on that)")
     if dtype_changes(if_true) != dtype_changes(if_false) or _dtype_class(if_true) != _dtype_class(if_false):
         return "the arms may differ in dtype, which torch.cond rejects"
-    if not grad_free(rule, site.node):
+    if not grad_free(context, site.node):
         return ("torch 2.13 cannot differentiate a torch.cond whose arms differ in shape (it can under "
                 "torch.no_grad() or torch.inference_mode())")
-    return result_use_problem(rule, site)
+    return result_use_problem(context, site)
 
 
 def _dtype_class(expr: cst.BaseExpression) -> str:
@@ -129,74 +129,72 @@ def leading_change(term: Optional[tuple]) -> Optional[tuple[tuple, bool]]:
 # ----- autograd ------------------------------------------------------------------------------------
 
 
-def grad_free(rule: Rule, node: cst.CSTNode) -> bool:
+def grad_free(context: FileContext, node: cst.CSTNode) -> bool:
     """True when `node` runs under `torch.no_grad()` / `torch.inference_mode()` in its function
     (a `with` around it, or the function's decorator)."""
-    context = rule.context
     current = context.parent(node)
     while current is not None:
-        if isinstance(current, cst.With) and any(_is_no_grad(rule, item.item) for item in current.items):
+        if isinstance(current, cst.With) and any(_is_no_grad(context, item.item) for item in current.items):
             return True
         if isinstance(current, cst.FunctionDef):
-            return any(_is_no_grad(rule, decorator.decorator) for decorator in current.decorators)
+            return any(_is_no_grad(context, decorator.decorator) for decorator in current.decorators)
         if isinstance(current, cst.Lambda):
             return False
         current = context.parent(current)
     return False
 
 
-def _is_no_grad(rule: Rule, expr: cst.BaseExpression) -> bool:
+def _is_no_grad(context: FileContext, expr: cst.BaseExpression) -> bool:
     func = expr.func if isinstance(expr, cst.Call) else expr
-    return (rule.context.qualname(func) or "") in _NO_GRAD
+    return (context.qualname(func) or "") in _NO_GRAD
 
 
 # ----- where the result goes ---------------------------------------------------------------------
 
 
-def result_use_problem(rule: Rule, site: ResultSite) -> Optional[str]:
+def result_use_problem(context: FileContext, site: ResultSite) -> Optional[str]:
     """Why the result's run-time size could meet another tensor's after the selection, or None."""
     if site.returned:
-        return _returned_problem(rule)
+        return _returned_problem(context)
     if site.name is not None:
-        return _name_use_problem(rule, site.name, site.node, depth=0)
-    return _expression_use_problem(rule, site.node, depth=0)
+        return _name_use_problem(context, site.name, site.node, depth=0)
+    return _expression_use_problem(context, site.node, depth=0)
 
 
-def _returned_problem(rule: Rule) -> Optional[str]:
+def _returned_problem(context: FileContext) -> Optional[str]:
     """None when the function returns the result out of the compiled graph (an entry point)."""
-    context = rule.context
     function = context.function
     if function is None or function not in context.regions.roots or function in context.regions.external:
         return f"the result goes back to a caller that may broadcast it ({NOTE})"
     owner = context.owner_class
-    if owner is not None and _built_in_a_class(rule, owner.name.value):
+    if owner is not None and _built_in_a_class(context, owner.name.value):
         return f"`{owner.name.value}` is a submodule of another module, which may broadcast what it returns ({NOTE})"
     return None
 
 
-def _built_in_a_class(rule: Rule, class_name: str) -> bool:
-    for call in rule.context.calls_named(class_name):
-        current = rule.context.parent(call)
+def _built_in_a_class(context: FileContext, class_name: str) -> bool:
+    for call in context.calls_named(class_name):
+        current = context.parent(call)
         while current is not None and not isinstance(current, cst.ClassDef):
-            current = rule.context.parent(current)
+            current = context.parent(current)
         if current is not None:
             return True
     return False
 
 
-def _name_use_problem(rule: Rule, name: str, statement: cst.CSTNode, depth: int) -> Optional[str]:
+def _name_use_problem(context: FileContext, name: str, statement: cst.CSTNode, depth: int) -> Optional[str]:
     """Every read of `name` after `statement` must use the result alone."""
-    function = rule.context.function
+    function = context.function
     if function is None or depth > 2:
         return f"`{name}` flows further than the fix follows ({NOTE})"
-    if enclosing_loop(rule, statement) is not None:
+    if enclosing_loop(context, statement) is not None:
         return f"the branch is in a loop, where `{name}` meets the next iteration ({NOTE})"
     nodes = list(iter_nodes(function))
     position = {id(node): index for index, node in enumerate(nodes)}
     end = max(position.get(id(inner), 0) for inner in iter_nodes(statement))
     for read in _reads_of(function, name):
         if position.get(id(read), -1) > end:
-            problem = _expression_use_problem(rule, read, depth)
+            problem = _expression_use_problem(context, read, depth)
             if problem is not None:
                 return problem
     return None
@@ -216,30 +214,29 @@ def _reads_of(function: cst.FunctionDef, name: str) -> list[cst.Name]:
             and id(node) not in stored and id(node) not in skipped]
 
 
-def _expression_use_problem(rule: Rule, node: cst.CSTNode, depth: int) -> Optional[str]:
+def _expression_use_problem(context: FileContext, node: cst.CSTNode, depth: int) -> Optional[str]:
     """Follow `node` (the result, or a read of it) up through uses of it alone to where it ends."""
-    context = rule.context
     current = node
     while True:
         parent = context.parent(current)
         if isinstance(parent, cst.Return):
-            return _returned_problem(rule)
+            return _returned_problem(context)
         if isinstance(parent, cst.Element) and isinstance(context.parent(parent), cst.Tuple) \
                 and isinstance(context.parent(context.parent(parent)), cst.Return):
-            return _returned_problem(rule)
+            return _returned_problem(context)
         if isinstance(parent, cst.UnaryOperation):
             current = parent
             continue
         if isinstance(parent, cst.BinaryOperation) and not isinstance(parent.operator, cst.MatrixMultiply):
             other = parent.right if current is parent.left else parent.left
-            if _is_number(rule, other) or _same_expression(other, current):
+            if _is_number(context, other) or _same_expression(other, current):
                 current = parent
                 continue
         if isinstance(parent, cst.Attribute) and parent.value is current:
             call = context.parent(parent)
             method = parent.attr.value
             if isinstance(call, cst.Call) and call.func is parent and method in _LOCAL_METHODS \
-                    and all(_is_number(rule, arg.value) or arg.keyword is not None and arg.keyword.value == "dim"
+                    and all(_is_number(context, arg.value) or arg.keyword is not None and arg.keyword.value == "dim"
                             for arg in call.args if not (arg.keyword is not None and arg.keyword.value == "keepdim")):
                 if not call.args and method in ("sum", "mean", "amax", "amin", "prod", "norm", "any", "all",
                                                 "logsumexp"):
@@ -249,19 +246,19 @@ def _expression_use_problem(rule: Rule, node: cst.CSTNode, depth: int) -> Option
         if isinstance(parent, cst.Assign) and parent.value is current and len(parent.targets) == 1 \
                 and isinstance(parent.targets[0].target, cst.Name):
             statement = context.parent(parent)
-            return _name_use_problem(rule, parent.targets[0].target.value, statement, depth + 1)
+            return _name_use_problem(context, parent.targets[0].target.value, statement, depth + 1)
         if isinstance(parent, cst.Expr):
             return None  # computed and dropped
         where = short_code(parent) if parent is not None else "the code after it"
         return f"`{where}` may broadcast the result ({NOTE}: torch.compile fails there)"
 
 
-def _is_number(rule: Rule, expr: cst.BaseExpression) -> bool:
+def _is_number(context: FileContext, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Integer, cst.Float)):
         return True
     if isinstance(expr, cst.UnaryOperation):
-        return _is_number(rule, expr.expression)
-    return rule.context.kind(expr) in _NUMBER_KINDS
+        return _is_number(context, expr.expression)
+    return context.kind(expr) in _NUMBER_KINDS
 
 
 def _same_expression(a: cst.CSTNode, b: cst.CSTNode) -> bool:

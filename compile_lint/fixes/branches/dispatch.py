@@ -25,9 +25,10 @@ it (`tensor-branch-fix = "cond"`, `choice`) or where `torch.where` is withheld f
 untaken arm that may fail, and only when both branches are single tensor expressions of
 one shape, or of shapes that differ where `differing_shapes` measured torch.cond exact
 (the first dimension, no autograd, a result not broadcast). What the rewrites are built
-from is in `blocks`; conditions as Python tests plus one bool tensor in `conditions`.
+from is in `blocks` (steps, scope), `torch_calls` (the code) and `selection` (`where` or
+`cond`); conditions as Python tests plus one bool tensor in `conditions`.
 
-To add a shape: write its module here (a function `(rule, node, condition, ...)` that
+To add a shape: write its module here (a function `(context, node, condition, ...)` that
 returns a `BranchFix`), add a `Shape` to `SHAPES` where it must be tried, and give the rule
 that reports it an invalid example with `fixed=` (tests/test_fix_proof.py proves it).
 """
@@ -47,19 +48,13 @@ from compile_lint.fixes.branches import (
     shortcuts,
     skipped_work,
 )
-from compile_lint.fixes.branches.blocks import (
-    NO_WHILE_FIX,
-    BranchFix,
-    block_lines,
-    no_fix,
-    only_statement,
-)
+from compile_lint.fixes.branches.blocks import NO_WHILE_FIX, BranchFix, block_lines, no_fix, only_statement
 from compile_lint.fixes.branches.checks import linearise_assert
 from compile_lint.fixes.branches.conditions import TensorCondition, tensor_condition
 from compile_lint.fixes.branches.ternaries import linearise_ifexp
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
 @dataclass(frozen=True)
@@ -67,13 +62,13 @@ class Shape:
     """One shape of tensor `if` statement and its rewrite.
 
     `matches(node, only, lines)`: whether `node` has the shape (`lines`: its body's lines,
-    `only`: the body's single statement, or None). `rewrite(rule, node, condition, only)`:
+    `only`: the body's single statement, or None). `rewrite(context, node, condition, only)`:
     the fix or the reason there is none, or None to let the next shape try.
     """
 
     name: str
     matches: Callable[[cst.If, Optional[cst.BaseSmallStatement], Sequence[cst.CSTNode]], bool]
-    rewrite: Callable[["Rule", cst.If, TensorCondition, Optional[cst.BaseSmallStatement]], Optional[BranchFix]]
+    rewrite: Callable[["FileContext", cst.If, TensorCondition, Optional[cst.BaseSmallStatement]], Optional[BranchFix]]
 
 
 def _alone(statement_type: type) -> Callable[[cst.If, Optional[cst.BaseSmallStatement], Sequence[cst.CSTNode]], bool]:
@@ -96,33 +91,36 @@ def _returns(node: cst.If, only: Optional[cst.BaseSmallStatement], lines: Sequen
 
 
 SHAPES: tuple[Shape, ...] = (
-    Shape("shortcut to None", _sets_to_none, lambda rule, node, condition, only: shortcuts.shortcut_to_none(rule, node, only)),
+    Shape("shortcut to None", _sets_to_none,
+          lambda context, node, condition, only: shortcuts.shortcut_to_none(context, node, only)),
     Shape("check", _alone(cst.Raise), checks.check),
     Shape("skip the rest of a loop", _alone(cst.Continue),
-          lambda rule, node, condition, only: skipped_work.skip_rest_of_loop(rule, node, condition)),
-    Shape("break", _alone(cst.Break), lambda rule, node, condition, only: skipped_work.no_break_fix(rule, node, condition)),
+          lambda context, node, condition, only: skipped_work.skip_rest_of_loop(context, node, condition)),
+    Shape("break", _alone(cst.Break),
+          lambda context, node, condition, only: skipped_work.no_break_fix(context, node, condition)),
     Shape("flag", _sets_flag,
-          lambda rule, node, condition, only: skipped_work.set_flag(rule, node, condition, only.targets[0].target.value)),
+          lambda context, node, condition, only: skipped_work.set_flag(
+              context, node, condition, only.targets[0].target.value)),
     Shape("masked writes", lambda node, only, lines: node.orelse is None,
-          lambda rule, node, condition, only: masked_writes.masked_writes(rule, node, condition)),
-    Shape("returns", _returns, lambda rule, node, condition, only: returns.returns(rule, node, condition)),
+          lambda context, node, condition, only: masked_writes.masked_writes(context, node, condition)),
+    Shape("returns", _returns, lambda context, node, condition, only: returns.returns(context, node, condition)),
     Shape("assignments", lambda node, only, lines: True,
-          lambda rule, node, condition, only: assignments.assignments(rule, node, condition)),
+          lambda context, node, condition, only: assignments.assignments(context, node, condition)),
 )
 
 
-def linearise_if(rule: Rule, node: cst.If, is_elif: bool = False) -> BranchFix:
+def linearise_if(context: FileContext, node: cst.If, is_elif: bool = False) -> BranchFix:
     """A one-graph rewrite of the tensor `if` statement `node`, or why there is none."""
     if is_elif:
         return no_fix("part of an `elif` chain: the rewrite starts at its first `if`")
-    condition = tensor_condition(rule, node.test)
+    condition = tensor_condition(context, node.test)
     if isinstance(condition, str):
         return no_fix(condition)
     lines = block_lines(node.body)
     only = only_statement(lines[0]) if len(lines) == 1 else None
     for shape in SHAPES:
         if shape.matches(node, only, lines):
-            fix = shape.rewrite(rule, node, condition, only)
+            fix = shape.rewrite(context, node, condition, only)
             if fix is not None:
                 return fix
     raise AssertionError("the assignments shape matches every `if`")  # pragma: no cover
@@ -144,31 +142,31 @@ class ElifTracker:
         return node in self.__dict__.get("_elifs", set())
 
 
-def linearise_data_read(rule: Rule, read: cst.BaseExpression, is_elif) -> Optional[BranchFix]:
+def linearise_data_read(context: FileContext, read: cst.BaseExpression, is_elif) -> Optional[BranchFix]:
     """The fix for a value read into Python (`t.item()`, `float(t)`) that only feeds a test, or None.
 
     The read is kept a tensor and the whole `if`, ternary or assert it decides is rewritten
     (so JIT201/JIT202 and JIT101 agree on one fix). None when the read is not part of a test.
     """
     child: cst.CSTNode = read
-    parent = rule.context.parent(child)
+    parent = context.parent(child)
     while parent is not None:
         if isinstance(parent, cst.If) and parent.test is child:
-            return linearise_if(rule, parent, is_elif(parent))
+            return linearise_if(context, parent, is_elif(parent))
         if isinstance(parent, cst.IfExp) and parent.test is child:
-            return linearise_ifexp(rule, parent)
+            return linearise_ifexp(context, parent)
         if isinstance(parent, cst.Assert) and parent.test is child:
-            return linearise_assert(rule, parent)
+            return linearise_assert(context, parent)
         if isinstance(parent, cst.While) and parent.test is child:
             return NO_WHILE_FIX
         if not isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation,
                                    cst.Arg, cst.Call)) or (isinstance(parent, cst.Call) and parent is not read
-                                                            and not _is_conversion(rule, parent)):
+                                                            and not _is_conversion(context, parent)):
             return None
-        child, parent = parent, rule.context.parent(parent)
+        child, parent = parent, context.parent(parent)
     return None
 
 
-def _is_conversion(rule: Rule, call: cst.Call) -> bool:
-    qualified = rule.context.qualname(call.func) or ""
+def _is_conversion(context: FileContext, call: cst.Call) -> bool:
+    qualified = context.qualname(call.func) or ""
     return qualified in ("builtins.int", "builtins.float", "builtins.bool")

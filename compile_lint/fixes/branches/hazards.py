@@ -18,10 +18,11 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.analysis.syntax.names import names_read
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
 # The lists below stay hand-written on purpose: they say how a Python spelling shapes,
@@ -76,13 +77,13 @@ _BOOL_METHODS = frozenset({"isnan", "isinf", "isfinite", "logical_not", "logical
 ShapeTerm = tuple
 
 
-def enclosing_loop(rule: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+def enclosing_loop(context: FileContext, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The innermost `for`/`while` of the function around `node`, or None."""
-    current = rule.context.parent(node)
+    current = context.parent(node)
     while current is not None and not isinstance(current, (cst.FunctionDef, cst.Lambda)):
         if isinstance(current, (cst.For, cst.While)):
             return current
-        current = rule.context.parent(current)
+        current = context.parent(current)
     return None
 
 
@@ -130,8 +131,8 @@ class ShapeModel:
     in the same branch.
     """
 
-    def __init__(self, rule: Rule, bindings: Optional[dict[str, cst.BaseExpression]] = None) -> None:
-        self.rule = rule
+    def __init__(self, context: FileContext, bindings: Optional[dict[str, cst.BaseExpression]] = None) -> None:
+        self.context = context
         self.bindings = dict(bindings or {})
         self._depth = 0
 
@@ -151,7 +152,7 @@ class ShapeModel:
         if isinstance(expr, cst.Name):
             if expr.value in self.bindings:
                 return self.term(self.bindings[expr.value])
-            kind = self.rule.context.kind(expr)
+            kind = self.context.kind(expr)
             if kind in (Kind.PY, Kind.SHAPE):
                 return ("scalar",)
             return ("name", expr.value)
@@ -171,7 +172,7 @@ class ShapeModel:
                 return self.term(expr.value)
             if expr.attr.value in ("T", "mT", "H", "mH"):
                 return ("op", expr.attr.value, self.term(expr.value))
-            kind = self.rule.context.kind(expr)
+            kind = self.context.kind(expr)
             if kind in (Kind.PY, Kind.SHAPE):
                 return ("scalar",)
             return ("attribute", _source(expr)) if kind is Kind.TENSOR else None
@@ -180,7 +181,7 @@ class ShapeModel:
         return None
 
     def _call_term(self, call: cst.Call) -> Optional[ShapeTerm]:
-        qualified = self.rule.context.qualname(call.func) or ""
+        qualified = self.context.qualname(call.func) or ""
         args = _tensor_args(call)
         if qualified in _TORCH_ELEMENTWISE and args:
             return self.term(args[0])
@@ -193,7 +194,7 @@ class ShapeModel:
             if name in _REDUCTIONS and args:
                 return self._reduction(call, self.term(args[0]), 1)
             if name in _SHAPE_OPS:
-                return ("op", name, tuple(self.term(arg) for arg in args if self.rule.context.kind(arg).tensorish),
+                return ("op", name, tuple(self.term(arg) for arg in args if self.context.kind(arg).tensorish),
                         tuple(_source(arg) for arg in call.args))
             return None
         if isinstance(call.func, cst.Attribute):
@@ -303,20 +304,6 @@ _INDEXING_METHODS = frozenset({"gather", "index_select", "take", "take_along_dim
 STATEFUL_ARGUMENT_WORDS = ("cache", "past_key_value", "layer_past", "inference_session", "memory_state")
 
 
-def names_read(expr: cst.CSTNode, skip: Optional[set[int]] = None) -> set[str]:
-    """Local names an expression reads (attribute names, keywords and `skip`ped names excluded)."""
-    found: set[str] = set()
-    skip = set(skip or ())
-    for node in iter_nodes(expr):
-        if isinstance(node, cst.Attribute):
-            skip.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
-            skip.add(id(node.keyword))
-        elif isinstance(node, cst.Name) and id(node) not in skip:
-            found.add(node.value)
-    return found
-
-
 _METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})
 _METADATA_METHODS = frozenset({"size", "dim", "ndimension", "numel", "get_device"})
 
@@ -334,14 +321,13 @@ def data_reads(expr: cst.CSTNode) -> set[str]:
     return names_read(expr, metadata)
 
 
-def untaken_arm_hazard(rule: Rule, arms: Sequence[cst.CSTNode], condition: cst.BaseExpression) -> Optional[str]:
+def untaken_arm_hazard(context: FileContext, arms: Sequence[cst.CSTNode], condition: cst.BaseExpression) -> Optional[str]:
     """Why computing `arms` when the condition says not to could fail or poison gradients, or None.
 
     Linalg decompositions and `torch.autograd.grad` are hazards anywhere in an arm; indexing
     with a tensor and partial maths (division, log, sqrt, ...) are hazards when they read
     a name the condition reads: then the condition is what keeps their inputs in range.
     """
-    context = rule.context
     guarded = {name for name in names_read(condition) if context.kind(cst.Name(name)).tensorish}
     for arm in arms:
         for node in iter_nodes(arm):
@@ -393,7 +379,7 @@ def _bounded_away_from_zero(divisor: cst.BaseExpression) -> bool:
     return False
 
 
-def stateful_argument(rule: Rule, arms: Sequence[cst.CSTNode]) -> Optional[str]:
+def stateful_argument(context: FileContext, arms: Sequence[cst.CSTNode]) -> Optional[str]:
     """A call argument that looks like a cache the callee updates (`past_key_values=...`), or None."""
     for arm in arms:
         for node in iter_nodes(arm):
@@ -407,6 +393,6 @@ def stateful_argument(rule: Rule, arms: Sequence[cst.CSTNode]) -> Optional[str]:
     return None
 
 
-def impure(rule: Rule, expr: cst.BaseExpression) -> bool:
+def impure(context: FileContext, expr: cst.BaseExpression) -> bool:
     """True when evaluating `expr` once more than the original code does could change state."""
-    return not is_side_effect_free(rule.context, expr)
+    return not is_side_effect_free(context, expr)

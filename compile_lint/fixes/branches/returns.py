@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Union
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.names import names_read
 from compile_lint.fixes.branches.assignments import (
     branch_values,
     calls_named,
@@ -13,38 +14,35 @@ from compile_lint.fixes.branches.assignments import (
 )
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
-    Arms,
     BranchFix,
-    TorchCalls,
     assignment_steps,
     block_and_index,
     block_lines,
-    branch_fix_choice,
     no_fix,
     only_statement,
-    replacement_for,
-    select,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, replacement_for
+from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
 )
 from compile_lint.fixes.branches.differing_shapes import ResultSite
 from compile_lint.fixes.branches.hazards import (
-    names_read,
     stateful_argument,
     untaken_arm_hazard,
 )
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
-def returns(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
+def returns(context: FileContext, node: cst.If, condition: TensorCondition) -> BranchFix:
     """`if c: return a` then the rest of the block ending in `return b` -> `return torch.where(c, a, b)`."""
-    true_value = _returned(rule, node.body)
+    true_value = _returned(context, node.body)
     if isinstance(true_value, str):
         return no_fix(true_value)
-    block, index = block_and_index(rule, node)
+    block, index = block_and_index(context, node)
     if isinstance(node.orelse, cst.Else):
         tail_lines = block_lines(node.orelse.body)
         replaced_tail = False
@@ -61,7 +59,7 @@ def returns(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
     assert isinstance(final, cst.Return)
     if final.value is None:
         return no_fix("the final `return` has no value")
-    steps = assignment_steps(rule, tail_lines[:-1])
+    steps = assignment_steps(context, tail_lines[:-1])
     if isinstance(steps, str):
         return no_fix(steps.replace("the branch", "the code between the guard and its return"))
     changed = {step.name for step in steps}
@@ -70,19 +68,19 @@ def returns(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
         return no_fix(f"the guarded return reads `{sorted(stale)[0]}`, which the code after the guard reassigns")
     tail_values = [step.value for step in steps]
     for value in tail_values:
-        hazard = stateful_argument(rule, [value])
+        hazard = stateful_argument(context, [value])
         if hazard:
             return no_fix(hazard)
-    hazard = untaken_arm_hazard(rule, [*tail_values, final.value], condition.tensor)
-    builder = TorchCalls(rule)
-    arms = Arms(rule, condition)
+    hazard = untaken_arm_hazard(context, [*tail_values, final.value], condition.tensor)
+    builder = TorchCalls(context)
+    arms = Arms(context, condition)
     if hazard is not None:
         if tail_values:
             return no_fix(hazard)
         prefer = "cond"
     else:
-        prefer = branch_fix_choice(rule)
-    chosen = select(rule, builder, arms, true_value, final.value, prefer, ResultSite(node, returned=True))
+        prefer = branch_fix_choice(context)
+    chosen = select(context, builder, arms, true_value, final.value, prefer, ResultSite(node, returned=True))
     if isinstance(chosen, str):
         return no_fix(chosen)
     if condition.guard is not None:
@@ -105,7 +103,7 @@ def returns(rule: Rule, node: cst.If, condition: TensorCondition) -> BranchFix:
     return builder.plan(replacements, message)
 
 
-def _returned(rule: Rule, block: cst.BaseSuite) -> Union[cst.BaseExpression, str]:
+def _returned(context: FileContext, block: cst.BaseSuite) -> Union[cst.BaseExpression, str]:
     """The value a branch of assignments then `return value` returns, in terms of values before it."""
     lines = block_lines(block)
     last = only_statement(lines[-1])
@@ -113,10 +111,10 @@ def _returned(rule: Rule, block: cst.BaseSuite) -> Union[cst.BaseExpression, str
         return "the branch does not end in its `return`"
     if last.value is None:
         return "the branch returns nothing"
-    steps = assignment_steps(rule, lines[:-1])
+    steps = assignment_steps(context, lines[:-1])
     if isinstance(steps, str):
         return steps
-    found = branch_values(rule, steps)
+    found = branch_values(context, steps)
     if isinstance(found, str):
         return found
     values = found[0]

@@ -7,31 +7,26 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from compile_lint.fixes.branches.assignments import calls_named
-from compile_lint.fixes.branches.blocks import (
-    WHERE_NOTE,
-    Arms,
-    BranchFix,
-    TorchCalls,
-    branch_fix_choice,
-    no_fix,
-    select,
-)
+from compile_lint.fixes.branches.blocks import WHERE_NOTE, BranchFix, no_fix
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls
+from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     tensor_condition,
 )
 from compile_lint.fixes.branches.differing_shapes import ResultSite
 
 if TYPE_CHECKING:
-    from compile_lint.rules.base import Rule
+    from compile_lint.analysis.file.context import FileContext
 
 
-def linearise_ifexp(rule: Rule, node: cst.IfExp) -> BranchFix:
+def linearise_ifexp(context: FileContext, node: cst.IfExp) -> BranchFix:
     """`a if c else b` on a tensor `c` -> `torch.where(c, a, b)` (or torch.cond), or why not."""
-    condition = tensor_condition(rule, node.test)
+    condition = tensor_condition(context, node.test)
     if isinstance(condition, str):
         return no_fix(condition)
-    builder = TorchCalls(rule)
-    chosen = select(rule, builder, Arms(rule, condition), node.body, node.orelse, branch_fix_choice(rule),
+    builder = TorchCalls(context)
+    chosen = select(context, builder, Arms(context, condition), node.body, node.orelse, branch_fix_choice(context),
                     ResultSite(node))
     if isinstance(chosen, str):
         return no_fix(chosen)

@@ -136,7 +136,7 @@ class TensorFilteredComprehension(Rule):
     ]
 
     def visit_CompIf(self, node: cst.CompIf) -> None:
-        culprit = data_dependent(self, node.test)
+        culprit = data_dependent(self.context, node.test)
         if culprit is not None:
             self.report(node.test, path_node=culprit)
 

@@ -8,12 +8,8 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes, walk
-from compile_lint.fixes.branches.conditions import (
-    EAGER_TENSOR,
-    SAFE_OPERANDS,
-    operand_evidence,
-    receives_tensor_only_method,
-)
+from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, SAFE_OPERANDS, receives_tensor_only_method
+from compile_lint.fixes.branches.conditions import operand_evidence
 from compile_lint.fixes.guards import spell
 from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.fixes.plan import FixPlan
@@ -221,7 +217,8 @@ class MinMaxKeyOverTensors(Rule):
         # torch.stack rests on the candidates being tensors in eager code too: on evidence, or
         # the key calls a method only tensors have on each (`key=lambda s: s.abs().sum()`)
         keyed = any(receives_tensor_only_method(n, param) for n in iter_nodes(lam.body))
-        rests_on = ((cst.Module([]).code_for_node(element), EAGER_TENSOR),) if keyed else operand_evidence(self, element)
+        rests_on = ((cst.Module([]).code_for_node(element), EAGER_TENSOR),) if keyed else operand_evidence(
+            self.context, element)
         if any(evidence not in SAFE_OPERANDS for _, evidence in rests_on):
             return None
         stack, imports = spell(self.context, "torch.stack")

@@ -946,8 +946,8 @@ class TensorValuedIf(ElifTracker, Rule):
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
-        culprit = data_dependent(self, node.test)
+        culprit = data_dependent(self.context, node.test)
         if culprit is None:
             return
-        outcome = linearise_if(self, node, self.is_elif(node))
+        outcome = linearise_if(self.context, node, self.is_elif(node))
         self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)

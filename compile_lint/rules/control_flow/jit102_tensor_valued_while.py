@@ -135,7 +135,7 @@ class TensorValuedWhile(Rule):
     ]
 
     def visit_While(self, node: cst.While) -> None:
-        culprit = data_dependent(self, node.test)
+        culprit = data_dependent(self.context, node.test)
         if culprit is not None:
             self.report(node.test, path_node=culprit)  # the message says what to write; --explain why no fix
 

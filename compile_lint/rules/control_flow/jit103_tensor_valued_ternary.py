@@ -222,8 +222,8 @@ class TensorValuedTernary(Rule):
     ]
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        culprit = data_dependent(self, node.test)
+        culprit = data_dependent(self.context, node.test)
         if culprit is None:
             return
-        outcome = linearise_ifexp(self, node)
+        outcome = linearise_ifexp(self.context, node)
         self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)

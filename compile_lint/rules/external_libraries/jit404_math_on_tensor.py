@@ -222,11 +222,11 @@ class MathOnTensor(Rule):
         if function not in _MATH_TO_TORCH or len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
             return None
         operand = node.args[0].value
-        if unsafe_operand(self, operand):
+        if unsafe_operand(self.context, operand):
             return None  # a random draw or an untyped parameter: eager code may pass torch.* a float
         twin, imports = spell(self.context, f"torch.{function}")
         call = node.with_changes(func=cst.parse_expression(twin))
-        return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports, operand_evidence(self, operand))
+        return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports, operand_evidence(self.context, operand))
 
 
 # Kept by hand: a meaning mapping (math.f -> torch.f), which no torch table holds; what

@@ -6,10 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.facts import Kind, annotation_kind
+from compile_lint.analysis.kinds.certainty import certain_one_tensor
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.support.bindings import made_only_by
-from compile_lint.rules.support.syntax import find_param, int_literal, self_attribute
+from compile_lint.rules.support.syntax import int_literal, self_attribute
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -261,7 +261,7 @@ class ShapeDependentLoop(Rule):
                 # split(k) yields ceil(size / k) pieces; split([2, 3]) a fixed number
                 sizes = iterable.args[0].value if iterable.args else None
                 return int_literal(sizes) is not None and self._dim_argument(iterable, 1) == 0
-        return self._certain_tensor(iterable)
+        return certain_one_tensor(self.context, iterable)
 
     @staticmethod
     def _dim_argument(call: cst.Call, position: int) -> Optional[int]:
@@ -278,37 +278,6 @@ class ShapeDependentLoop(Rule):
         super().__init__(context)
         self._in_progress: set[str] = set()
 
-    def _certain_tensor(self, expr: cst.BaseExpression) -> bool:
-        """A tensor for sure: not a bare forward parameter (often a list of feature maps)."""
-        if isinstance(expr, cst.Name):
-            key = "tensor:" + expr.value
-            if key in self._in_progress:
-                return False  # `x = x.flip(0)`: judged by its other assignments
-            self._in_progress.add(key)
-            try:
-                return self._certain_tensor_name_or_value(expr)
-            finally:
-                self._in_progress.discard(key)
-        return self._certain_tensor_name_or_value(expr)
-
-    def _certain_tensor_name_or_value(self, expr: cst.BaseExpression) -> bool:
-        context = self.context
-        function = context.function
-        if function is None:
-            return False
-        if isinstance(expr, cst.Name):
-            param = find_param(function, expr.value)
-            if param is not None:
-                return annotation_kind(param.annotation, context.imports) is Kind.TENSOR
-            values = context.local_values(expr.value, function)
-            # The analysis is flow-insensitive: in `masks = [m for m in masks if m is not None]`
-            # then `masks = torch.cat(masks)` the loop runs over the list, so a binding that
-            # is certainly a container vetoes the tensor ones.
-            if any(_container_value(self, v) for v in values):
-                return False
-            return any(isinstance(v, cst.BaseExpression) and self._certain_tensor_value(v) for v in values)
-        return self._certain_tensor_value(expr)
-
     def _fixed_length(self, expr: cst.BaseExpression) -> bool:
         """A tuple/list display, a name bound only to one, or `self.X` holding a ModuleList/Sequential."""
         if isinstance(expr, (cst.Tuple, cst.List)):
@@ -318,48 +287,6 @@ class ShapeDependentLoop(Rule):
             return bool(values) and all(
                 isinstance(value, (cst.Tuple, cst.List)) and self._fixed_length(value) for value in values)
         return self_attribute(expr) is not None and made_only_by(self.context, expr, _MODULE_CONTAINERS)
-
-    def _certain_tensor_value(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data"):
-            return self._certain_tensor_value(expr.value)
-        if isinstance(expr, cst.Name):
-            return self._certain_tensor(expr)
-        if isinstance(expr, cst.BinaryOperation):
-            return self._certain_tensor_value(expr.left) or self._certain_tensor_value(expr.right)
-        if isinstance(expr, cst.Subscript):
-            return self._certain_tensor(expr.value)
-        if isinstance(expr, cst.Call):
-            func = expr.func
-            qualified = self.context.qualname(func) or ""
-            if qualified.startswith("torch."):
-                short = qualified.rsplit(".", 1)[-1]
-                return short not in _TUPLE_RESULTS and self.context.kind(expr) is Kind.TENSOR
-            if self_attribute(func) is not None:
-                return self._tensor_submodule(self_attribute(func) or "")
-            # A tensor method (`x.float()`) on a tensor.
-            return (isinstance(func, cst.Attribute) and func.attr.value not in _TUPLE_RESULTS
-                    and func.attr.value not in _CONTAINER_METHODS and self_attribute(func) is None
-                    and self.context.kind(func.value) is Kind.TENSOR)
-        return False
-
-    def _tensor_submodule(self, name: str) -> bool:
-        """True when `self.NAME` is a built-in torch.nn layer that returns one tensor.
-
-        The model's own submodules may return dicts or tuples (detection heads, HF outputs),
-        and so may recurrent and attention layers; those are not taken as tensors.
-        """
-        cls = self.context.owner_class
-        if cls is None:
-            return False
-        values = self.context.facts.self_attributes(cls).values.get(name, [])
-        for value in values:
-            qualified = self.context.qualname(value.func) if isinstance(value, cst.Call) else None
-            if not qualified or not qualified.startswith("torch.nn."):
-                return False
-            short = qualified.rsplit(".", 1)[-1]
-            if short in _MULTI_OUTPUT_MODULES or not short[:1].isupper():
-                return False
-        return bool(values)
 
     def _varying_size(self, expr: cst.BaseExpression) -> bool:
         """True when the number `expr` computes depends on a leading dim of a tensor.
@@ -389,7 +316,7 @@ class ShapeDependentLoop(Rule):
                         and int_literal(expr.args[0].value) in _VARYING_DIMS)
             qualified = self.context.qualname(func)
             if qualified == "builtins.len" and len(expr.args) == 1:
-                return self._certain_tensor(expr.args[0].value)
+                return certain_one_tensor(self.context, expr.args[0].value)
             if qualified in ("builtins.min", "builtins.max", "builtins.int", "builtins.abs", "math.ceil",
                              "math.floor"):
                 return any(self._varying_size(arg.value) for arg in expr.args)
@@ -452,47 +379,8 @@ class ShapeDependentLoop(Rule):
 _VARYING_DIMS = (0, 1)
 
 
-# Kept by hand: what an op returns (a tuple, not a tensor) is in its schema, not in a tag or
-# trace rule, and this list names the Python spellings, several of them Python-level.
-# Ops that return a tuple of a fixed length (values, indices), not a tensor to iterate.
-_TUPLE_RESULTS = frozenset({
-    "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "aminmax", "std_mean",
-    "var_mean", "frexp", "unique", "unique_consecutive", "split", "chunk", "unbind", "tensor_split",
-    "nonzero", "where", "meshgrid", "broadcast_tensors", "histogram", "slogdet", "svd", "qr", "eig",
-    "eigh", "lu", "cummax", "cummin", "hsplit", "vsplit", "dsplit", "split_with_sizes",
-})
-
-
-# torch.nn layers whose call is not one tensor.
-_MULTI_OUTPUT_MODULES = frozenset({
-    "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU",
-    "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
-    "TransformerEncoderLayer", "TransformerDecoderLayer", "MaxPool1d", "MaxPool2d", "MaxPool3d",
-    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "FractionalMaxPool2d",
-    "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss",
-})
-
-
 _MODULE_CONTAINERS = frozenset(
     f"torch.nn{package}.{name}"
     for package in ("", ".modules.container")
     for name in ("ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict")
 )
-
-
-def _container_value(rule: Rule, value: object) -> bool:
-    """A list/tuple/dict display or comprehension, or `list(...)`/`tuple(...)`/`torch.split(...)`."""
-    if isinstance(value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp)):
-        return True
-    if isinstance(value, cst.Call):
-        qualified = rule.context.qualname(value.func) or ""
-        if qualified in ("builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted"):
-            return True
-        short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.") else (
-            value.func.attr.value if isinstance(value.func, cst.Attribute) else "")
-        return short in ("split", "chunk", "unbind", "tensor_split")
-    return False
-
-
-_CONTAINER_METHODS = frozenset({"keys", "values", "items", "get", "pop", "copy", "tolist", "numpy"})
-

@@ -38,7 +38,7 @@ def holds_tensor_data(rule: Rule, expr: cst.BaseExpression) -> bool:
     """
     if rule.context.kind(expr) is Kind.NDARRAY:
         return _derived_from_tensor(rule, expr, depth=0)
-    if data_dependent(rule, expr) is not expr or isinstance(expr, (cst.BooleanOperation, cst.UnaryOperation)):
+    if data_dependent(rule.context, expr) is not expr or isinstance(expr, (cst.BooleanOperation, cst.UnaryOperation)):
         return False
     return not (_unpacked_from_untyped_param(rule, expr, depth=0) or _python_valued(rule, expr, depth=0))
 

@@ -407,16 +407,16 @@ class TensorItem(ElifTracker, Rule):
             reason = BranchFix(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
             self.report(node, message=with_reason(self.message, reason))
             return
-        outcome = linearise_data_read(self, node, self.is_elif)
+        outcome = linearise_data_read(self.context, node, self.is_elif)
         if outcome is not None:
             self.report(node, message=with_reason(self.message, outcome), fix=outcome.fix)
             return
-        if report_captured_size(self, node, self.message):
+        if report_captured_size(self.context, self.report, node, self.message):
             return
         assert isinstance(node.func, cst.Attribute)
-        fix = keep_tensor_fix(self, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
+        fix = keep_tensor_fix(self.context, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
                               receiver)
-        reason = unsafe_operand(self, receiver) or unkept_reason(self, node, UNUSED_NUMBER)
+        reason = unsafe_operand(self.context, receiver) or unkept_reason(self.context, node, UNUSED_NUMBER)
         self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
 
 

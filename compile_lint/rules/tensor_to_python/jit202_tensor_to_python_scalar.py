@@ -329,16 +329,17 @@ class TensorToPythonScalar(ElifTracker, Rule):
             return
         message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
         value = node.args[0].value
-        outcome = linearise_data_read(self, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
+        outcome = linearise_data_read(self.context, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
         if outcome is not None:
             self.report(node, message=with_reason(message, outcome), fix=outcome.fix)
             return
-        if name == "int" and self.context.kind(value).tensorish and report_captured_size(self, node, message):
+        if name == "int" and self.context.kind(value).tensorish and report_captured_size(
+                self.context, self.report, node, message):
             return
         fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:
-            fix = keep_tensor_fix(self, node, _chain(value, "detach", "float"), value)
-        reason = (unsafe_operand(self, value) or unkept_reason(self, node, UNUSED_NUMBER)) if name == "float" else \
+            fix = keep_tensor_fix(self.context, node, _chain(value, "detach", "float"), value)
+        reason = (unsafe_operand(self.context, value) or unkept_reason(self.context, node, UNUSED_NUMBER)) if name == "float" else \
             f"only `float()` of a tensor is kept a tensor, not `{name}()`"
         self.report(node, message=with_reason(message, BranchFix(fix, reason)), fix=fix)
 

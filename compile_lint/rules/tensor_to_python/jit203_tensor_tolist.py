@@ -187,8 +187,8 @@ class TensorTolist(Rule):
             fix = _RowLoop(self.context, node, receiver).vectorised()
             if fix is not None:
                 # `T.double().unbind(-1)` rests on `T` being a tensor in eager code too (an array has `.tolist()`)
-                fix = None if unsafe_operand(self, receiver) else dataclasses.replace(
-                    fix, rests_on=operand_evidence(self, receiver))
+                fix = None if unsafe_operand(self.context, receiver) else dataclasses.replace(
+                    fix, rests_on=operand_evidence(self.context, receiver))
             self.report(node, fix=fix)
 
 

@@ -323,7 +323,8 @@ class TensorAsSize(Rule):
         if spec is None:
             return
         for value in _size_arguments(node, spec):
-            if holds_tensor_data(self, value) and not report_captured_tensor_size(self, value, self.message):
+            if holds_tensor_data(self, value) and not report_captured_tensor_size(
+                    self.context, self.report, value, self.message):
                 self.report(value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -458,7 +458,7 @@ class DataDependentShape(Rule):
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and _is_mask(self, index.value):
-                update = masked_update_fix(self, node, index.value) if len(node.slice) == 1 else None
+                update = masked_update_fix(self.context, node, index.value) if len(node.slice) == 1 else None
                 if update is None:
                     self.report(node)
                 else:

@@ -1,6 +1,6 @@
 """Program generators and the properties every generated program must satisfy.
 
-Shared by tests/test_fuzz.py (a bounded run in CI) and benchmarks/fuzz.py (long runs).
+Shared by benchmarks/fuzz.py (long runs) and tests/test_fuzz.py (a bounded run in CI).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Callable
 import libcst as cst
 from hypothesis import strategies as st
 
+from compile_lint.engine.lint import lint_text
 from compile_lint.fixes.apply import fix_text
 from compile_lint.fixes.edits import apply_fixes
-from compile_lint.settings.config import Config
-from compile_lint.engine.lint import lint_text
 from compile_lint.rules import ALL_RULES
+from compile_lint.settings.config import Config
 
 RULES_BY_CODE = {rule.code: rule for rule in ALL_RULES}
 
@@ -36,7 +36,8 @@ def nest_in_class(code: str) -> str:
 
 def add_decorators(code: str) -> str:
     """Decorate methods with a harmless decorator defined in the file."""
-    header = "import functools\n\ndef traced(fn):\n    @functools.wraps(fn)\n    def inner(*a, **k):\n        return fn(*a, **k)\n    return inner\n\n"
+    header = ("import functools\n\ndef traced(fn):\n    @functools.wraps(fn)\n    def inner(*a, **k):\n"
+              "        return fn(*a, **k)\n    return inner\n\n")
     return header + re.sub(r"^(\s+)def forward", r"\1@traced\n\1def forward", code, flags=re.M)
 
 

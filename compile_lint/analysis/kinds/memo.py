@@ -1,0 +1,59 @@
+"""Everything the facts of one file keep: answers by question, and the questions being answered."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from compile_lint.analysis.file.reaching import Binding, ReachingBindings
+from compile_lint.analysis.kinds.lattice import Kind
+
+if TYPE_CHECKING:
+    from compile_lint.analysis.kinds.bindings import SelfAttributes
+
+CallSites = dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]
+# The answers that rest on what names hold: `kind_with_bindings` sets them aside and restores them.
+_KIND_FIELDS = ("names", "read_kinds", "returns", "conditional_tensors", "param_bindings", "binding_kinds",
+                "argument_kinds")
+
+
+@dataclass(slots=True)
+class KindMemo:
+    """The facts' memo: one field per question, filled as questions are asked."""
+
+    # What the syntax says, once per function or class.
+    assignments: dict[cst.FunctionDef, dict[str, list[object]]] = field(default_factory=dict)
+    added: dict[cst.FunctionDef, dict[str, list[object]]] = field(default_factory=dict)  # `.append(x)` and the like
+    returned_values: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
+    self_attributes: dict[cst.ClassDef, SelfAttributes] = field(default_factory=dict)
+    methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = field(default_factory=dict)
+    reaching: dict[cst.FunctionDef, ReachingBindings] = field(default_factory=dict)
+    call_sites: Optional[CallSites] = None
+    resolved_sites: Optional[CallSites] = None
+    # Kinds: of names, reads, returns, bindings, what calls pass, certainty under Dynamo.
+    names: dict[tuple[cst.FunctionDef, str], Kind] = field(default_factory=dict)
+    read_kinds: dict[cst.Name, Kind] = field(default_factory=dict)
+    returns: dict[cst.FunctionDef, Kind] = field(default_factory=dict)
+    binding_kinds: dict[Binding, Kind] = field(default_factory=dict)
+    argument_kinds: dict[tuple, Optional[Kind]] = field(default_factory=dict)
+    certain: dict[tuple, bool] = field(default_factory=dict)
+    # A read that is a tensor only when some bindings ran -> the statements that bind the tensor.
+    conditional_tensors: dict[cst.Name, list[cst.CSTNode]] = field(default_factory=dict)
+    # Parameters bound to given kinds while `kind_with_bindings` asks (empty otherwise).
+    param_bindings: dict[tuple[cst.FunctionDef, str], Kind] = field(default_factory=dict)
+    # The questions being answered (recursion guards), and how many guards fired: results
+    # built on one are not kept.
+    in_progress: set[object] = field(default_factory=set)
+    cycles: int = 0
+    read_steps: dict[cst.FunctionDef, int] = field(default_factory=dict)  # reads worked out, per function
+
+    def kinds_so_far(self) -> tuple[dict, ...]:
+        """Copies of the answers that rest on what names hold, for `restore_kinds`."""
+        return tuple(dict(getattr(self, name)) for name in _KIND_FIELDS)
+
+    def restore_kinds(self, saved: tuple[dict, ...]) -> None:
+        """Put back the answers `kinds_so_far` copied (those worked out meanwhile rested on guessed bindings)."""
+        for name, value in zip(_KIND_FIELDS, saved):
+            setattr(self, name, value)

@@ -1,0 +1,123 @@
+"""Helpers the tests share: run the real CLI in a subprocess, real files to lint, JSON reports
+checked against the schema, a project tree written from sources.
+
+A plain module (`from tests.helpers import run_cli`); tests/conftest.py keeps only pytest's
+fixtures and hooks. The helpers a rule author needs (example cases, flagged lines, a
+FileContext over a snippet, fix proofs) are public: `compile_lint.testing`.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from typing import Optional
+
+import pytest
+
+# A model whose forward branches on tensor data (JIT101, with an unsafe torch.where fix).
+BREAKING_GATE = """import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            y = x * 2
+        else:
+            y = x / 2
+        return y
+"""
+
+
+def _first_file(*candidates: str) -> Optional[str]:
+    return next((path for path in candidates if os.path.isfile(path)), None)
+
+
+def own_home_environment(home: str) -> dict[str, str]:
+    """os.environ for a tool that writes per-user files (pip, virtualenv, pre-commit): a home of its own.
+
+    HOME and the XDG directories point under `home` (made here), so that nothing lands in the
+    user's $HOME (issue 25.16): pip runs `rustc --version`, whose rustup proxy writes
+    ~/.rustup; virtualenv and pip cache in ~/.cache. The user's pip and git configuration
+    (an index URL, safe.directory) is still read from where it is. No PYTHONPATH.
+    """
+    user_home = os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(user_home, ".config")
+    pip_config = os.environ.get("PIP_CONFIG_FILE") or _first_file(
+        os.path.join(config_home, "pip", "pip.conf"), os.path.join(user_home, ".pip", "pip.conf"))
+    git_config = os.environ.get("GIT_CONFIG_GLOBAL") or _first_file(
+        os.path.join(user_home, ".gitconfig"), os.path.join(config_home, "git", "config"))
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("XDG_") and key not in ("PYTHONPATH", "PIP_CONFIG_FILE", "GIT_CONFIG_GLOBAL")}
+    os.makedirs(home, exist_ok=True)
+    env.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"), XDG_CONFIG_HOME=os.path.join(home, ".config"),
+               XDG_DATA_HOME=os.path.join(home, ".local", "share"),
+               XDG_STATE_HOME=os.path.join(home, ".local", "state"))
+    if pip_config:
+        env["PIP_CONFIG_FILE"] = pip_config
+    if git_config:
+        env["GIT_CONFIG_GLOBAL"] = git_config
+    return env
+
+
+def run_cli(*args: str, cwd=None, input_text=None, prefix=()) -> subprocess.CompletedProcess:
+    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv)."""
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "compile_lint", *args],
+        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300,
+    )
+
+
+# Root without the two capabilities that let it read, write and list whatever the file
+# modes say: file permissions then apply to it as to any user.
+WITHOUT_PERMISSION_BYPASS = ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA_PATH = os.path.join(REPO, "docs", "findings.schema.json")
+
+
+def assert_findings_json(text: str) -> list:
+    """Parse a JSON findings report and validate it against docs/findings.schema.json."""
+    import jsonschema
+
+    data = json.loads(text)
+    with open(SCHEMA_PATH, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    jsonschema.validate(data, schema)
+    return data
+
+
+def real_files(count: int) -> list[str]:
+    """Real nn.Module code: torch's own modules, plus the benchmark corpus when it was fetched."""
+    torch = pytest.importorskip("torch")
+    base = os.path.dirname(torch.__file__)
+    found = sorted(glob.glob(os.path.join(base, "nn", "modules", "*.py")))
+    found += sorted(glob.glob(os.path.join(base, "_dynamo", "*.py")))[:10]
+    corpus = os.path.join(REPO, "benchmarks", ".cache", "corpus")
+    found += sorted(glob.glob(os.path.join(corpus, "**", "*.py"), recursive=True))
+    random.Random(9).shuffle(found)
+    return found[:count]
+
+
+def reported_gb_types(result) -> set[str]:
+    """The graph-break types a probe saw: each break's first line and the fullgraph error's type."""
+    types = {reason.splitlines()[0] for reason in result.graph_breaks}
+    for error in (result.fullgraph_error, result.compile_error):
+        for prefix in ("Unsupported: ", "TorchRuntimeError: "):
+            if error and error.startswith(prefix):
+                types.add(error[len(prefix):])
+    return types
+
+
+def write_tree(root, files: dict[str, str]) -> None:
+    """Write `files` (relative path -> dedented source) under `root`."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
