@@ -113,24 +113,29 @@ def _stats(samples: list[float]) -> dict:
             "drift": abs(halves[0] / halves[1] - 1.0) if halves[1] else 0.0, "samples": len(samples)}
 
 
-def time_variants(runs: dict[str, Callable[[], Any]], settings: Settings) -> dict[str, dict]:
+def time_variants(runs: dict[str, Callable[[], Any]], settings: Settings,
+                  first_outputs: Optional[dict[str, Any]] = None) -> dict[str, dict]:
     """Each variant's stats (or its error), all warmed up first, then sampled in rotating rounds.
-    A variant's first call (its compile) is timed as `first_s`; a failing variant is left out."""
+    A variant's first call (its compile) is timed as `first_s`, and what it returned is kept in
+    `first_outputs` when given; a failing variant is left out."""
     results: dict[str, dict] = {}
     ready: dict[str, Callable[[], Any]] = {}
     with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):  # prints cost the same either way
         for name, run in runs.items():
             try:
                 started = time.perf_counter()
-                run()
+                output = run()
                 _sync(settings.device)
+                if first_outputs is not None:
+                    first_outputs[name] = output
                 first_s = time.perf_counter() - started
                 for _ in range(settings.warmup):
                     run()
                 _sync(settings.device)
                 ready[name], results[name] = run, {"first_s": round(first_s, 3)}
             except Exception as error:  # noqa: BLE001 - one failing build must not hide the others
-                results[name] = {"error": f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"[:300]}
+                first_line = (str(error).strip().splitlines() or [""])[0]
+                results[name] = {"error": f"{type(error).__name__}: {first_line}"[:300]}
         samples: dict[str, list[float]] = {name: [] for name in ready}
         names = list(ready)
         for round_index in range(settings.repeats):
@@ -256,28 +261,20 @@ def fix_shapes(settings: Settings, selected: Optional[list[str]], report: dict) 
                         runs[f"{side} {variant}"] = _case_side(code, example.entry, calls, variant, settings)
                     except Exception as error:  # noqa: BLE001 - e.g. an original that fails at import
                         runs[f"{side} {variant}"] = _raising(error)
-            timed = time_variants(runs, settings)
-            row["modes"][mode] = {"timings": timed, "fixed_over_original": ratio(timed, f"original {mode}", f"fixed {mode}")}
+            outputs: dict[str, Any] = {}
+            timed = time_variants(runs, settings, outputs)
+            row["modes"][mode] = {"timings": timed,
+                                  "fixed_over_original": ratio(timed, f"original {mode}", f"fixed {mode}")}
             if mode == "default":
                 row["fixed_vs_eager"] = ratio(timed, "original eager", f"fixed {mode}")
-        row["outputs_equal"] = _outputs_equal(example, fixed_code, settings)
+                # First passes, fresh models: the compiled fixed code against the original run eagerly.
+                row["outputs_equal"] = (compare(outputs["original eager"], outputs[f"fixed {mode}"]).equal
+                                        if {"original eager", f"fixed {mode}"} <= set(outputs) else None)
         rows.append(row)
         speed = (row["modes"]["default"].get("fixed_over_original") or {}).get("ratio")
         print(f"[shapes] {name} {row['tags']}: fixed/original default {speed}", file=sys.stderr, flush=True)
     torch._dynamo.reset()
     report["shapes"] = {"rows": rows, "skipped": skipped}
-
-
-def _outputs_equal(example, fixed_code: str, settings: Settings) -> Optional[bool]:
-    """Compiled fixed outputs against the original's eager ones, fresh models on both sides."""
-    try:
-        torch._dynamo.reset()
-        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):
-            expected = _case_side(example.code, example.entry, example.calls, "eager", settings)()
-            got = _case_side(fixed_code, example.entry, example.fixed_calls or example.calls, "default", settings)()
-        return compare(expected, got).equal
-    except Exception:  # noqa: BLE001 - an original that cannot run has nothing to compare with
-        return None
 
 
 # ----- section: branches (the auto cost model) ------------------------------------------------
@@ -338,7 +335,8 @@ def branches(settings: Settings, report: dict) -> None:
                 timed = time_variants(runs, settings)
                 ms = {form: timed[form].get("median_ms") for form in timed}
                 row = {"size": size, "shape": [batch, tokens, width], "depth": depth, "mode": mode, "timings": timed,
-                       "where_over_broken": ratio(timed, "broken", "where"), "cond_over_broken": ratio(timed, "broken", "cond"),
+                       "where_over_broken": ratio(timed, "broken", "where"),
+                       "cond_over_broken": ratio(timed, "broken", "cond"),
                        "cond_over_where": ratio(timed, "where", "cond")}
                 if ms.get("arm") and ms.get("where") and ms.get("cond"):
                     row["untaken_arm_ms"] = ms["where"] - ms["arm"]
@@ -406,7 +404,8 @@ def counter(settings: Settings, report: dict) -> None:
             models[f"{label} {mode}"] = model = model.to(settings.device).eval()
             fn = _compiled(model, mode)
             runs[f"{label} {mode}"] = (lambda fn=fn: fn(x))
-    buffers = {name: (model.calls, model.calls.data_ptr()) for name, model in models.items() if name.startswith("fixed")}
+    buffers = {name: (model.calls, model.calls.data_ptr())
+               for name, model in models.items() if name.startswith("fixed")}
     timed = time_variants(runs, settings)
     kept = {name: models[name].calls is buffer and buffer.data_ptr() == address
             for name, (buffer, address) in buffers.items()}
@@ -438,7 +437,8 @@ def examples(settings: Settings, targets: list[str], report: dict) -> None:
                 continue
             report_path = os.path.join(work, f"{target}.json")
             command = ["verify", "--bench", "--inductor-patch=off", "--device", settings.device,
-                       "--warmup", str(settings.warmup), "--iters", str(settings.repeats), "--inner", str(settings.inner),
+                       "--warmup", str(settings.warmup), "--iters", str(settings.repeats),
+                       "--inner", str(settings.inner),
                        "--timeout", "280", "--report", report_path, f"targets.py:{target}"]
             done = subprocess.run([sys.executable, "-m", "compile_lint", *command], cwd=copy, env=env,
                                   capture_output=True, text=True)
@@ -451,7 +451,8 @@ def examples(settings: Settings, targets: list[str], report: dict) -> None:
             rows.append({"target": target, "command": "compile-lint " + " ".join(command), "exit": done.returncode,
                          "runtime_codes": sorted(set(codes)), "bench_errors": bench.get("errors", []),
                          "timings": bench.get("timings", []),
-                         "verdict": [line for line in done.stdout.splitlines() if line.startswith(f"targets.py:{target} [")],
+                         "verdict": [line for line in done.stdout.splitlines()
+                                     if line.startswith(f"targets.py:{target} [")],
                          "passes": done.returncode in (0, 1) and not {"JIT903", "JIT904"} & set(codes)
                          and not bench.get("errors")})
             print(f"[examples] {target}: exit {done.returncode}, {sorted(set(codes))}", file=sys.stderr, flush=True)
@@ -511,7 +512,8 @@ def render(report: dict) -> str:
         slower = [row["case"] for row in shapes if (row["modes"].get("default", {}).get("fixed_over_original") or {})
                   .get("verdict") == "slower"]
         if values:
-            lines += ["", f"Geomean {math.exp(sum(map(math.log, values)) / len(values)):.3f}x over {len(values)} cases; "
+            geomean = math.exp(sum(map(math.log, values)) / len(values))
+            lines += ["", f"Geomean {geomean:.3f}x over {len(values)} cases; "
                           f"slower beyond the noise (default mode): {', '.join(slower) or 'none'}."]
     skipped = [item for key in ("shapes", "branches") for item in report.get(key, {}).get("skipped", [])]
     if skipped:
@@ -543,7 +545,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                             "device_name": torch.cuda.get_device_name() if settings.device.startswith("cuda")
                             else f"CPU ({os.cpu_count()} cores)",
                             "command": " ".join(["python", "benchmarks/fix_payoff.py", *(argv or sys.argv[1:])]),
-                            "settings": {key: getattr(args, key) for key in ("warmup", "repeats", "inner", "budget_s")}}}
+                            "settings": {key: getattr(args, key)
+                                         for key in ("warmup", "repeats", "inner", "budget_s")}}}
     started = time.monotonic()
     for section in args.sections.split(","):
         print(f"[{time.monotonic() - started:.0f}s] {section} ...", file=sys.stderr, flush=True)

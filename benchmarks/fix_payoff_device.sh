@@ -5,13 +5,14 @@
 # That machine has torch and triton but no libcst, and no registry: carry its cp312 wheel in
 # benchmarks/.cache/devwheels (fix_payoff.py's docstring has the download command).
 #
-#   bash benchmarks/fix_payoff_device.sh SECTIONS BUDGET_S NAME [proof]
+#   bash benchmarks/fix_payoff_device.sh SECTIONS BUDGET_S NAME [proof|-] [fix_payoff.py options...]
 #
 # SECTIONS: comma-separated fix_payoff.py sections; BUDGET_S: start no new work after this
-# many seconds; NAME: results go to $OUT/NAME; `proof` also runs the CUDA-graph proof tests.
-# One device command runs at most 10 minutes, so split the sections over calls, e.g.
-#   bash benchmarks/fix_payoff_device.sh examples,counter,print,branches 420 part1 proof
-#   bash benchmarks/fix_payoff_device.sh shapes 480 part2
+# many seconds; NAME: results go to $OUT/NAME; `proof` also runs the CUDA-graph proof tests;
+# the rest goes to fix_payoff.py (e.g. --cases JIT5,JIT6). One device command runs at most
+# 10 minutes, so split the sections over calls, e.g.
+#   bash benchmarks/fix_payoff_device.sh examples,counter,print 400 part1 proof
+#   bash benchmarks/fix_payoff_device.sh branches,shapes 460 part2
 set -o pipefail
 sections=${1:-examples,counter,print,branches,shapes}
 budget=${2:-480}
@@ -30,4 +31,6 @@ if [ "${4:-}" = proof ]; then
   echo "\$ $proof" | tee "$out/fix_proof_cuda.txt"
   $proof 2>&1 | tee -a "$out/fix_proof_cuda.txt"
 fi
-python3 benchmarks/fix_payoff.py --out "$out" --sections "$sections" --budget-s "$budget" 2>&1 | tee "$out/fix_payoff.log"
+shift $(( $# < 4 ? $# : 4 ))
+python3 benchmarks/fix_payoff.py --out "$out" --sections "$sections" --budget-s "$budget" "$@" 2>&1 \
+  | tee "$out/fix_payoff.log"

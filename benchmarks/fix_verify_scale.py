@@ -279,7 +279,8 @@ def run_variant(label: str, code_root: str, project: str, scratch: str, limit_s:
         done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=limit_s)
         status, stderr, done_stdout = done.returncode, done.stderr, done.stdout
     except subprocess.TimeoutExpired as expired:
-        status, stderr, done_stdout = None, (expired.stderr or b"").decode() if isinstance(expired.stderr, bytes) else "", ""
+        stderr = (expired.stderr or b"").decode() if isinstance(expired.stderr, bytes) else ""
+        status, done_stdout = None, ""
     elapsed = time.monotonic() - start
     spent = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (spent.ru_utime - usage.ru_utime) + (spent.ru_stime - usage.ru_stime)
@@ -327,8 +328,8 @@ def render(meta: dict, results: list[dict]) -> str:
         # The baseline before issue 24 ran every target that imports a fixed file once per fixed file.
         runs = (result["target_runs"] if result["target_runs"] is not None else
                 f"{fixed_files} x {project['targets']} = {fixed_files * project['targets']} (files x targets)")
-        lines.append(f"| {result['label']} | {wall} | {result['cpu_s']:g} | {runs} | {result.get('bisect_runs', '-')} | "
-                     f"{result.get('neutral_targets', '-')} | {result['status']} | "
+        lines.append(f"| {result['label']} | {wall} | {result['cpu_s']:g} | {runs} | "
+                     f"{result.get('bisect_runs', '-')} | {result.get('neutral_targets', '-')} | {result['status']} | "
                      f"{len(result['written'])}: {', '.join(result['written']) or '-'} | "
                      f"{len(result['rolled_back'])}: {', '.join(result['rolled_back']) or '-'} | "
                      f"{len(result['temp_left'])} |")

@@ -10,10 +10,10 @@ says "rolled back", not "could not be checked".
 from __future__ import annotations
 
 import pytest
-from tests.helpers import run_cli
-from tests.test_verifier import PACKAGE_PROJECT, _write_package
 
 from compile_lint.verifier.fixcheck import judge, same_failure
+from tests.helpers import run_cli
+from tests.test_verifier import PACKAGE_PROJECT, _write_package
 
 
 def _analysis(breaks: int = 0, compile_error=None, eager_error=None, equal: bool = True) -> dict:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from compile_lint.verifier.isolation import run_in_parallel, run_isolated
 from compile_lint.verifier.report import display_path
@@ -164,8 +164,8 @@ def check_target(spec: TargetSpec, fixed: dict[str, str], scratch: str,
     as `original` and only the fixed side runs. The result's `covered` lists the fixed
     files the target imports; None when it imports none of them. A side whose worker
     failed (its import or factory raised, it timed out) has its `before_error`/`after_error`."""
-    request = {"mode": "fixcheck", "target": shown(spec), "fixed": fixed,
-               "backend": backend, "device": device, "model_mode": mode}
+    request: dict[str, Any] = {"mode": "fixcheck", "target": shown(spec), "fixed": fixed,
+                               "backend": backend, "device": device, "model_mode": mode}
     sides = {side: dict(request, side=side, outputs_path=os.path.join(scratch, f"{side}.pt"))
              for side in ("before", "after") if side == "after" or original is None}
     finished = _run_sides(sides, scratch, timeout_s)

@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint.verifier.fixcheck import (
-    FIX_TIMEOUT_S, FixVerdict, check_target, judge, problems, problems_in, resolve_targets, shown,
+    FIX_TIMEOUT_S,
+    FixVerdict,
+    check_target,
+    judge,
+    problems,
+    problems_in,
+    resolve_targets,
+    shown,
 )
 from compile_lint.verifier.isolation import run_in_parallel
 from compile_lint.verifier.scratch import owned_directory
@@ -114,7 +121,8 @@ class ProjectCheck:
             number = self.runs
             self.reused += state.original is not None
         if bisecting:
-            names = ", ".join(os.path.basename(path) for path in bisecting[:4]) + (", ..." if len(bisecting) > 4 else "")
+            names = ", ".join(os.path.basename(path) for path in bisecting[:4])
+            names += ", ..." if len(bisecting) > 4 else ""
             self.say(f"    bisect run {number}: {shown(state.spec)} with {len(bisecting)} suspect(s) "
                      f"({names}) beside {len(files) - len(bisecting)} passing file(s) ...")
         started = time.monotonic()
@@ -166,7 +174,7 @@ def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
     """Whether `state`'s passing run shows `path`'s fixes helping: fewer breaks + recompiles
     in that file, none at all, or fewer overall that the compiler placed in no fixed file.
     A neutral target (the original fails as the fixed code does) shows nothing."""
-    if state.verdict is not None and state.verdict.neutral:
+    if state.result is None or (state.verdict is not None and state.verdict.neutral):
         return False
     before, after = state.result["before"], state.result["after"]
     if problems(after) == 0 or before.get("compile_error"):
@@ -180,6 +188,11 @@ def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
     return problems(after) < problems(before) and not any(fewer_in(other) for other in state.passed)
 
 
+def _reasons(states: Sequence[TargetState]) -> str:
+    """The verdicts of the runs these targets passed with, joined."""
+    return "; ".join(state.verdict.reason for state in states if state.verdict is not None)
+
+
 def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: dict[str, str]) -> dict[str, str]:
     """The files still kept on which no target that imports them shows an improvement, and why."""
     found = {}
@@ -189,12 +202,11 @@ def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: d
         covering = [state for state in states if path in state.passed]
         if not covering or any(_credited(state, path, copies) for state in covering):
             continue
-        if all(state.verdict.neutral for state in covering):
+        if all(state.verdict is not None and state.verdict.neutral for state in covering):
             found[path] = ("not proven: every target that imports it fails the same way with and without "
-                           "the fixes: " + "; ".join(state.verdict.reason for state in covering))
+                           "the fixes: " + _reasons(covering))
         else:
-            found[path] = ("check failed: fewer graph breaks + recompiles on some target: "
-                           + "; ".join(state.verdict.reason for state in covering))
+            found[path] = "check failed: fewer graph breaks + recompiles on some target: " + _reasons(covering)
     return found
 
 
@@ -283,7 +295,7 @@ def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: di
             verdicts[path] = FixVerdict(True, f"{path}: no verify target covers this file; fix applied unverified",
                                         checked=False)
         else:
-            verdicts[path] = FixVerdict(True, "; ".join(state.verdict.reason for state in covering), improved=True)
+            verdicts[path] = FixVerdict(True, _reasons(covering), improved=True)
     return verdicts
 
 
