@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The H200 measurement behind benchmarks/results/h200_verify_bench.md, in one script.
+# The H200 measurement behind benchmarks/results/h200_verify_bench.md, in one script, and the
+# GPU proof of the fixes that update module state: the fixed JIT501 examples and the bundled
+# transformer block after `--fix --unsafe-fixes`, replayed under CUDA graphs (fix_proof_cuda.txt).
 # Runs from the repository root; OUT is where the logs go (default benchmarks/results/h200).
-# libcst is not installed on the GPU machine: pass a folder of wheels as WHEELS.
+# libcst is not installed on the GPU machine: pass a folder of wheels as WHEELS (the proof
+# tests need it; see benchmarks/fix_payoff.py's docstring for the download command).
 set -o pipefail
 OUT=${OUT:-benchmarks/results/h200}
 mkdir -p "$OUT"
@@ -24,3 +27,6 @@ for target in benchmarks/suite/residual_chain.py:make_bf16 benchmarks/suite/tran
   echo "\$ $cmd" | tee "$OUT/$name.txt"
   $cmd 2>"$OUT/$name.stderr" | tee -a "$OUT/$name.txt"
 done
+proof="python3 -m pytest -q -p no:cacheprovider tests/test_fix_proof.py -k cuda_graphs"
+echo "\$ $proof" | tee "$OUT/fix_proof_cuda.txt"
+$proof 2>&1 | tee -a "$OUT/fix_proof_cuda.txt"

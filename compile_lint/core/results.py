@@ -18,8 +18,10 @@ class LintResult:
     `digest`, the content digest the cache keys on; `malformed_noqa`, the `# noqa`
     directives that suppress nothing, and why. A fix fills `applied` (the fixes made) and
     `original` (the text before them, for `--diff`), `written` when the fixed text was
-    written back and `unwritten` when it could not be. `--add-noqa` fills `applied` with the
-    findings it silenced and `noqa_skipped` with those it could not, and why.
+    written back and `unwritten` when it could not be; `rolled_back` says why `--fix
+    --verify` refused the file's fixes (the file is unchanged; not an error). `--add-noqa`
+    fills `applied` with the findings it silenced and `noqa_skipped` with those it could
+    not, and why.
     """
 
     path: str
@@ -32,6 +34,7 @@ class LintResult:
     original: str = ""
     written: bool = False  # the fixed text was written back
     unwritten: bool = False  # fixed, but the fixed text could not be written back
+    rolled_back: Optional[str] = None  # --fix --verify refused the fixes: why (the file is unchanged)
     malformed_noqa: list[tuple[int, str]] = field(default_factory=list)  # (line, why): each suppresses nothing
     noqa_skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # (finding, why it got no `# noqa`)
 

@@ -68,8 +68,16 @@ def fix_text(text: str, path: str, config: Config, unsafe: bool = False,
 
 
 def _unchanged(text: str, path: str, config: Config, project: Optional[ProjectIndex], why: str) -> LintResult:
-    """The result of a fix refused for `why`: the text as it was, and its findings."""
+    """The result of a fix that failed for `why` (an error): the text as it was, and its findings."""
     return LintResult(path, _lint(text, path, config, project), why, text=text, original=text)
+
+
+def _rolled_back(text: str, path: str, config: Config, project: Optional[ProjectIndex], why: str) -> LintResult:
+    """The result of fixes `--fix --verify` rolled back for `why`: the text as it was, and its findings.
+
+    Not an error: the file is left as it was, and its findings are reported as found.
+    """
+    return LintResult(path, _lint(text, path, config, project), text=text, original=text, rolled_back=why)
 
 
 @dataclass
@@ -94,7 +102,7 @@ def _finish(planned: _Planned, config: Config, write: bool, rejection: Optional[
     source, result = planned.source, planned.result
     path = result.path
     if rejection is not None:
-        result = _unchanged(source.text, path, config, project, rejection)
+        result = _rolled_back(source.text, path, config, project, rejection)
     if write and result.changed:
         try:
             rewrite_file(path, source.encode(result.text))

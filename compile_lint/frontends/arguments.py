@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
     parser.add_argument("--verify", action="store_true",
                         help="with --fix, prove the fixes on the [tool.compile-lint.verify] targets (needs torch): "
-                             "a file whose fixes change outputs or do not reduce breaks/recompiles is rolled back. "
+                             "a file whose fixes change outputs or do not reduce breaks/recompiles is rolled back "
+                             "(a warning; its findings stay findings), judged against the original's own verdict "
+                             "(the same failure before and after is not the fixes'). "
                              "Cost: each target runs once (original and fixed, 2 processes) with all files' fixes; "
                              "only a target that fails runs again, to bisect its files (about 2*log2(files) runs "
                              "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
@@ -119,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-cache", action="store_true",
                         help="lint every file afresh; neither read nor write .compile-lint-cache/")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                        help="processes to lint with (default: all cores)")
+                        help="processes to lint with (default: all cores); with --fix --verify, N // 2 "
+                             "targets run at once (two processes each; default one at a time)")
     parser.add_argument("--version", action="version", version=f"compile-lint {__version__}")
     return parser
 

@@ -83,7 +83,8 @@ def _fix_verified(files: Sequence[str], config: Config, options: api.RunOptions,
         if not args.quiet:
             sys.stderr.write(line + "\n")
 
-    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress)
+    # -j N given: N // 2 targets at once (two processes each); else one at a time, in order.
+    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs)
     options = dataclasses.replace(options, fix=dataclasses.replace(options.fix, accept_all=accept_all))
     # Each target runs once with all the fixes (a subprocess per side), and SIGTERM or SIGHUP
     # stops those subprocesses as Ctrl-C does.
@@ -169,6 +170,9 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
     errors.extend(outcome.error for outcome in outcomes if outcome.error)
     for message in errors:
         error(message)
+    for outcome in outcomes:  # --fix --verify: the file is unchanged and its findings stay findings
+        if outcome.rolled_back:
+            warn(outcome.rolled_back)
     text, code = report_diff(outcomes, errors, args) if args.diff else report(outcomes, errors, files, args)
     return emit(args, text, code)
 

@@ -66,8 +66,9 @@ def report(
     text_format = args.output_format in ("text", "concise") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
         unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
+        rolled_back = sum(1 for outcome in outcomes if outcome.rolled_back)
         parts.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
-                              unwritten=unwritten))
+                              unwritten=unwritten, rolled_back=rolled_back))
     if errors:
         return "".join(parts), EXIT_ERROR
     if diagnostics and not args.exit_zero:

@@ -14,12 +14,13 @@ def plural(count: int, noun: str) -> str:
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,
-             unwritten: int = 0) -> str:
+             unwritten: int = 0, rolled_back: int = 0) -> str:
     """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
 
     `failed` counts paths that could not be checked (missing, unreadable, undecodable) and
     `unwritten` the files among them that were fixed but could not be written back: then
-    the run never says "All checks passed".
+    the run never says "All checks passed". `rolled_back` counts files whose fixes
+    `--fix --verify` checked and refused (left unchanged, their findings still found).
     """
     safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
     hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
@@ -36,6 +37,9 @@ def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: b
             parts.append(f"{fixable} fixable with --fix.")
         if hidden and not unsafe:
             parts.append(f"{hidden} fixable with --unsafe-fixes.")
+    if rolled_back:
+        parts.append(f"Rolled back the fixes of {plural(rolled_back, 'file')} that --verify did not prove "
+                     "(see the warnings above).")
     if unwritten:
         parts.append(f"{plural(unwritten, 'file')} could not be written (see the errors above).")
     if failed > unwritten:

@@ -76,7 +76,15 @@ def verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[str
         return "--verify needs targets in [tool.compile-lint.verify] targets = [\"path.py:factory\"]"
     if importlib.util.find_spec("torch") is None:
         return "--verify needs torch: pip install 'compile-lint[verify]'"
-    return None
+    from compile_lint.verifier.fixcheck import resolve_targets, shown
+    from compile_lint.verifier.targets import TargetError, missing_target, parse_target
+
+    try:  # a typo in a target is a usage error, found before any file is fixed
+        specs = resolve_targets(config.verify_targets, config.root)
+    except TargetError as error:
+        return f"--verify: {error}"
+    problems = (missing_target(parse_target(shown(spec))) for spec in specs)
+    return next((f"--verify: {problem}" for problem in problems if problem), None)
 
 
 def output_file_problem(path: str) -> Optional[str]:

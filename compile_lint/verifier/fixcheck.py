@@ -3,19 +3,22 @@
 The original and the fixed code are imported, each in a subprocess of its own (both at
 once), and run on their factories' example calls, which must be equal. A target passes
 when eager outputs are equal and the fixed code compiles to outputs equal to eager with
-no more graph breaks + recompiles than before. A rejection names the check that failed
-and the numbers: breaks and recompiles before -> after, output diffs. Which fixes are
-run together, and which are kept, is `fixproject`'s business.
+no more graph breaks + recompiles than before. The fixes are judged against the
+original's own verdict: a failure the original shows too (it raises, or does not compile,
+with the same error) is not held against them; such a target is neutral, it passes but
+proves nothing. A rejection names the check that failed and the numbers: breaks and
+recompiles before -> after, output diffs. Which fixes are run together, and which are
+kept, is `fixproject`'s business.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
+import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from compile_lint.verifier.isolation import kill_workers, run_isolated
+from compile_lint.verifier.isolation import run_in_parallel, run_isolated
 from compile_lint.verifier.report import display_path
 from compile_lint.verifier.targets import TargetSpec, parse_target
 
@@ -30,6 +33,7 @@ class FixVerdict:
     reason: str
     checked: bool = True
     improved: bool = False
+    neutral: bool = False  # passed only because the original fails the same way: proves nothing
 
 
 def resolve_targets(targets: Sequence[str], root: str) -> list[TargetSpec]:
@@ -79,16 +83,48 @@ def numbers(result: dict) -> str:
     return ", ".join(parts)
 
 
+def _run_failure(result: dict, side: str) -> Optional[str]:
+    """Why one side ran nothing to compare (its worker failed, or its eager run raised), or None."""
+    error = result.get(f"{side}_error")
+    if error:
+        return f"{error['kind']}: {error['message']}"
+    analysis = result.get(side)
+    return analysis.get("eager_error") if analysis else None
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][^\s\\/:'\"()<>]+)+")
+_NUMBER = re.compile(r"\d+")
+
+
+def same_failure(original: str, fixed: str) -> bool:
+    """Whether two error lines are the same failure: equal once file paths (the fixed copy
+    lives elsewhere), addresses and numbers (line numbers move when a fix adds a line) are masked."""
+    def masked(text: str) -> str:
+        return _NUMBER.sub("N", _PATH.sub("<path>", _ADDRESS.sub("0x?", text)))
+
+    return masked(original) == masked(fixed)
+
+
+def _neutral(target: str, failure: str) -> FixVerdict:
+    return FixVerdict(True, f"{target}: the original fails the same way, not held against the fixes, "
+                            f"nothing proven here: {failure}", neutral=True)
+
+
 def judge(result: dict) -> FixVerdict:
-    """The verdict for one target's side-by-side run; a rejection names the check that failed."""
+    """The verdict for one target's side-by-side run; a rejection names the check that failed.
+
+    A failure of the fixed code that the original shows too (the same error) makes the
+    target neutral: accepted, not improved, `neutral` set."""
     target = result.get("target", "?")
-    if result.get("error"):
-        return FixVerdict(False, f"{target}: {result['error']['kind']}: {result['error']['message']}")
+    original_failure, fixed_failure = _run_failure(result, "before"), _run_failure(result, "after")
+    if fixed_failure:
+        if original_failure and same_failure(original_failure, fixed_failure):
+            return _neutral(target, original_failure)
+        return FixVerdict(False, f"{target}: check failed: fixed code runs: {fixed_failure}")
+    if original_failure:
+        return FixVerdict(False, f"{target}: the original raises, nothing to compare: {original_failure}")
     before, after = result["before"], result["after"]
-    if before.get("eager_error"):
-        return FixVerdict(False, f"{target}: the original raises, nothing to compare: {before['eager_error']}")
-    if after.get("eager_error"):
-        return FixVerdict(False, f"{target}: check failed: fixed code runs: {after['eager_error']}")
 
     def failed(check: str, detail: str) -> FixVerdict:
         return FixVerdict(False, f"{target}: check failed: {check}: {detail} ({numbers(result)})")
@@ -97,15 +133,18 @@ def judge(result: dict) -> FixVerdict:
     if not outputs or not outputs["equal"]:
         return failed("eager outputs equal", outputs["detail"] if outputs else "not compared")
     if after.get("compile_error"):
+        if before.get("compile_error") and same_failure(before["compile_error"], after["compile_error"]):
+            return _neutral(target, f"does not compile: {before['compile_error']}")
         return failed("fixed code compiles", after["compile_error"])
-    comparison = after.get("comparison")
-    if comparison and not comparison["equal"]:
+    comparison, original_comparison = after.get("comparison"), before.get("comparison")
+    if comparison and not comparison["equal"] and not (original_comparison and not original_comparison["equal"]):
         return failed("compiled fixed code equals its eager outputs", comparison["detail"])
     n_before, n_after = problems(before), problems(after)
     if n_after > n_before:
         return failed("no more graph breaks + recompiles", f"{n_before} before, {n_after} after")
+    made_it_compile = bool(before.get("compile_error"))
     return FixVerdict(True, f"{target}: outputs equal ({numbers(result)})",
-                      improved=n_after < n_before or n_after == 0)
+                      improved=n_after < n_before or n_after == 0 or made_it_compile)
 
 
 def shown(spec: TargetSpec) -> str:
@@ -115,44 +154,43 @@ def shown(spec: TargetSpec) -> str:
 
 def check_target(spec: TargetSpec, fixed: dict[str, str], scratch: str,
                  timeout_s: Optional[float], backend: str, device: Optional[str],
-                 mode: str = "factory") -> Optional[dict]:
+                 mode: str = "factory", original: Optional[dict] = None) -> Optional[dict]:
     """Run one target on the original code and, at once, with every fixed copy in `fixed`
     (original file -> fixed copy) in place of its original, the module in `mode`.
 
     Separate processes, because importing both versions into one registers everything the
-    files register twice (a custom op's second definition breaks the first). The result's
-    `covered` lists the fixed files the target imports; None when it imports none of them.
-    A failure of the original's side is marked `"original_failed": True`."""
-    request = {"mode": "fixcheck", "target": shown(spec), "fixed": fixed,
-               "backend": backend, "device": device, "model_mode": mode}
+    files register twice (a custom op's second definition breaks the first). The original
+    code is the same in every run of a target: pass an earlier run's `result["original"]`
+    as `original` and only the fixed side runs. The result's `covered` lists the fixed
+    files the target imports; None when it imports none of them. A side whose worker
+    failed (its import or factory raised, it timed out) has its `before_error`/`after_error`."""
+    request: dict[str, Any] = {"mode": "fixcheck", "target": shown(spec), "fixed": fixed,
+                               "backend": backend, "device": device, "model_mode": mode}
     sides = {side: dict(request, side=side, outputs_path=os.path.join(scratch, f"{side}.pt"))
-             for side in ("before", "after")}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        runs = {side: pool.submit(run_isolated, side_request, timeout_s, scratch)
-                for side, side_request in sides.items()}
-        try:
-            before, after = runs["before"].result(), runs["after"].result()
-        except BaseException:
-            # Ctrl-C or SIGTERM reaches this (the main) thread only: stop both workers (again,
-            # should one start after the first kill), so that the threads waiting on them end
-            # and the pool can shut down.
-            for run in runs.values():
-                run.cancel()
-            while not all(run.done() for run in runs.values()):
-                kill_workers()
-                concurrent.futures.wait(runs.values(), timeout=0.1)
-            raise
-    if before.get("covered") == [] or after.get("covered") == []:
+             for side in ("before", "after") if side == "after" or original is None}
+    finished = _run_sides(sides, scratch, timeout_s)
+    before = original["side"] if original is not None else finished["before"]
+    before_outputs = original["outputs_path"] if original is not None else sides["before"]["outputs_path"]
+    after = finished["after"]
+    before_covered = set(before["covered"]) & set(fixed) if "covered" in before else None
+    if before_covered == set() or after.get("covered") == []:
         return None
-    if before.get("error"):
-        return dict(before, original_failed=True)
-    if after.get("error"):
-        return after
-    covered = sorted(set(before["covered"]) | set(after["covered"]))
-    result = {"target": shown(spec), "covered": covered, "before": before["analysis"], "after": after["analysis"]}
-    if not before["analysis"].get("eager_error") and not after["analysis"].get("eager_error"):
-        result["outputs"] = compare_saved(sides["before"]["outputs_path"], sides["after"]["outputs_path"])
+    result: dict = {"target": shown(spec), "original": {"side": before, "outputs_path": before_outputs},
+                    "before": before.get("analysis"), "after": after.get("analysis"),
+                    "before_error": before.get("error"), "after_error": after.get("error")}
+    if before_covered is not None or "covered" in after:
+        result["covered"] = sorted((before_covered or set()) | set(after.get("covered", ())))
+    if (result["before"] and result["after"] and not result["before"].get("eager_error")
+            and not result["after"].get("eager_error")):
+        result["outputs"] = compare_saved(before_outputs, sides["after"]["outputs_path"])
     return result
+
+
+def _run_sides(sides: dict[str, dict], scratch: str, timeout_s: Optional[float]) -> dict[str, dict]:
+    """Each side's worker result, the sides run at once."""
+    results = run_in_parallel(lambda request: run_isolated(request, timeout_s, scratch), list(sides.values()),
+                              len(sides))
+    return dict(zip(sides, results))
 
 
 def compare_saved(before_path: str, after_path: str) -> dict:

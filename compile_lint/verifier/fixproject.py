@@ -8,20 +8,37 @@ is split again, down to the single files that make it fail, whose fixes are roll
 passed with a file rolled back elsewhere runs once more without it. So a project whose
 fixes all pass costs one run per target, however many files were fixed.
 
+The original code is the same in every run of a target, so only its first run runs it: later
+runs (a bisect, a run without rolled-back files) run the fixed side alone and compare with it.
+A target whose original fails the same way as the fixed code (it raises, or does not compile,
+with the same error: a custom op without a fake kernel) is neutral: it holds nothing against
+the fixes and proves nothing for them, so it starts no bisect.
+
 A file's fixes are written only if every target that imports it passes with all the fixes
-kept, and one of them shows fewer graph breaks + recompiles in that file (or none at all,
-or fewer overall where the compiler placed the change in no fixed file).
+kept (neutral ones included), and one of them shows fewer graph breaks + recompiles in that
+file (or none at all, or fewer overall where the compiler placed the change in no fixed
+file). A bisect prints a line per run, so a long one is never silent.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint.verifier.fixcheck import (
-    FIX_TIMEOUT_S, FixVerdict, check_target, judge, problems, problems_in, resolve_targets, shown,
+    FIX_TIMEOUT_S,
+    FixVerdict,
+    check_target,
+    judge,
+    problems,
+    problems_in,
+    resolve_targets,
+    shown,
 )
+from compile_lint.verifier.isolation import run_in_parallel
 from compile_lint.verifier.scratch import owned_directory
 from compile_lint.verifier.targets import TargetError, TargetSpec
 
@@ -31,14 +48,15 @@ Progress = Callable[[str], None]
 @dataclass
 class TargetState:
     """What one target has shown: the fixed files it may import (exact once a run has said),
-    and the set of them it last passed with, that run and its verdict."""
+    and the set of them it last passed with, that run and its verdict; the original side of
+    its first run, which later runs reuse."""
 
     spec: TargetSpec
     covered: frozenset
     passed: frozenset = frozenset()
     result: Optional[dict] = None
     verdict: Optional[FixVerdict] = None
-    original_fails: bool = False  # the original code fails on its own: no fix can be proven here
+    original: Optional[dict] = None
 
     def learn(self, trial: frozenset, result: Optional[dict]) -> Optional[FixVerdict]:
         """Take in a run with the fixes of `trial`: which of them the target imports, and
@@ -48,7 +66,8 @@ class TargetState:
             return None
         if "covered" in result:  # else it failed before its imports could say
             self.covered -= trial - frozenset(result["covered"])
-        self.original_fails = bool(result.get("original_failed") or result.get("before", {}).get("eager_error"))
+        if self.original is None:
+            self.original = result.get("original")
         verdict = judge(result)
         if verdict.accepted:
             self.passed, self.result, self.verdict = trial & self.covered, result, verdict
@@ -61,7 +80,8 @@ class TargetState:
 
 @dataclass
 class ProjectCheck:
-    """Runs targets on sets of fixed files and keeps the verdicts; `runs` counts target runs."""
+    """Runs targets on sets of fixed files and keeps the verdicts; `runs` counts target runs,
+    `reused` those that reused the original side of an earlier run."""
 
     copies: dict[str, str]  # original file -> its fixed copy
     scratch: str
@@ -72,15 +92,50 @@ class ProjectCheck:
     progress: Progress
     rejected: dict[str, str] = field(default_factory=dict)  # file -> why its fixes are rolled back
     runs: int = 0
+    reused: int = 0
+    # Targets may run on threads of their own (`verify_fixes(parallel=)`): counters, `rejected`
+    # and progress lines are shared.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: threading.Event = field(default_factory=threading.Event)  # interrupted: start no more runs
 
-    def run(self, state: TargetState, files: frozenset) -> Optional[FixVerdict]:
-        """One side-by-side run of `state`'s target with the fixes of `files`; its verdict."""
-        self.runs += 1
-        directory = os.path.join(self.scratch, f"run-{self.runs}")
+    def kept(self, files: frozenset) -> frozenset:
+        """`files` less those rolled back so far."""
+        with self.lock:
+            return files - frozenset(self.rejected)
+
+    def reject(self, path: str, reason: str) -> None:
+        with self.lock:
+            self.rejected.setdefault(path, reason)
+
+    def say(self, line: str) -> None:
+        with self.lock:
+            self.progress(line)
+
+    def run(self, state: TargetState, files: frozenset, bisecting: Sequence[str] = ()) -> Optional[FixVerdict]:
+        """One side-by-side run of `state`'s target with the fixes of `files`; its verdict.
+        A bisect's run (`bisecting`: its suspects) says so before and after: a long bisect is never silent."""
+        if self.stopped.is_set():
+            raise RuntimeError("verification stopped")  # on a thread whose result nobody reads
+        with self.lock:
+            self.runs += 1
+            number = self.runs
+            self.reused += state.original is not None
+        if bisecting:
+            names = ", ".join(os.path.basename(path) for path in bisecting[:4])
+            names += ", ..." if len(bisecting) > 4 else ""
+            self.say(f"    bisect run {number}: {shown(state.spec)} with {len(bisecting)} suspect(s) "
+                     f"({names}) beside {len(files) - len(bisecting)} passing file(s) ...")
+        started = time.monotonic()
+        directory = os.path.join(self.scratch, f"run-{number}")
         os.mkdir(directory)
         result = check_target(state.spec, {path: self.copies[path] for path in sorted(files)}, directory,
-                              self.timeout_s, self.backend, self.device, self.mode)
-        return state.learn(files, result)
+                              self.timeout_s, self.backend, self.device, self.mode, state.original)
+        verdict = state.learn(files, result)
+        if bisecting:
+            outcome = ("imports none of them" if verdict is None else "passes" if verdict.accepted
+                       else "fails: " + verdict.reason.split(": ", 1)[-1][:160])
+            self.say(f"      {outcome} ({time.monotonic() - started:.0f} s)")
+        return verdict
 
     def settle(self, state: TargetState, files: frozenset) -> None:
         """Run `state`'s target with `files` and, if it fails, bisect them: `state` ends passing
@@ -91,20 +146,17 @@ class ProjectCheck:
         verdict = self.run(state, files)
         if verdict is None or verdict.accepted:
             return
-        if state.original_fails:
-            for path in files & state.covered:
-                self.rejected.setdefault(path, verdict.reason)
-            return
         suspects = sorted(files & state.covered)
         if len(suspects) > 1:
-            self.progress(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting")
+            self.say(f"  {shown(state.spec)}: fails with {len(suspects)} fixed files together; bisecting "
+                     f"({verdict.reason.split(': ', 1)[-1][:160]})")
         self._split(state, suspects, frozenset(files), verdict)
 
     def _split(self, state: TargetState, suspects: list[str], failing: frozenset, failure: FixVerdict) -> None:
         """`state.passed` passes, `failing` (`state.passed` + `suspects`) fails with `failure`:
         keep the suspects that pass beside it, reject the ones that make it fail."""
         if len(suspects) == 1:
-            self.rejected.setdefault(suspects[0], failure.reason)
+            self.reject(suspects[0], failure.reason)
             return
         middle = len(suspects) // 2
         for half in (suspects[:middle], suspects[middle:]):
@@ -113,16 +165,19 @@ class ProjectCheck:
                 continue
             trial = state.passed | frozenset(half)
             # The first half passed: the second beside it is the set already seen failing.
-            verdict = failure if trial == failing else self.run(state, trial)
+            verdict = failure if trial == failing else self.run(state, trial, bisecting=half)
             if verdict is not None and not verdict.accepted:
                 self._split(state, [path for path in half if path in state.covered], trial, verdict)
 
 
 def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
     """Whether `state`'s passing run shows `path`'s fixes helping: fewer breaks + recompiles
-    in that file, none at all, or fewer overall that the compiler placed in no fixed file."""
+    in that file, none at all, or fewer overall that the compiler placed in no fixed file.
+    A neutral target (the original fails as the fixed code does) shows nothing."""
+    if state.result is None or (state.verdict is not None and state.verdict.neutral):
+        return False
     before, after = state.result["before"], state.result["after"]
-    if problems(after) == 0:
+    if problems(after) == 0 or before.get("compile_error"):
         return True
 
     def fewer_in(original: str) -> bool:
@@ -133,6 +188,11 @@ def _credited(state: TargetState, path: str, copies: dict[str, str]) -> bool:
     return problems(after) < problems(before) and not any(fewer_in(other) for other in state.passed)
 
 
+def _reasons(states: Sequence[TargetState]) -> str:
+    """The verdicts of the runs these targets passed with, joined."""
+    return "; ".join(state.verdict.reason for state in states if state.verdict is not None)
+
+
 def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: dict[str, str]) -> dict[str, str]:
     """The files still kept on which no target that imports them shows an improvement, and why."""
     found = {}
@@ -140,18 +200,23 @@ def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: d
         if path in rejected:
             continue
         covering = [state for state in states if path in state.passed]
-        if covering and not any(_credited(state, path, copies) for state in covering):
-            found[path] = ("check failed: fewer graph breaks + recompiles on some target: "
-                           + "; ".join(state.verdict.reason for state in covering))
+        if not covering or any(_credited(state, path, copies) for state in covering):
+            continue
+        if all(state.verdict is not None and state.verdict.neutral for state in covering):
+            found[path] = ("not proven: every target that imports it fails the same way with and without "
+                           "the fixes: " + _reasons(covering))
+        else:
+            found[path] = "check failed: fewer graph breaks + recompiles on some target: " + _reasons(covering)
     return found
 
 
 def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
                  timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
                  device: Optional[str] = None, mode: str = "factory",
-                 progress: Progress = lambda line: None) -> dict[str, FixVerdict]:
+                 progress: Progress = lambda line: None, parallel: int = 1) -> dict[str, FixVerdict]:
     """The verdict for each fixed file (absolute path -> fixed text), every target run with
-    all the fixes together first; `progress` gets a line per target run."""
+    all the fixes together first; `progress` gets a line per target run. `parallel` targets
+    run at once (each run is two processes); with one, in the order given."""
     try:
         specs = resolve_targets(targets, root)
     except TargetError as error:
@@ -166,46 +231,56 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
                 handle.write(text)
         check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress)
         states = [TargetState(spec, frozenset(copies)) for spec in specs]
-        for number, state in enumerate(states, 1):
-            progress(f"verifying fixes [{number}/{len(states)}] {shown(state.spec)} ...")
-            check.settle(state, frozenset(copies) - frozenset(check.rejected))
-            progress(f"  {_state_line(state, check.rejected)}")
-        _agree(states, check)
+
+        def first(numbered: tuple[int, TargetState]) -> None:
+            number, state = numbered
+            check.say(f"verifying fixes [{number}/{len(states)}] {shown(state.spec)} ...")
+            check.settle(state, check.kept(frozenset(copies)))
+            check.say(f"  {_state_line(state, check)}")
+
+        run_in_parallel(first, list(enumerate(states, 1)), parallel, check.stopped.set)
+        _agree(states, check, parallel)
         unproven = _unproven(states, copies, check.rejected)
         while unproven:
             check.rejected.update(unproven)
-            _agree(states, check)
+            _agree(states, check, parallel)
             unproven = _unproven(states, copies, check.rejected)
     dropped = f", {len(check.rejected)} rolled back" if check.rejected else ""
-    progress(f"verified {len(fixed)} fixed file(s) on {len(states)} target(s) in {check.runs} target run(s): "
-             f"{len(fixed) - len(check.rejected)} kept{dropped}")
+    reused = f" ({check.reused} of them ran the fixed code alone)" if check.reused else ""
+    progress(f"verified {len(fixed)} fixed file(s) on {len(states)} target(s) in {check.runs} target run(s)"
+             f"{reused}: {len(fixed) - len(check.rejected)} kept{dropped}")
     return _verdicts(fixed, states, check.rejected)
 
 
-def _agree(states: Sequence[TargetState], check: ProjectCheck) -> None:
+def _agree(states: Sequence[TargetState], check: ProjectCheck, parallel: int = 1) -> None:
     """Run again each target that passed with a file since rolled back, without it, until
     every target has passed with exactly the fixes kept of the files it imports."""
+
+    def again(state: TargetState) -> None:
+        live = check.kept(state.covered)
+        if not live:
+            state.forget()
+            return
+        check.say(f"verifying fixes again without the rolled-back files: {shown(state.spec)} ...")
+        check.settle(state, live)
+
     while True:
-        stale = [state for state in states
-                 if state.covered - frozenset(check.rejected) != state.passed]
+        stale = [state for state in states if check.kept(state.covered) != state.passed]
         if not stale:
             return
-        for state in stale:
-            live = state.covered - frozenset(check.rejected)
-            if not live:
-                state.forget()
-                continue
-            check.progress(f"verifying fixes again without the rolled-back files: {shown(state.spec)} ...")
-            check.settle(state, live)
+        run_in_parallel(again, stale, parallel, check.stopped.set)
 
 
-def _state_line(state: TargetState, rejected: dict[str, str]) -> str:
+def _state_line(state: TargetState, check: ProjectCheck) -> str:
     if not state.covered:
         return f"{shown(state.spec)}: imports none of the fixed files"
-    dropped = ", ".join(sorted(os.path.basename(path) for path in state.covered if path in rejected))
+    dropped = ", ".join(sorted(os.path.basename(path) for path in state.covered - check.kept(state.covered)))
     if not state.passed:
         return f"{shown(state.spec)}: rolled back: {dropped}"
     kept = f"passes with {len(state.passed)} of {len(state.covered)} fixed file(s)"
+    if state.verdict is not None and state.verdict.neutral:
+        kept = (f"neutral with {len(state.passed)} of {len(state.covered)} fixed file(s): "
+                f"{state.verdict.reason.split(': ', 1)[-1][:200]}")
     return f"{shown(state.spec)}: {kept}" + (f"; rolled back: {dropped}" if dropped else "")
 
 
@@ -220,18 +295,21 @@ def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: di
             verdicts[path] = FixVerdict(True, f"{path}: no verify target covers this file; fix applied unverified",
                                         checked=False)
         else:
-            verdicts[path] = FixVerdict(True, "; ".join(state.verdict.reason for state in covering), improved=True)
+            verdicts[path] = FixVerdict(True, _reasons(covering), improved=True)
     return verdicts
 
 
 def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
-                    progress: Progress = lambda line: None):
-    """A callback for engine.fixing.fix_files_together (the pipeline's Fixing.accept_all): for each file, None to write its fixes,
-    else why they were rolled back."""
+                    progress: Progress = lambda line: None, jobs: Optional[int] = None):
+    """A callback for engine.fixing.fix_files_together (the pipeline's Fixing.accept_all): for each
+    file, None to write its fixes, else why they were rolled back. `jobs` processes at most:
+    jobs // 2 targets at once (two processes each); one at a time, in order, without it."""
+    parallel = max(1, jobs // 2) if jobs else 1
+
     def accept_all(proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
         absolute = {os.path.abspath(path): path for path in proposals}
         verdicts = verify_fixes({os.path.abspath(path): fixed for path, (_, fixed) in proposals.items()},
-                                targets, root, mode=mode, progress=progress)
+                                targets, root, mode=mode, progress=progress, parallel=parallel)
         return {path: None if verdicts[key].accepted else
                 f"{path}: fix rolled back, file left unchanged: {verdicts[key].reason}"
                 for key, path in absolute.items()}

@@ -16,6 +16,7 @@ from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, definite_kind, t
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.fixes.branches.choice import operation_kind, prefers_cond
 from compile_lint.fixes.branches.conditions import TensorCondition
 from compile_lint.fixes.branches.differing_shapes import NOTE as DIFFERING_SHAPES_NOTE
 from compile_lint.fixes.branches.differing_shapes import ResultSite, any_differ, differing_shapes_problem
@@ -137,34 +138,15 @@ def select(context: FileContext, builder: TorchCalls, arms: Arms, if_true: cst.B
         for i, (a, b) in enumerate(pairs)])
 
 
-# Calls whose cost dwarfs a select: computing them on the untaken side is what makes
-# `torch.where` slower than the broken original (see choice.py).
-_HEAVY_FUNCTIONS = frozenset({
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.einsum", "torch.baddbmm", "torch.addmm",
-    "torch.conv1d", "torch.conv2d", "torch.conv3d", "torch.nn.functional.linear",
-    "torch.nn.functional.bilinear", "torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
-    "torch.nn.functional.conv3d", "torch.nn.functional.conv_transpose1d",
-    "torch.nn.functional.conv_transpose2d", "torch.nn.functional.conv_transpose3d",
-    "torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.multi_head_attention_forward",
-    "torch.nn.functional.interpolate",
-})
-_HEAVY_PREFIXES = ("torch.linalg.", "torch.fft.")
-_HEAVY_METHODS = frozenset({"matmul", "mm", "bmm", "baddbmm", "addmm"})
-
-
 def does_heavy_work(context: FileContext, value: cst.BaseExpression) -> bool:
-    """True when computing `value` calls a submodule or a heavy op (matmul, conv, attention, linalg)."""
+    """True when "auto" gives an arm computing `value` torch.cond: what it runs (submodule
+    calls, matmuls, convolutions...) costs more than cond's overhead (the cost model in choice.py)."""
+    kinds = []
     for node in iter_nodes(value):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
-            return True
-        if not isinstance(node, cst.Call):
-            continue
-        qualified = context.qualname(node.func) or ""
-        if qualified in _HEAVY_FUNCTIONS or qualified.startswith(_HEAVY_PREFIXES):
-            return True
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _HEAVY_METHODS:
-            return True
-        if not qualified and context.kind(func) is Kind.MODULE:
-            return True
-    return False
+            kinds.append(operation_kind(matmul_operator=True))
+        elif isinstance(node, cst.Call):
+            qualified = context.qualname(node.func) or ""
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            kinds.append(operation_kind(qualified, method, not qualified and context.kind(node.func) is Kind.MODULE))
+    return prefers_cond(kinds)

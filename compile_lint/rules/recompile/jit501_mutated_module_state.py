@@ -26,18 +26,26 @@ class MutatedModuleState(Rule):
     replaced under the same key costs a single recompile and is not flagged.)
 
     Instead: keep counters in a buffer,
-    `self.register_buffer("step", torch.tensor(0), persistent=False)`, and update it out
-    of place (`self.step = self.step + 1`): one graph, no recompile, in train, eval,
-    `no_grad` and `inference_mode` alike (an in-place `+=` on a buffer made under
-    `torch.inference_mode()` fails once the model runs outside it). The fix does this when
-    the attribute is an int set once in `__init__` and changed by `+=`, `-=`, `*=` with
-    int steps (resets to a literal become `torch.full_like`); Python arithmetic the
-    counter feeds into tensor math stays exact (`min(1.0, self.step / self.warmup)` becomes
+    `self.register_buffer("step", torch.tensor(0), persistent=False)`, and update it in
+    place (`self.step.add_(1)`): one graph, no recompile, and the buffer stays the same
+    tensor, which CUDA graphs (`mode="reduce-overhead"`) need. Rebinding it
+    (`self.step = self.step + 1`) makes the buffer an output of the CUDA graph, which the
+    next replay overwrites ("accessing tensor output of CUDAGraphs that has been
+    overwritten by a subsequent run", measured on an H200 with torch 2.11). The fix does
+    this when the attribute is an int set once in `__init__` and changed by `+=`, `-=`,
+    `*=` with int steps or `self.step = self.step + k` (`add_`, `sub_`, `mul_`;
+    `self.step = k - self.step` becomes `copy_`), and resets to a literal become `fill_`;
+    the buffer is int64, as the int was exact. Python arithmetic the counter feeds into
+    tensor math stays exact (`min(1.0, self.step / self.warmup)` becomes
     `torch.clamp(self.step / self.warmup, max=1.0)`). It is always unsafe: every other
-    reader, in this file or another, now sees a 0-d tensor, and a model materialised from
-    the meta device must refill the buffer. No fix where traced code branches on the
-    counter, indexes with it or passes it to a function, or where code formats it as text.
-    Move growing lists out of the compiled region.
+    reader, in this file or another, now sees a 0-d tensor; a model materialised from the
+    meta device must refill the buffer; an in-place update raises where the int did not
+    on a model built under `torch.inference_mode()` and run outside it, and in a backward
+    through two calls of the module (one module applied twice, or two calls' losses
+    summed) when the counter multiplies a tensor that needs grad ("modified by an inplace
+    operation"). No fix where traced code branches on the counter, indexes with it or
+    passes it to a function, or where code formats it as text. Move growing lists out of
+    the compiled region.
     """
 
     code = "JIT501"
@@ -50,7 +58,7 @@ class MutatedModuleState(Rule):
     )
     message = (
         "updating Python state on `self` in forward recompiles on every call (eager after 8); "
-        "keep counters in a registered buffer, updated out of place (`self.step = self.step + 1`)"
+        "keep counters in a registered buffer, updated in place (`self.step.add_(1)`)"
     )
     invalid = [
         Invalid(
@@ -80,7 +88,7 @@ class MutatedModuleState(Rule):
                     self.register_buffer("step", torch.tensor(0), persistent=False)
 
                 def forward(self, x):
-                    self.step = self.step + 1
+                    self.step.add_(1)
                     return self.proj(x) * self.step
             """,
             entry="WarmupScale",
@@ -115,8 +123,8 @@ class MutatedModuleState(Rule):
 
                 def forward(self, x):
                     if self.training:
-                        self.num_batches = self.num_batches + 1
-                    self.num_batches = self.num_batches + 1
+                        self.num_batches.add_(1)
+                    self.num_batches.add_(1)
                     return self.bn(x)
             """,
             entry="BatchNormStats",
@@ -170,7 +178,7 @@ class MutatedModuleState(Rule):
                     self.register_buffer("calls", torch.tensor(0), persistent=False)
 
                 def forward(self, x):
-                    self.calls = self.calls + 1
+                    self.calls.add_(1)
                     return self.fc(x)
 
                 def should_log(self):
@@ -213,12 +221,12 @@ class MutatedModuleState(Rule):
                     self.register_buffer("step", torch.tensor(0), persistent=False)
 
                 def forward(self, x):
-                    self.step = self.step + 1
+                    self.step.add_(1)
                     scale = torch.clamp(self.step / self.warmup, max=1.0)
                     return self.proj(x) * scale
 
                 def restart(self):
-                    self.step = torch.full_like(self.step, 0)
+                    self.step.fill_(0)
             """,
             calls="[(torch.randn(4, 8),)] * 5",
             entry="LinearWarmup",
@@ -339,7 +347,7 @@ class MutatedModuleState(Rule):
                 node,
                 message=(
                     f"updating the global `{node.target.value}` in forward recompiles on every call "
-                    "(eager after 8); keep the count in a registered buffer, updated out of place"
+                    "(eager after 8); keep the count in a registered buffer, updated in place"
                 ),
             )
 
@@ -423,7 +431,7 @@ class MutatedModuleState(Rule):
         ]
 
     def _buffer_fix(self, name: str) -> Optional[FixPlan]:
-        """Register `self.NAME` as a 0-d buffer and update it out of place; None where that
+        """Register `self.NAME` as a 0-d buffer and update it in place; None where that
         could change what the code computes."""
         cls = self.context.owner_class
         if cls is None or self._class_level_values(cls, name):
@@ -439,22 +447,23 @@ class MutatedModuleState(Rule):
         for assign, _ in uses.plain_assigns:
             if assign is statement.body[0]:
                 continue
+            if len(assign.targets) != 1:
+                return None
             if _mentions_self_attribute(assign.value, name):
                 if not _is_step(assign.value, name):
                     return None  # `self.n = self.n // 2`, `max(self.n - 1, 0)`: not an int step
+                replacements.append((assign, _in_place_step(assign, name)))
                 continue
             value = int_literal(assign.value)
-            if value is None or len(assign.targets) != 1:
+            if value is None:
                 return None
             # `self.n = 0` would replace the buffer by a Python int: refill it instead.
-            full_like, needed = spell(self.context, "torch.full_like")
-            imports.extend(needed)
-            replacements.append((assign.value, cst.parse_expression(f"{full_like}(self.{name}, {value})")))
+            replacements.append((assign, _in_place_call(assign.targets[0].target, "fill_", assign.value, assign)))
         for update, function in uses.updates:
-            out_of_place = self._out_of_place(update, function)
-            if out_of_place is None:
+            in_place = self._in_place(update, function)
+            if in_place is None:
                 return None
-            replacements.append((update, out_of_place))
+            replacements.append((update, in_place))
         traced = self.context.regions.functions
         clamped: dict[cst.BaseExpression, None] = {}  # roots of arithmetic with min()/max(), in order
         for read, function, stack in uses.reads:
@@ -482,30 +491,24 @@ class MutatedModuleState(Rule):
         )
         return FixPlan(
             [(statement, new_init), *replacements],
-            f"Keep `{name}` in a non-persistent 0-d buffer, updated out of place "
+            f"Keep `{name}` in a non-persistent 0-d buffer, updated in place "
             "(code that reads it as a Python int now sees a tensor)",
             "unsafe",
             tuple(dict.fromkeys(imports)),
         )
 
-    def _out_of_place(self, update: cst.AugAssign, function: Optional[cst.FunctionDef]) -> Optional[cst.Assign]:
-        """`self.n = self.n + k` for `self.n += k`: an in-place update fails on a buffer made
-        under `torch.inference_mode()` once the model runs outside it."""
-        operator = _OUT_OF_PLACE.get(type(update.operator))
-        if operator is None:
+    def _in_place(self, update: cst.AugAssign, function: Optional[cst.FunctionDef]) -> Optional[cst.Expr]:
+        """`self.n.add_(k)` for `self.n += k`: the buffer stays the same tensor (CUDA graphs
+        replay into it), and int64 keeps an int step exact."""
+        method = _IN_PLACE.get(type(update.operator))
+        if method is None:
             return None  # `//=`, `/=`... differ on a long tensor
         step = update.value
         exact = int_literal(step) is not None or (
             function is not None and self.context.facts.kind(step, function) is Kind.SHAPE)
         if not exact:
             return None  # a float or tensor step changes the counter's type in Python too
-        if not isinstance(step, (cst.Integer, cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-            step = step.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return cst.Assign(
-            targets=[cst.AssignTarget(target=update.target)],
-            value=cst.BinaryOperation(left=update.target, operator=operator(), right=step),
-            semicolon=update.semicolon,
-        )
+        return _in_place_call(update.target, method, step, update)
 
     @staticmethod
     def _init_statement(init: cst.FunctionDef, name: str) -> Optional[cst.SimpleStatementLine]:
@@ -525,8 +528,34 @@ class MutatedModuleState(Rule):
         return None
 
 
-# Augmented updates the fix rewrites out of place; exact on an int64 tensor as on an int.
-_OUT_OF_PLACE = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply}
+# Augmented updates and the in-place method the fix writes for each; exact on an int64
+# tensor as on an int.
+_IN_PLACE = {cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_"}
+
+
+def _in_place_call(target: cst.BaseExpression, method: str, argument: cst.BaseExpression,
+                   replaced: cst.BaseSmallStatement) -> cst.Expr:
+    """`TARGET.METHOD(ARGUMENT)` as a statement, in the place (and with the `;`) of `replaced`."""
+    argument = argument.with_changes(lpar=[], rpar=[]) if argument.lpar else argument
+    return cst.Expr(
+        cst.Call(func=cst.Attribute(value=target, attr=cst.Name(method)), args=[cst.Arg(argument)]),
+        semicolon=replaced.semicolon,
+    )
+
+
+def _in_place_step(assign: cst.Assign, name: str) -> cst.Expr:
+    """The in-place form of `self.n = self.n + k`, `k + self.n`, `self.n - k` (`add_`/`sub_`)
+    or `k - self.n` (`copy_`, which writes the out-of-place value back into the buffer)."""
+    value = assign.value
+    assert isinstance(value, cst.BinaryOperation)
+    target = assign.targets[0].target
+    counter_left = self_attribute(value.left) == name and int_literal(value.right) is not None
+    if isinstance(value.operator, cst.Add):
+        step = value.right if counter_left else value.left
+        return _in_place_call(target, "add_", step, assign)
+    if counter_left:
+        return _in_place_call(target, "sub_", value.right, assign)
+    return _in_place_call(target, "copy_", value, assign)
 
 
 def _is_step(value: cst.BaseExpression, name: str) -> bool:
