@@ -14,7 +14,8 @@ from compile_lint.fixes.next_steps import NEXT_STEPS, next_step
 from compile_lint.reporters.docs import explain
 from compile_lint.rules import ALL_RULES
 from compile_lint.settings.config import Config
-from tests.helpers import BY_HAND, code_spans, is_code, message_clauses, rule_text, step_clause
+from compile_lint.testing import only
+from tests.helpers import BY_HAND, code_spans, is_code, message_clauses, rule_text, step_clause, step_pattern
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
 # Where withheld-fix reasons are written: the branch rewrites, keeping a tensor, masked updates, captured sizes,
@@ -23,6 +24,8 @@ REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes
                                                                 for name in ("keep_tensor.py", "masked_updates.py",
                                                                              "capture_scalars.py", "number_uses.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
+BREAK_RULES = [rule for rule in ALL_RULES if rule.kind == "break"]
+LAST_RESORT = "@torch.compiler.disable"
 # Calls whose string argument is a reason.
 REASON_CALLS = {"no_fix", "BranchFix", "unkept_number"}
 # Multi-word strings in REASON_SOURCES that are no reason: what a fix note says (it is shown
@@ -170,6 +173,61 @@ def test_a_moe_expert_loop_and_a_training_only_skip_get_their_recipes():
     assert draw is not None and "torch.rand" in draw.recipe
     assert untyped is not None and "annotate" in untyped.recipe
     assert not_tensor is not None and "torch.as_tensor" in not_tensor.recipe
+
+
+# ----- every finding of kind `break` ends in a concrete step -------------------------------------
+
+
+@pytest.mark.parametrize("rule", BREAK_RULES, ids=[rule.code for rule in BREAK_RULES])
+def test_a_break_rule_declares_its_steps_as_code_and_its_message_ends_in_one(rule):
+    assert rule.steps, f"{rule.code} declares no `steps`: the code its messages tell the user to write"
+    for step in rule.steps:
+        assert is_code(step), f"{rule.code}: {step!r} is not code to write"
+    last = message_clauses(rule.message)[-1]
+    assert any(step_pattern(step).search(last) for step in rule.steps), (
+        f"{rule.code}'s message does not end in one of its steps: {last!r}")
+
+
+def test_no_two_break_rules_end_their_message_in_the_same_code():
+    """A step appended to every message (boilerplate) fits no rule: each rule ends in code of its own.
+
+    The one exception is the last resort, a `@torch.compiler.disable` helper (the graph still
+    splits there), which few rules may end in alone.
+    """
+    ends: dict[frozenset, str] = {}
+    alone = []
+    for rule in BREAK_RULES:
+        code = frozenset(code_spans(message_clauses(rule.message)[-1]))
+        if code == {LAST_RESORT}:
+            alone.append(rule.code)
+            continue
+        assert code not in ends, f"{rule.code} and {ends.get(code)} end their messages in the same code {set(code)}"
+        ends[code] = rule.code
+    assert len(alone) <= len(BREAK_RULES) // 20, f"these rules offer only the last resort: {alone}"
+
+
+def _findings(rule, examples):
+    for example in examples:
+        for diagnostic in lint_source(example.code, "example.py", only(rule)).diagnostics:
+            if diagnostic.code == rule.code:
+                yield diagnostic
+
+
+@pytest.mark.parametrize("rule", BREAK_RULES, ids=[rule.code for rule in BREAK_RULES])
+def test_every_finding_of_a_break_rule_ends_in_a_concrete_step(rule):
+    """On the rule's invalid examples: the message's last clause holds one of the rule's steps, or,
+    where the fix is withheld, it ends in the recipe fixes/next_steps.py gives for the reason."""
+    recipes = {step.recipe for step in NEXT_STEPS}
+    findings = list(_findings(rule, rule.invalid))
+    assert findings, f"{rule.code} flags none of its invalid examples"
+    for diagnostic in findings:
+        message = rule_text(diagnostic)
+        if "; no automatic fix: " in message:
+            assert BY_HAND in message and step_clause(message) in recipes, f"no recipe ends {message!r}"
+            continue
+        clause = step_clause(message)
+        assert any(step_pattern(step).search(clause) for step in rule.steps), (
+            f"{rule.code}: the message ends in none of its steps {rule.steps}: {message!r}")
 
 
 # ----- the step fits what a number read from a tensor is used for (issue 35, item 5) -------------

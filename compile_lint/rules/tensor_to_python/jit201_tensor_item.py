@@ -70,6 +70,7 @@ class TensorItem(ElifTracker, Rule):
         "`.item()` reads tensor data into Python and breaks the graph; "
         "keep it a tensor (`t.detach()` in place of `t.item()`) and compute with tensors"
     )
+    steps = ("t.detach()", "torch._dynamo.config.capture_scalar_outputs = True")
     invalid = [
         Invalid(
             """

@@ -56,6 +56,7 @@ class TensorToPythonScalar(ElifTracker, Rule):
         "`int()`/`float()`/`bool()` on a tensor reads its data into Python and breaks the graph; "
         "keep a tensor (`t.detach()`, `t.float()`) and use torch ops"
     )
+    steps = ("t.detach()", "t.float()", "torch._dynamo.config.capture_scalar_outputs = True")
     invalid = [
         Invalid(
             """
