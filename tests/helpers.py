@@ -8,16 +8,20 @@ FileContext over a snippet, fix proofs) are public: `compile_lint.testing`.
 
 from __future__ import annotations
 
+import ast
 import glob
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
 from typing import Optional
 
 import pytest
+
+from compile_lint.analysis.file.paths import condition_text
 
 # A model whose forward branches on tensor data (JIT101, with an unsafe torch.where fix).
 BREAKING_GATE = """import torch
@@ -121,3 +125,88 @@ def write_tree(root, files: dict[str, str]) -> None:
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"))
+
+
+# ----- next steps: what counts as a concrete step in a finding's message -------------------------
+#
+# A message says what breaks, then, after "; ", what to do. The step is concrete when it holds
+# code to write between backticks: code that parses (an expression, a statement, a decorator,
+# the header of an `if`/`with`) and is more than a bare name. A rule declares the code its
+# messages end in (`Rule.steps`); a withheld fix ends in a recipe of fixes/next_steps.py.
+
+BY_HAND = "; by hand: "
+
+
+def message_clauses(message: str) -> list[str]:
+    """`message` split at "; ", except inside backticks (`a; b` is one piece of code)."""
+    clauses, current, quoted = [], "", False
+    index = 0
+    while index < len(message):
+        if message[index] == "`":
+            quoted = not quoted
+        if not quoted and message.startswith("; ", index):
+            clauses.append(current)
+            current, index = "", index + 2
+            continue
+        current += message[index]
+        index += 1
+    return clauses + [current]
+
+
+def step_clause(message: str) -> str:
+    """The step a message ends in: the recipe after "by hand: " where a fix is withheld, else its last clause."""
+    if BY_HAND in message:
+        return message.split(BY_HAND, 1)[1]
+    return message_clauses(message)[-1]
+
+
+def code_spans(text: str) -> list[str]:
+    """The pieces of code `text` quotes between backticks."""
+    return re.findall(r"`([^`]+)`", text)
+
+
+def parse_code(span: str, filled_in: str = "x") -> Optional[ast.Module]:
+    """`span` parsed as Python, each `{name}` replaced by `filled_in`; None when it is no code.
+
+    A decorator is read as the expression after its `@`, and the header of an `if`/`with`
+    gets a body.
+    """
+    source = re.sub(r"\{\w+\}", filled_in, span).lstrip("@")
+    for candidate in (source, source + "\n    pass"):
+        try:
+            return ast.parse(candidate)
+        except SyntaxError:
+            continue
+    return None
+
+
+def is_code(span: str) -> bool:
+    """True for code a person can write: it parses, and it is more than a bare name or constant."""
+    tree = parse_code(span)
+    if tree is None:
+        return False
+    only = tree.body[0] if len(tree.body) == 1 else None
+    bare = isinstance(only, ast.Expr) and isinstance(only.value, (ast.Name, ast.Attribute, ast.Constant))
+    return span.startswith("@") or not bare
+
+
+def step_pattern(step: str) -> re.Pattern:
+    """A pattern for a declared step quoted in a message, `{name}` matching what the message filled in."""
+    return re.compile(re.sub(r"\\\{\w+\\\}", "[^`]+", re.escape(f"`{step}`")))
+
+
+def rule_text(diagnostic) -> str:
+    """A diagnostic's message as its rule wrote it: without the mode, condition and entry point the engine adds."""
+    message = diagnostic.message
+    suffixes = []
+    if diagnostic.mode:
+        suffixes.append(f" ({condition_text(diagnostic.mode)})")
+    if diagnostic.condition:
+        suffixes.append(f" (breaks only when `{diagnostic.condition}`)")
+    if diagnostic.reached_from:
+        path, line, function = diagnostic.reached_from[0]
+        suffixes.append(f" (reached from {os.path.basename(path)}:{line} in {function})")
+    for suffix in reversed(suffixes):
+        assert message.endswith(suffix), (message, suffix)
+        message = message[: -len(suffix)]
+    return message

@@ -320,7 +320,8 @@ def test_jit201_on_a_returned_item_gives_the_real_reason(tmp_path):
                                    "    def forward(self, x):\n        return x.sum().item()\n")
     result = run_cli("--no-cache", "--output-format", "concise", "m.py", cwd=tmp_path)
     assert ("no automatic fix: the number is returned (a tensor would change what the caller gets); "
-            "by hand: return the tensor and read the number in the caller" in result.stdout), result.stdout
+            "by hand: return the tensor (`t.detach()`) and read the number in the caller" in result.stdout), \
+        result.stdout
 
 
 @pytest.mark.parametrize("layout", [{}, {"notes.txt": "no python\n"}, {"legacy/old.py": "x = 1\n"}])

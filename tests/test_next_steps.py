@@ -14,16 +14,20 @@ from compile_lint.fixes.next_steps import NEXT_STEPS, next_step
 from compile_lint.reporters.docs import explain
 from compile_lint.rules import ALL_RULES
 from compile_lint.settings.config import Config
+from compile_lint.testing import only
+from tests.helpers import BY_HAND, code_spans, is_code, message_clauses, rule_text, step_clause, step_pattern
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
 # Where withheld-fix reasons are written: the branch rewrites, keeping a tensor, masked updates, captured sizes,
-# and the rules that report a reason of their own.
+# the uses of a number read from a tensor, and the rules that report a reason of their own.
 REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / name
                                                                 for name in ("keep_tensor.py", "masked_updates.py",
-                                                                             "capture_scalars.py")]
+                                                                             "capture_scalars.py", "number_uses.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
+BREAK_RULES = [rule for rule in ALL_RULES if rule.kind == "break"]
+LAST_RESORT = "@torch.compiler.disable"
 # Calls whose string argument is a reason.
-REASON_CALLS = {"no_fix", "BranchFix", "unkept_reason"}
+REASON_CALLS = {"no_fix", "BranchFix", "unkept_number"}
 # Multi-word strings in REASON_SOURCES that are no reason: what a fix note says (it is shown
 # with a fix, not without one), the names of statement shapes, the evidence words a reason
 # is built from, and the words `.replace` swaps into a reason.
@@ -34,6 +38,7 @@ NOT_REASONS = {
     "the arms differ in shape: x", "the code after it",
     "the skipped work still runs (slower; its random draws and zero gradients differ from skipping it)",
     "`x[x]` is [n_selected, ...]",  # a masked update's selected shape, part of a reason
+    "x, and x",  # joins a reason and the use of a number (`number_uses.unkept_number`)
 }
 
 
@@ -98,8 +103,7 @@ ALL_REASONS = [reason for path in REASON_SOURCES for reason in _source_reasons(p
 def test_the_scan_finds_the_reasons_it_is_meant_to():
     texts = {text for _, _, text in ALL_REASONS}
     assert "`for x in x` iterates over a tensor: its steps depend on data" in texts
-    assert ("the number is used beyond tensor arithmetic (as a size, an index, in Python control flow or a call)"
-            in texts)
+    assert "the number decides a Python test" in texts
     assert "cannot tell that the receiver is a tensor to keep (an array or an unknown object)" in texts
     assert len(ALL_REASONS) > 60
 
@@ -124,6 +128,8 @@ def test_every_next_step_is_reached_by_a_reason_and_is_short():
         assert len(step.recipe) <= 160, step.when
         assert not step.recipe.endswith("."), step.when
         assert "by hand" not in step.recipe, step.when  # the message already says "by hand: "
+        assert any(is_code(span) for span in code_spans(message_clauses(step.recipe)[-1])), (
+            f"the recipe for {step.when!r} ends in no code to write (in backticks)")
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=[rule.code for rule in ALL_RULES])
@@ -167,3 +173,95 @@ def test_a_moe_expert_loop_and_a_training_only_skip_get_their_recipes():
     assert draw is not None and "torch.rand" in draw.recipe
     assert untyped is not None and "annotate" in untyped.recipe
     assert not_tensor is not None and "torch.as_tensor" in not_tensor.recipe
+
+
+# ----- every finding of kind `break` ends in a concrete step -------------------------------------
+
+
+@pytest.mark.parametrize("rule", BREAK_RULES, ids=[rule.code for rule in BREAK_RULES])
+def test_a_break_rule_declares_its_steps_as_code_and_its_message_ends_in_one(rule):
+    assert rule.steps, f"{rule.code} declares no `steps`: the code its messages tell the user to write"
+    for step in rule.steps:
+        assert is_code(step), f"{rule.code}: {step!r} is not code to write"
+    last = message_clauses(rule.message)[-1]
+    assert any(step_pattern(step).search(last) for step in rule.steps), (
+        f"{rule.code}'s message does not end in one of its steps: {last!r}")
+
+
+def test_no_two_break_rules_end_their_message_in_the_same_code():
+    """A step appended to every message (boilerplate) fits no rule: each rule ends in code of its own.
+
+    The one exception is the last resort, a `@torch.compiler.disable` helper (the graph still
+    splits there), which few rules may end in alone.
+    """
+    ends: dict[frozenset, str] = {}
+    alone = []
+    for rule in BREAK_RULES:
+        code = frozenset(code_spans(message_clauses(rule.message)[-1]))
+        if code == {LAST_RESORT}:
+            alone.append(rule.code)
+            continue
+        assert code not in ends, f"{rule.code} and {ends.get(code)} end their messages in the same code {set(code)}"
+        ends[code] = rule.code
+    assert len(alone) <= len(BREAK_RULES) // 20, f"these rules offer only the last resort: {alone}"
+
+
+def _findings(rule, examples):
+    for example in examples:
+        for diagnostic in lint_source(example.code, "example.py", only(rule)).diagnostics:
+            if diagnostic.code == rule.code:
+                yield diagnostic
+
+
+@pytest.mark.parametrize("rule", BREAK_RULES, ids=[rule.code for rule in BREAK_RULES])
+def test_every_finding_of_a_break_rule_ends_in_a_concrete_step(rule):
+    """On the rule's invalid examples: the message's last clause holds one of the rule's steps, or,
+    where the fix is withheld, it ends in the recipe fixes/next_steps.py gives for the reason."""
+    recipes = {step.recipe for step in NEXT_STEPS}
+    findings = list(_findings(rule, rule.invalid))
+    assert findings, f"{rule.code} flags none of its invalid examples"
+    for diagnostic in findings:
+        message = rule_text(diagnostic)
+        if "; no automatic fix: " in message:
+            assert BY_HAND in message and step_clause(message) in recipes, f"no recipe ends {message!r}"
+            continue
+        clause = step_clause(message)
+        assert any(step_pattern(step).search(clause) for step in rule.steps), (
+            f"{rule.code}: the message ends in none of its steps {rule.steps}: {message!r}")
+
+
+# ----- the step fits what a number read from a tensor is used for (issue 35, item 5) -------------
+
+def _recipe_for(body: str, code: str = "JIT201") -> str:
+    source = (
+        "import logging\n"
+        "import torch\n"
+        "from torch import nn\n"
+        "logger = logging.getLogger(__name__)\n"
+        "class Model(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        + "".join(f"        {line}\n" for line in body.strip().splitlines())
+    )
+    (diagnostic,) = [d for d in lint_source(source, "model.py", Config(select=(code,))).diagnostics]
+    assert diagnostic.fix is None and BY_HAND in diagnostic.message, diagnostic.message
+    return step_clause(rule_text(diagnostic))
+
+
+@pytest.mark.parametrize("body,code,expected", [
+    ("n = self.count.item()\nprint(n)\nreturn x", "JIT201", "torch.compiler.is_compiling()"),
+    ("logger.info(f'scale {x.max().item()}')\nreturn x", "JIT201", "torch.compiler.is_compiling()"),
+    ("return x * self.scale.item()", "JIT201", "t.detach()"),
+    ("return x[: self.limit.item()]", "JIT201", "torch._dynamo.config.capture_scalar_outputs = True"),
+    ("n = x.sum().item()\nreturn x.view(n, -1)", "JIT201", "x.shape[0]"),
+    ("k = x[0].argmax().item()\nreturn x[:, k]", "JIT201", "x.index_select(dim, i.view(1))"),
+    ("for _ in range(int(x.sum())):\n    x = x * 2\nreturn x", "JIT202", "range(max_steps)"),
+    ("if self.flag.item() > 0:\n    x = x + 1\nreturn x", "JIT201", "torch.where(cond, a, b)"),
+    ("return self.helper(x, x.max().item())", "JIT201", "t.detach()"),
+    ("return x.sum().item()", "JIT201", "read the number in the caller"),
+], ids=["print", "log", "arithmetic", "slice-bound", "view-size", "second-index", "range", "test", "call",
+        "returned"])
+def test_the_step_for_a_number_read_from_a_tensor_fits_its_use(body, code, expected):
+    recipe = _recipe_for(body, code)
+    assert expected in recipe, recipe
+    if "if " not in body:
+        assert "torch.where(cond, a, b)" not in recipe, f"a number in no Python test gets torch.where: {recipe}"

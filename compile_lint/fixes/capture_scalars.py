@@ -77,7 +77,7 @@ def report_captured_tensor_size(context: FileContext, report: Report, value: cst
     Torch reads the number itself there; measured clean once captured for fewer uses than
     `.item()`: not as `narrow`'s start, a `roll` shift, an `F.pad` pad or an index.
     """
-    if not _captured_size(context, value, implicit=True):
+    if not captured_size(context, value, implicit=True):
         return False
     _report_capture(context, report, value, message)
     return True
@@ -95,10 +95,10 @@ def _report_capture(context: FileContext, report: Report, node: cst.CSTNode, mes
 
 def only_captured_sizes(context: FileContext, conversion: cst.Call) -> bool:
     """True when every use of the number `conversion` reads is one that compiles once captured."""
-    return every_use(context, conversion, _captured_size)
+    return every_use(context, conversion, captured_size)
 
 
-def _captured_size(context: FileContext, node: cst.CSTNode, implicit: bool = False) -> bool:
+def captured_size(context: FileContext, node: cst.CSTNode, implicit: bool = False) -> bool:
     """True when `node` is a slice bound, the one index of a tensor, or a size argument measured clean.
 
     `implicit`: `node` is the 0-d tensor itself, which torch reads (JIT204's uses), not a number.

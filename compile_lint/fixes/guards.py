@@ -164,13 +164,20 @@ def gated_by_compile_test(context: "FileContext", node: cst.CSTNode) -> bool:
     return False
 
 
-def compile_only_message(context: "FileContext", node: cst.CSTNode, what: str) -> Optional[str]:
+def compile_only_message(context: "FileContext", node: cst.CSTNode, what: str,
+                         setting: Optional[str] = None) -> Optional[str]:
     """The message for a `what` (print, log call, warning) in a branch only compiled runs take,
-    where the usual advice, an eager-only guard, would never run it; None elsewhere."""
+    where the usual advice, an eager-only guard, would never run it; None elsewhere.
+
+    `setting`, a Dynamo config line that makes this call compile (measured on torch 2.13),
+    is the step where there is one; else the call can only be split off on purpose.
+    """
     if not gated_by_compile_test(context, node):
         return None
+    step = (f"set `{setting}`, which compiles it" if setting
+            else "move it into a `@torch.compiler.disable` helper (the graph splits there, as now)")
     return (
         f"this {what} runs only under torch.compile (an is-compiling test sends eager runs elsewhere) "
-        "and breaks the graph there; guarding it with `not is_compiling()` would make it dead code, "
-        "so drop it or accept the break"
+        f"and breaks the graph there; guarding it with `not is_compiling()` would make it dead code: drop it, "
+        f"or {step}"
     )

@@ -90,23 +90,31 @@ def every_use(context: FileContext, conversion: cst.Call, accepts: Callable[[Fil
     """
     if accepts(context, conversion):
         return True
+    reads = number_reads(context, conversion)
+    return bool(reads) and all(accepts(context, name) for name in reads)
+
+
+def number_reads(context: FileContext, conversion: cst.Call) -> list[cst.Name]:
+    """The reads of NAME when `conversion` is the whole value of `NAME = ...`, assigned once in the function.
+
+    Empty when the number is not bound to such a name (or the name is a parameter, or shadowed).
+    """
     statement = context.parent(conversion)
     function = context.function
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or function is None:
-        return False
+        return []
     target = statement.targets[0].target
     if not isinstance(target, cst.Name):
-        return False
+        return []
     if len(context.local_values(target.value)) != 1:
-        return False
+        return []
     if context.facts.param_kind(function, target.value) is not None:
-        return False
+        return []
     occurrences = NameOccurrences(target.value)
     visit(function.body, occurrences)
-    reads = [name for name in occurrences.found if name is not target]
-    if occurrences.shadowed or not reads:
-        return False
-    return all(accepts(context, name) for name in reads)
+    if occurrences.shadowed:
+        return []
+    return [name for name in occurrences.found if name is not target]
 
 
 KEEP_TENSOR_MESSAGE = "Keep the 0-d tensor (detached) instead of a Python number"
@@ -133,9 +141,3 @@ def keep_tensor_fix(context: FileContext, conversion: cst.Call, replacement: cst
 
 
 RETURNED_NUMBER = "the number is returned (a tensor would change what the caller gets)"
-
-
-def unkept_reason(context: FileContext, conversion: cst.Call, otherwise: str) -> str:
-    """Why `keep_tensor_fix` kept no tensor for `conversion`: returned as it is, else `otherwise`."""
-    parent = context.parent(conversion)
-    return RETURNED_NUMBER if isinstance(parent, cst.Return) else otherwise

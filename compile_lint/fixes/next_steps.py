@@ -4,7 +4,13 @@ Every reason a rewrite gives for withholding itself (`BranchFix.reason`) maps to
 `NextStep`: the recipe a person would follow instead. `with_reason` appends it to the
 finding's message, so no message ends in "no automatic fix" without a next step, and
 `--explain` / docs/rules.md list the whole table for the rules whose fixes can be
-withheld. tests/test_next_steps.py fails when a reason the fixes can give has no entry.
+withheld. tests/test_next_steps.py fails when a reason the fixes can give has no entry, or
+a recipe ends in no code to write (in backticks).
+
+Where a number read from a tensor (`.item()`, `int(t)`) keeps no tensor, the reason names
+what the number is used for (fixes/number_uses.py) and the recipe fits that use: a size
+gets `capture_scalar_outputs`, a Python test gets `torch.where`, a print leaves the
+compiled code; no use gets a recipe meant for another.
 
 The recipes rest on what torch 2.13 does (CPU, backend="eager"): `torch.cond` compiles
 branches whose outputs differ in size but not in rank; with
@@ -39,13 +45,14 @@ class NextStep:
         return re.search(self.pattern, reason) is not None
 
 
-# First match wins: the specific kinds come before the general ones they overlap.
+# First match wins: the specific kinds come before the general ones they overlap. Every recipe
+# ends in code to write (in backticks), which tests/test_next_steps.py checks parses.
 NEXT_STEPS: tuple[NextStep, ...] = (
     NextStep(
         "a masked update whose value may differ per selected element (JIT207)",
         r"may hold one value per selected element",
-        "if it is one value per element of `x`, write `x.copy_(torch.where(mask, new, x))`, the mask shaped "
-        "like `x`; else update outside compiled code",
+        "update outside compiled code, unless it is one value per element of `x`; then write "
+        "`x.copy_(torch.where(mask, new, x))`, the mask shaped like `x`",
     ),
     NextStep(
         "a masked update whose mask rank is unknown (JIT207)",
@@ -68,75 +75,128 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "`x.copy_(torch.where(mask, x + v, x))`",
     ),
     NextStep(
+        "a number printed, logged or formatted (JIT201, JIT202)",
+        r"the number is printed, logged or formatted",
+        "move the print or log out of the compiled code, or run it only eagerly under "
+        "`if not torch.compiler.is_compiling():`",
+    ),
+    NextStep(
+        "a number that decides a Python test (JIT201, JIT202)",
+        r"the number decides a Python test",
+        "keep the test a tensor (`t > 0`, not `t.item() > 0`) and pick values with `torch.where(cond, a, b)`",
+    ),
+    NextStep(
+        "a number that bounds a Python loop (JIT201, JIT202)",
+        r"the number bounds a Python loop",
+        "loop to a fixed bound, keeping each step's result only where it counts: "
+        "`x = torch.where(i < n, step(x), x)` for `i` in `range(max_steps)`",
+    ),
+    NextStep(
+        "a number used as a size or slice bound beyond those that compile once captured (JIT201, JIT202)",
+        r"the number is a size or slice bound beyond",
+        "take the size from a shape or config (`x.shape[0]`), or keep the full size and mask the rest: "
+        "`x * (torch.arange(x.shape[0]) < n)`",
+    ),
+    NextStep(
+        "a number used as an index beyond those that compile once captured (JIT201, JIT202)",
+        r"the number is an index beyond",
+        "keep the index a tensor and index with it as a 1-d tensor (`torch.stack(items)` first for a list): "
+        "`x.index_select(dim, i.view(1)).squeeze(dim)`",
+    ),
+    NextStep(
+        "a number passed to a call (JIT201, JIT202)",
+        r"the number is passed to a call",
+        "read the number before the compiled call and pass it in, or pass the 0-d tensor (`t.detach()`) "
+        "where the callee computes with tensors",
+    ),
+    NextStep(
+        "a number returned to the caller",
+        r"the number is returned",
+        "return the tensor (`t.detach()`) and read the number in the caller, outside the compiled code",
+    ),
+    NextStep(
+        "a number only used as a size, slice bound or index that compiles once captured (JIT201, JIT202)",
+        r"the number is only a size, slice bound or index that compiles once",
+        "set `torch._dynamo.config.capture_scalar_outputs = True` before the `torch.compile(...)` call "
+        "(the read stays as it is)",
+    ),
+    NextStep(
+        "a number used in arithmetic (JIT201, JIT202)",
+        r"the number is used in arithmetic",
+        "keep it a tensor: `t.detach()` (`t.detach().long()` for `int(t)`) in place of the number, "
+        "and compute with tensors",
+    ),
+    NextStep(
         "a loop over the experts a router picked (MoE)",
         r"`for [^`]*expert[^`]*` iterates over a tensor",
-        "run all experts on all tokens, weighted by the routing (num_experts/top_k x the FLOPs), or sort "
-        "tokens by expert and use F.grouped_mm (bf16, routed FLOPs only)",
+        "run every expert on all tokens, weighted by the routing (num_experts/top_k x the FLOPs), or sort "
+        "tokens by expert for `F.grouped_mm(x, w, offs=ends)` (bf16)",
     ),
     NextStep(
         "a loop over a tensor",
         r"iterates over a tensor",
         "loop over a fixed range (a size or a config value) and keep each step's result with "
-        "torch.where(taken, new, old), or torch.cond per step",
+        "`torch.where(taken, new, old)`, or `torch.cond` per step",
     ),
     NextStep(
         "a number of iterations that depends on data (`break`, `while`)",
         r"data-dependent number of iterations|number of iterations depends on data",
         "loop a fixed number of times (an upper bound) and freeze finished values with "
-        "torch.where(done, x, step(x))",
+        "`x = torch.where(done, x, step(x))`",
     ),
     NextStep(
         "a skipped layer that would update a cache or be recorded by output hooks (layer-drop)",
         r"a cache it may update|records each layer's outputs through hooks",
         "decide the skip outside the compiled code: for a training-only skip (layer-drop) compile the "
-        "eval model, or train with it off",
+        "eval model (`torch.compile(model.eval())`), or train with it off",
     ),
     NextStep(
         "an untaken branch that may fail or put NaN into gradients",
         r"^an arm ",
-        "make the untaken side safe too (divide by torch.where(cond, d, 1), clamp the index), then "
-        "torch.where; or torch.cond, which runs one branch",
+        "run one branch: `torch.cond(cond, true_fn, false_fn, (x,))`; or make the untaken side safe "
+        "(divide by `torch.where(cond, d, 1)`) and select with `torch.where`",
     ),
     NextStep(
         "branches of different shapes whose gradient torch.cond cannot take",
         r"cannot differentiate a torch.cond",
-        "run it under torch.no_grad() or torch.inference_mode() (the eval model), where torch.cond takes the "
-        "shapes; or give both branches one shape",
+        "give both branches one shape; or run it under `torch.no_grad()` (the eval model), where torch.cond "
+        "takes the shapes",
     ),
     NextStep(
         "branches of different shapes that torch.cond cannot take here",
         r"torch.cond does not apply|differ in rank|the result's size is known only at run time|may broadcast"
         r"|flows further than the fix follows|meets the next iteration",
         "give both branches one shape and dtype (keepdim=True, pad or expand, `.to(dtype)`), then "
-        "torch.where(cond, a, b)",
+        "`torch.where(cond, a, b)`",
     ),
     NextStep(
         "branches of different shapes",
         r"may differ in shape",
-        "torch.cond(cond, true_fn, false_fn, (x,)) runs one branch and takes outputs of different sizes "
-        "(same rank); or give both one shape (keepdim=True)",
+        "give both one shape (keepdim=True); or `torch.cond(cond, true_fn, false_fn, (x,))`, which runs one "
+        "branch and takes outputs of different sizes (same rank)",
     ),
     NextStep(
         "branches that give different values or None",
         r"tuples of different lengths|one branch gives None",
-        "make both branches give the same values (a tensor where one gives None), then torch.where(cond, a, b)",
+        "make both branches give the same values (a tensor where one gives None), then "
+        "`torch.where(cond, a, b)`",
     ),
     NextStep(
         "branches of different dtypes",
         r"may differ in dtype",
-        "cast both to one dtype (`b.to(a.dtype)`), then torch.where(cond, a, b)",
+        "cast both to one dtype, then `torch.where(cond, a, b.to(a.dtype))`",
     ),
     NextStep(
         "a branch that calls something for its effect",
         r"for its effect|has a side effect",
-        "move the call out of the compiled code, then select the values with torch.where(cond, new, old)",
+        "move the call out of the compiled code, then select the values with `torch.where(cond, new, old)`",
     ),
     NextStep(
         "a branch that changes state",
         r"state that outlives the call|writes into `[^`]*` in place|updates `[^`]*` in place"
         r"|reads a value the skipped code changes",
-        "compute new values out of place, select them with torch.where(cond, new, old), then update the "
-        "state once with the selected value",
+        "compute new values out of place, select them, then update the state once: "
+        "`state.copy_(torch.where(cond, new, state))`",
     ),
     NextStep(
         "a random draw, a tensor only under Dynamo",
@@ -152,25 +212,26 @@ NEXT_STEPS: tuple[NextStep, ...] = (
     NextStep(
         "values that are not tensors",
         r"is a not a tensor|neither value is certainly a tensor",
-        "make the values tensors (torch.as_tensor) before selecting with torch.where(cond, a, b)",
+        "make the values tensors before selecting: `torch.where(cond, torch.as_tensor(a), torch.as_tensor(b))`",
     ),
     NextStep(
         "a value not known to be a tensor",
         r"no evidence it is one in eager code|is not certainly a tensor|cannot tell that|the test is not a tensor",
-        "where it is a tensor, annotate it `torch.Tensor` (or make it with a torch call) so --fix can rest "
-        "on it; else write torch.where(cond, a, b) yourself",
+        "where it is a tensor, annotate it (`x: torch.Tensor`) or make it with a torch call, and --fix "
+        "rewrites it; else write `torch.where(cond, a, b)` yourself",
     ),
     NextStep(
         "a Python flag set by the tensor test",
         r"the Python flag|`[^`]*` is read more than once$|is not reset to False|tensor test that sets the flag",
-        "keep the flag a bool tensor (`drop = cond`) and select with torch.where(drop, old, new) where it is read",
+        "keep the flag a bool tensor (`drop = cond`) and select with `torch.where(drop, old, new)` where it is "
+        "read",
     ),
     NextStep(
         "a check the rewrite cannot keep",
         r"error message|a bare `raise`|exception takes more than one|negated tensor assert"
         r"|tensor test in the assert",
-        "write `torch._assert_async(ok, \"a literal message\")` (the check stays in the graph), or check "
-        "before the compiled call",
+        "check before the compiled call, or write `torch._assert_async(ok, \"a literal message\")` (the check "
+        "stays in the graph)",
     ),
     NextStep(
         "a Python test after the tensor test",
@@ -181,39 +242,25 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "a test that mixes Python and tensor parts",
         r"mixes Python and tensor tests|Python test in front of its tensor test|Python test in front of the "
         r"tensor test, with an `else`",
-        "split it: the Python test in its own `if`, the tensor tests joined with `&`/`|` inside it",
+        "split it: the Python test in its own `if`, the tensor tests joined inside it (`if flag:` then "
+        "`torch.where(a & b, x, y)`)",
     ),
     NextStep(
         "a chained or identity comparison",
         r"chained or identity comparison",
-        "spell it with `&` (`(a < b) & (b < c)`) and `==` instead of `is`, then torch.where(cond, a, b)",
+        "spell it with `&` and `==` (`(a < b) & (b < c)`, not `is`), then `torch.where(cond, a, b)`",
     ),
     NextStep(
         "a shortcut that sets a name to None",
         r"sets a name to None",
-        "drop the shortcut (the general path gives the same result), or keep a tensor (an all-True mask)",
+        "drop the shortcut (the general path gives the same result), or keep a tensor (an all-True mask, "
+        "`torch.ones_like(x, dtype=torch.bool)`)",
     ),
     NextStep(
         "a number only used as a size, slice bound or index, with no single compile call in the file",
         r"to set capture_scalar_outputs before",
         "put `torch._dynamo.config.capture_scalar_outputs = True` right before the `torch.compile(...)` "
         "that compiles this code (the read stays as it is)",
-    ),
-    NextStep(
-        "a number used as a size, an index or in Python control flow",
-        r"used beyond tensor arithmetic",
-        "only as a slice bound, `x[n]` or a zeros/pad size: set "
-        "torch._dynamo.config.capture_scalar_outputs = True; in an `if` or range(): torch.where or a fixed bound",
-    ),
-    NextStep(
-        "a number returned to the caller",
-        r"the number is returned",
-        "return the tensor and read the number in the caller, outside the compiled code",
-    ),
-    NextStep(
-        "`int()` or `bool()` of a tensor",
-        r"only `float\(\)` of a tensor is kept",
-        "keep a tensor (`t.long()`, `t.bool()`) and compute with torch ops; for a size, take it from a shape",
     ),
     NextStep(
         "a branch shape the rewrite does not take",
@@ -223,7 +270,7 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         r"|guarded return reads|`elif` after a guarded return|guard is not in a block|part of an `elif` chain"
         r"|`continue`|skipped code branches on a tensor|skipped code has an `elif`|no tensor value before"
         r"|read no tensor to pass",
-        "compute both values, then `name = torch.where(cond, new, old)` per name (torch.cond where the "
+        "compute both values, then `name = torch.where(cond, new, old)` per name (`torch.cond` where the "
         "branches do different work)",
     ),
 )

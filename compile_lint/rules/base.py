@@ -82,6 +82,11 @@ class Rule:
     # (Python raises when the module is imported, before anything is compiled).
     fails_at: ClassVar[str] = "compile"
     message: ClassVar[str]
+    # The code a message tells the user to write, spelled as the message spells it between
+    # backticks (`torch.where(cond, a, b)`, a config line, a decorator); `{name}` stands for what
+    # the message fills in. Every message of a `break` rule ends in a clause holding one of them,
+    # or, where a fix is withheld, in the recipe fixes/next_steps.py gives (tests/test_next_steps.py).
+    steps: ClassVar[tuple[str, ...]] = ()
     gb_type: ClassVar[Optional[str]] = None
     gb_id: ClassVar[Optional[str]] = None
     # Other graph-break types Dynamo reports for the same pattern (`repr(t)` vs `str(t)`);

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
 
 WHERE_NOTE = "both branches are computed"
-UNUSED_NUMBER = ("the number is used beyond tensor arithmetic (as a size, an index, in Python control "
-                 "flow or a call)")
 LOOP_NOTE = ("the skipped work still runs (slower; its random draws and zero gradients differ "
              "from skipping it)")
 

@@ -27,8 +27,9 @@ class TensorFilteredComprehension(Rule):
     gb_id = "GB0170"
     message = (
         "comprehension filtered on a tensor value breaks the graph (its length depends on "
-        "the data); keep every element and mask with torch.where"
+        "the data); keep every element and zero the ones you would drop: `torch.where(keep, t, 0)`"
     )
+    steps = ("torch.where(keep, t, 0)",)
     invalid = [
         Invalid(
             """

@@ -35,8 +35,9 @@ class SortTensors(Rule):
     fix_applicability = "safe"
     message = (
         "sorting compares tensors and breaks the graph (sort with non-constant keys); "
-        "stack the keys and use torch.argsort, then index"
+        "stack the keys, sort with `torch.argsort(torch.stack(keys))`, then index"
     )
+    steps = ("torch.argsort(torch.stack(keys))",)
     invalid = [
         Invalid(
             """

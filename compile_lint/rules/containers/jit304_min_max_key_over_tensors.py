@@ -47,9 +47,10 @@ class MinMaxKeyOverTensors(Rule):
     gb_id = "GB0193"
     fix_applicability = "unsafe"
     message = (
-        "min()/max() with key= over tensors breaks the graph; stack them and index with "
-        "argmax(0, keepdim=True)"
+        "min()/max() with key= over tensors breaks the graph; stack them and pick with a 1-element "
+        "index: `torch.stack(xs)[scores.argmax(0, keepdim=True)][0]`"
     )
+    steps = ("torch.stack(xs)[scores.argmax(0, keepdim=True)][0]",)
     invalid = [
         Invalid(
             """

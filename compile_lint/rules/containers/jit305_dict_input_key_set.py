@@ -32,7 +32,7 @@ class DictInputKeySet(Rule):
     default_enabled = False
     message = (
         "forward reads the whole key set of dict input `{param}`: each new key set or order "
-        "recompiles; read the keys you need by name (batch[\"x\"], batch.get(\"mask\"))"
+        "recompiles; read the keys you need by name (`batch[\"x\"]`, `batch.get(\"mask\")`)"
     )
     invalid = [
         Invalid(

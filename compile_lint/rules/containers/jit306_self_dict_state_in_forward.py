@@ -31,7 +31,8 @@ class SelfDictStateInForward(Rule):
     kind = "recompile"
     message = (
         "`self.{attr}` changes its Python contents on every call: Dynamo guards on them, so each "
-        "call recompiles (eager after 8); keep counters in a tensor buffer or outside forward"
+        "call recompiles (eager after 8); keep counters in a tensor buffer updated in place "
+        "(`self.register_buffer(\"calls\", torch.zeros(()))`, then `self.calls.add_(1)`), or outside forward"
     )
     invalid = [
         Invalid(

@@ -33,8 +33,9 @@ class TensorListConstructor(Rule):
     fix_applicability = "safe"
     message = (
         "{call}() on a list of tensors fails to compile (fake tensors have no data to read); "
-        "use torch.tensor(list), or torch.stack(list) to keep gradients"
+        "use `torch.tensor(values)`, or `torch.stack(values)` to keep gradients"
     )
+    steps = ("torch.tensor(values)", "torch.stack(values)")
     invalid = [
         Invalid(
             """

@@ -66,8 +66,10 @@ class TensorValuedIf(ElifTracker, Rule):
     withheld_fix_steps = True
     message = (
         "`if` on a tensor value breaks the graph (data-dependent branching); "
-        "use torch.where(cond, a, b) or torch.cond"
+        "use `torch.where(cond, a, b)`, or `torch.cond(cond, true_fn, false_fn, (x,))` where the branches do "
+        "different work"
     )
+    steps = ("torch.where(cond, a, b)", "torch.cond(cond, true_fn, false_fn, (x,))")
     invalid = [
         Invalid(
             """

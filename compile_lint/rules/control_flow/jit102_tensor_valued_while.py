@@ -30,8 +30,9 @@ class TensorValuedWhile(Rule):
     gb_id = "GB0170"
     message = (
         "`while` on a tensor value breaks the graph at every test; "
-        "loop a fixed number of times and mask with torch.where"
+        "loop a fixed number of times and freeze finished values: `x = torch.where(done, x, step(x))`"
     )
+    steps = ("x = torch.where(done, x, step(x))",)
     invalid = [
         Invalid(
             """

@@ -37,7 +37,8 @@ class TensorValuedTernary(Rule):
     gb_id = "GB0170"
     fix_applicability = "unsafe"
     withheld_fix_steps = True
-    message = "a ternary on a tensor value breaks the graph; use torch.where(cond, a, b)"
+    message = "a ternary on a tensor value breaks the graph; use `torch.where(cond, a, b)`"
+    steps = ("torch.where(cond, a, b)",)
     invalid = [
         Invalid(
             """

@@ -34,9 +34,10 @@ class TensorErrorFallback(Rule):
     kind = "break"
     message = (
         "under torch.compile an error in the tensor operations of this `try` does not reach "
-        "this `except`: the compile or the compiled call fails; test the condition first, or "
-        "use an operation that cannot fail"
+        "this `except`: the compile or the compiled call fails; test shapes first (`if x.numel() % 3 == 0:`), "
+        "or use an operation that cannot fail (`x.reshape(-1, 3)`, `torch.linalg.cholesky_ex(a)`)"
     )
+    steps = ("if x.numel() % 3 == 0:", "x.reshape(-1, 3)", "torch.linalg.cholesky_ex(a)")
     invalid = [
         Invalid(
             """

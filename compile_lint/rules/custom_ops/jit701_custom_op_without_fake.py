@@ -46,6 +46,7 @@ class CustomOpWithoutFake(Rule):
         "custom op `{op}` has no fake implementation: calling it under torch.compile fails "
         "(even without fullgraph); add `@{name}.register_fake` returning an empty tensor of the output's shape"
     )
+    steps = ("@{name}.register_fake",)
     invalid = [
         Invalid(
             """

@@ -31,8 +31,9 @@ class OpaqueExtensionCall(Rule):
     gb_id = "GB0156"
     message = (
         "call into native code (ctypes / C++ extension) inside a compiled region breaks the graph; "
-        "wrap it in torch.library.custom_op with a register_fake"
+        "wrap it in `@torch.library.custom_op(\"mylib::name\", mutates_args=())` and give it a register_fake"
     )
+    steps = ("@torch.library.custom_op(\"mylib::name\", mutates_args=())",)
     invalid = [
         Invalid(
             """

@@ -34,8 +34,10 @@ class LibraryOpWithoutFake(Rule):
     trigger_pattern = call_or_alias_pattern("define")  # `lib.define(...)` or `torch.library.define(...)`
     message = (
         "op `{op}` has only device kernels ({keys}): Dynamo cannot run it on fake tensors and breaks the graph "
-        "at every call; add torch.library.register_fake(\"{op}\") or a \"Meta\" kernel"
+        "at every call; add `@torch.library.register_fake(\"{op}\")` on a function returning empty outputs, "
+        "or a \"Meta\" kernel"
     )
+    steps = ("@torch.library.register_fake(\"{op}\")",)
     invalid = [
         Invalid(
             """

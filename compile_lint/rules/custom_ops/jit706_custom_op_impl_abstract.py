@@ -41,8 +41,10 @@ class CustomOpImplAbstract(Rule):
     trigger_words = ("impl_abstract",)
     message = (
         "`{name}` is a torch.library.custom_op, which has no `impl_abstract`: this line raises "
-        "AttributeError when the module is imported; use `@{name}.register_fake` (it takes only the function)"
+        "AttributeError when the module is imported; write `@{name}.register_fake` for "
+        "`@{name}.impl_abstract(...)` (it takes only the function)"
     )
+    steps = ("@{name}.register_fake",)
     invalid = [
         Invalid(
             """

@@ -33,9 +33,10 @@ class UntraceableNumpyRandom(Rule):
         "Data dependent operator",
     )
     message = (
-        "this np.random call breaks the graph; draw with torch (torch.rand, torch.randperm, "
-        "torch.distributions) or pass the value in"
+        "this np.random call breaks the graph; draw with torch (`torch.rand(())`, `torch.randperm(n)`, "
+        "`torch.distributions`) or pass the value in"
     )
+    steps = ("torch.rand(())", "torch.randperm(n)")
     invalid = [
         Invalid(
             """

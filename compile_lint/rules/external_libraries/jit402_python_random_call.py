@@ -25,9 +25,10 @@ class PythonRandomCall(Rule):
     gb_type = "Attempted to call function marked as skipped"
     gb_id = "GB0007"
     message = (
-        "this random-module call breaks the graph; use torch.rand/torch.randint/torch.randperm "
-        "or pass the value in"
+        "this random-module call breaks the graph; draw with torch (`torch.rand(())`, "
+        "`torch.randint(low, high, ())`, `torch.randperm(n)`) or pass the value in"
     )
+    steps = ("torch.rand(())", "torch.randint(low, high, ())", "torch.randperm(n)")
     invalid = [
         Invalid(
             """

@@ -25,9 +25,10 @@ class ClockCall(Rule):
     gb_id = "GB0007"
     gb_types = ("Unsupported method call",)  # the same pattern, reported differently
     message = (
-        "reading the clock breaks the graph; time the compiled call from outside or use "
-        "torch.profiler.record_function"
+        "reading the clock breaks the graph; time the compiled call from outside, or mark the code with "
+        "`torch.profiler.record_function(\"name\")`, which compiles"
     )
+    steps = ("torch.profiler.record_function(\"name\")", "out = compiled(x); time.sleep(s)")
     invalid = [
         Invalid(
             """
@@ -123,7 +124,8 @@ class ClockCall(Rule):
             self.report(node)
 
 
-SLEEP_MESSAGE = "sleeping breaks the graph (Dynamo skips the `time` module); sleep outside the compiled call"
+SLEEP_MESSAGE = ("sleeping breaks the graph (Dynamo skips the `time` module); sleep outside the compiled call: "
+                 "`out = compiled(x); time.sleep(s)`")
 
 
 # Kept by hand: the clocks are C functions of `time` / `datetime`, which no trace-rule table

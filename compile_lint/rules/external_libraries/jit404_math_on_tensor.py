@@ -35,7 +35,9 @@ class MathOnTensor(Rule):
     gb_type = "Data dependent operator"
     gb_id = "GB0033"
     fix_applicability = "unsafe"
-    message = "math.* on a tensor reads its value and breaks the graph; use the torch function"
+    message = ("math.* on a tensor reads its value and breaks the graph; use its torch twin (`torch.exp(t)` for "
+               "`math.exp(t)`)")
+    steps = ("torch.exp(t)", "torch.{name}(t)")
     invalid = [
         Invalid(
             """
@@ -216,7 +218,9 @@ class MathOnTensor(Rule):
         if not name.startswith("math."):
             return
         if any(self.context.kind(arg.value) is Kind.TENSOR for arg in node.args):
-            self.report(node, fix=self._torch_twin(node, name[len("math."):]))
+            function = name[len("math."):]
+            message = TWIN_MESSAGE.format(name=function) if function in _MATH_TO_TORCH else None
+            self.report(node, message, fix=self._torch_twin(node, function))
 
     def _torch_twin(self, node: cst.Call, function: str) -> Optional[FixPlan]:
         if function not in _MATH_TO_TORCH or len(node.args) != 1 or node.args[0].keyword or node.args[0].star:
@@ -227,6 +231,9 @@ class MathOnTensor(Rule):
         twin, imports = spell(self.context, f"torch.{function}")
         call = node.with_changes(func=cst.parse_expression(twin))
         return FixPlan([(node, call)], f"Use {twin}(...)", "unsafe", imports, operand_evidence(self.context, operand))
+
+
+TWIN_MESSAGE = "`math.{name}` on a tensor reads its value and breaks the graph; use `torch.{name}(t)`"
 
 
 # Kept by hand: a meaning mapping (math.f -> torch.f), which no torch table holds; what

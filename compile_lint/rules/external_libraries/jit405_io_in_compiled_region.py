@@ -28,7 +28,9 @@ class IoInCompiledRegion(Rule):
         "Failed to trace builtin operator",
         "Unsupported method call",
     )
-    message = "file/network I/O breaks the graph; do it outside the compiled region and pass tensors in"
+    message = ("file/network I/O breaks the graph; do it outside the compiled region and pass tensors in, e.g. load "
+               "in `__init__`: `self.register_buffer(\"table\", torch.load(path))`")
+    steps = ("self.register_buffer(\"table\", torch.load(path))",)
     invalid = [
         Invalid(
             """

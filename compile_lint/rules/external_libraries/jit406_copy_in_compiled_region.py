@@ -28,9 +28,10 @@ class CopyInCompiledRegion(Rule):
     gb_types = ("Attempted to call function marked as skipped",)  # the same pattern, reported differently
     fix_applicability = "safe"
     message = (
-        "copy.copy / copy.deepcopy of a tensor or module breaks the graph; use t.clone(), "
-        "d.copy() or list(xs)"
+        "copy.copy / copy.deepcopy of a tensor or module breaks the graph; use `t.clone()`, "
+        "`dict(d)` or `list(xs)`"
     )
+    steps = ("t.clone()", "dict(d)", "list(xs)")
     invalid = [
         Invalid(
             """

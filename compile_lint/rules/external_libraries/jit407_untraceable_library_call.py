@@ -33,8 +33,10 @@ class UntraceableLibraryCall(Rule):
     )
     message = (
         "calls into this library are not traceable and break the graph; use a torch "
-        "equivalent, precompute in __init__, or wrap it in a custom op"
+        "equivalent, precompute in `__init__`, or wrap the call in "
+        "`@torch.library.custom_op(\"mylib::name\", mutates_args=())`"
     )
+    steps = ("@torch.library.custom_op(\"mylib::name\", mutates_args=())",)
     invalid = [
         Invalid(
             """

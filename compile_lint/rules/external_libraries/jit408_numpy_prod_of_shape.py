@@ -30,7 +30,8 @@ class NumpyProdOfShape(Rule):
     gb_id = "GB0208"
     gb_types = ("Data dependent operator",)  # the same pattern, reported differently
     fix_applicability = "unsafe"
-    message = "np.prod of a shape breaks the graph; use math.prod(x.shape)"
+    message = "np.prod of a shape breaks the graph; use `math.prod(x.shape)`"
+    steps = ("math.prod(x.shape)",)
     invalid = [
         Invalid(
             """

@@ -32,8 +32,9 @@ class RnnModuleCall(Rule):
     config_note = "torch._dynamo.config.allow_rnn = True lets Dynamo trace these modules (experimental)"
     message = (
         "Dynamo does not trace nn.LSTM/GRU/RNN: the forward using it runs eagerly; set "
-        "torch._dynamo.config.allow_rnn = True or step an LSTMCell/GRUCell"
+        "`torch._dynamo.config.allow_rnn = True`, or step an `nn.LSTMCell(n_in, n_hidden)` in a loop"
     )
+    steps = ("torch._dynamo.config.allow_rnn = True", "nn.LSTMCell(n_in, n_hidden)")
     invalid = [
         Invalid(
             """

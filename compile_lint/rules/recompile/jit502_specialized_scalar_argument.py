@@ -37,7 +37,7 @@ class SpecializedScalarArgument(Rule):
     kind = "recompile"
     message = (
         "this argument is compiled in as a constant: every new value recompiles (eager after 8); "
-        "fix it at construction or keep it constant"
+        "fix it at construction (`self.p = p` in `__init__`) or keep it constant"
     )
     invalid = [
         Invalid(
@@ -233,7 +233,8 @@ class SpecializedScalarArgument(Rule):
                 value,
                 message=(
                     f"`{param.name.value}` is an input compiled in as a constant by {where}: every new "
-                    "value recompiles (eager after 8); fix it at construction or keep it constant"
+                    "value recompiles (eager after 8); fix it at construction (`self.p = p` in `__init__`) or keep "
+                    "it constant"
                 ),
             )
 

@@ -31,7 +31,7 @@ class ShapeDependentLoop(Rule):
     kind = "recompile"
     message = (
         "a Python loop over a batch/sequence size is unrolled: every new size recompiles "
-        "(eager after 8); use batched ops, torch.vmap, or pad to a fixed length"
+        "(eager after 8); use batched ops (`torch.vmap(step)(xs)`), or pad to a fixed length"
     )
     invalid = [
         Invalid(

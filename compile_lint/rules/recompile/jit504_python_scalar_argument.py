@@ -42,7 +42,7 @@ class PythonScalarArgument(Rule):
     fix_edits_call_sites = True
     message = (
         "a Python number input is compiled as a constant, then recompiled once as dynamic "
-        "when it first changes; pass a 0-d tensor (torch.tensor(value)) instead"
+        "when it first changes; pass a 0-d tensor (`torch.tensor(value)`) instead"
     )
     invalid = [
         Invalid(

@@ -30,9 +30,11 @@ class PrintInCompiledRegion(StatementCalls, Rule):
     fix_applicability = "unsafe"
     config_note = "torch._dynamo.config.reorderable_logging_functions = {print} makes print compile"
     message = (
-        "print() breaks the graph; remove it or guard it with "
-        "`if not torch.compiler.is_compiling():`"
+        "print() breaks the graph; remove it, or print only eagerly: "
+        "`if not torch.compiler.is_compiling(): print(...)`"
     )
+    steps = ("if not torch.compiler.is_compiling(): print(...)", "torch._dynamo.config.reorderable_logging_functions = {print}",
+             "@torch.compiler.disable")
     invalid = [
         Invalid(
             """
@@ -168,10 +170,13 @@ class PrintInCompiledRegion(StatementCalls, Rule):
         if name in _PRINT_FUNCTIONS:
             self.report(
                 node,
-                message=compile_only_message(self.context, node, "print"),
+                message=compile_only_message(self.context, node, "print",
+                                             PRINT_SETTING if name == "builtins.print" else None),
                 fix=eager_only_guard(self.context, self.statement_of(node), "print"),
             )
 
 
+# Makes `print` compile: Dynamo runs it after the graph (measured on torch 2.13).
+PRINT_SETTING = "torch._dynamo.config.reorderable_logging_functions = {print}"
 _PRINT_FUNCTIONS = frozenset({"builtins.print", "sys.stdout.write", "sys.stderr.write", "pprint.pprint", "pprint.pp"})
 

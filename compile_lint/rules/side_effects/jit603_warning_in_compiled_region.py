@@ -31,9 +31,11 @@ class WarningInCompiledRegion(StatementCalls, Rule):
     fix_applicability = "unsafe"
     config_note = "adding warnings.warn to torch._dynamo.config.reorderable_logging_functions makes it compile"
     message = (
-        "warnings.warn breaks the graph; warn in __init__ or under "
+        "warnings.warn breaks the graph; warn in `__init__` or under "
         "`if not torch.compiler.is_compiling():`"
     )
+    steps = ("if not torch.compiler.is_compiling():",
+             "torch._dynamo.config.reorderable_logging_functions = {warnings.warn}", "@torch.compiler.disable")
     invalid = [
         Invalid(
             """
@@ -227,10 +229,14 @@ class WarningInCompiledRegion(StatementCalls, Rule):
         if self.context.qualname(node.func) in _WARNING_FUNCTIONS:
             self.report(
                 node,
-                message=compile_only_message(self.context, node, "warning"),
+                message=compile_only_message(self.context, node, "warning",
+                                             WARN_SETTING if self.context.qualname(node.func) == "warnings.warn"
+                                             else None),
                 fix=eager_only_guard(self.context, self.statement_of(node), "warning"),
             )
 
 
+# Makes `warnings.warn` compile: Dynamo runs it after the graph (measured on torch 2.13).
+WARN_SETTING = "torch._dynamo.config.reorderable_logging_functions = {warnings.warn}"
 _WARNING_FUNCTIONS = frozenset({"warnings.warn", "warnings.warn_explicit"})
 

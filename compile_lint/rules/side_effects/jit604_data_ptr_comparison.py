@@ -30,8 +30,10 @@ class DataPtrComparison(Rule):
     )
     message = (
         "comparing data_ptr() breaks the graph (no real addresses while compiling); "
-        "check aliasing/alignment outside the compiled region"
+        "compare the tensors themselves (`x is y`, which Dynamo guards), or check aliasing/alignment outside "
+        "the compiled region"
     )
+    steps = ("x is y",)
     invalid = [
         Invalid(
             """

@@ -25,8 +25,9 @@ class FrameInspection(Rule):
     gb_id = "GB0007"
     message = (
         "inspecting frames or source breaks the graph; compute it once outside the "
-        "compiled region"
+        "compiled region and keep it, e.g. in `__init__`: `self.caller = inspect.stack()[1].function`"
     )
+    steps = ("self.caller = inspect.stack()[1].function",)
     invalid = [
         Invalid(
             """

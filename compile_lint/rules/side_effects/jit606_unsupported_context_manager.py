@@ -36,9 +36,10 @@ class UnsupportedContextManager(Rule):
         "unsupported contextlib.* API",
     )
     message = (
-        "this context manager is not traceable and breaks the graph; enter it outside "
-        "the compiled region"
+        "this context manager is not traceable and breaks the graph; enter it around the "
+        "compiled call instead: `with manager: out = compiled(x)`"
     )
+    steps = ("with manager: out = compiled(x)",)
     invalid = [
         Invalid(
             """

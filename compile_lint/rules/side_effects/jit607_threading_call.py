@@ -24,7 +24,9 @@ class ThreadingCall(Rule):
     gb_type = "Unsupported method call"
     gb_id = "GB0156"
     gb_types = ("Attempted to call function marked as skipped",)  # the same pattern, reported differently
-    message = "threading calls break the graph; synchronise outside the compiled region"
+    message = ("threading calls break the graph; synchronise around the compiled call instead: "
+               "`with lock: out = compiled(x)`")
+    steps = ("with lock: out = compiled(x)",)
     invalid = [
         Invalid(
             """

@@ -27,8 +27,9 @@ class CudaRuntimeCall(Rule):
     gb_id = "GB0208"
     message = (
         "torch.cuda.synchronize()/memory queries break the graph; call them around the "
-        "compiled model, not inside it"
+        "compiled model, not inside it: `out = model(x); torch.cuda.synchronize()`"
     )
+    steps = ("out = model(x); torch.cuda.synchronize()",)
     invalid = [
         Invalid(
             """

@@ -28,8 +28,9 @@ class RequiresGradInForward(Rule):
     gb_types = ("setattr() on Tensor.requires_grad",)  # the same pattern, reported differently
     message = (
         "changing requires_grad inside a compiled region breaks the graph; set it before "
-        "the call or use .detach()/torch.no_grad()"
+        "the call, or stop gradients inside with `x.detach()` or `with torch.no_grad():`"
     )
+    steps = ("x.detach()", "with torch.no_grad():")
     invalid = [
         Invalid(
             """

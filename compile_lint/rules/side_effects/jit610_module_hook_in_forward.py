@@ -23,7 +23,9 @@ class ModuleHookInForward(Rule):
     kind = "break"
     gb_type = "setattr() on unsupported type"
     gb_id = "GB0467"
-    message = "registering a module hook in forward breaks the graph; register it once before compiling"
+    message = ("registering a module hook in forward breaks the graph; register it once before compiling: "
+               "`model.register_forward_hook(hook)`, then `torch.compile(model)`")
+    steps = ("model.register_forward_hook(hook)",)
     invalid = [
         Invalid(
             """

@@ -33,8 +33,9 @@ class ParameterCreatedInForward(Rule):
     gb_id = "GB0264"
     message = (
         "creating an nn.Parameter (or a layer with weights) in forward breaks the graph; "
-        "build it in __init__, or keep a plain tensor and use the functional form"
+        "build it in `__init__`, or keep a plain tensor and use the functional form (`F.linear(x, weight)`)"
     )
+    steps = ("F.linear(x, weight)",)
     invalid = [
         Invalid(
             """

@@ -38,8 +38,10 @@ class RngStateInForward(Rule):
     )
     message = (
         "seeding, saving the RNG state or using a torch.Generator inside a compiled region "
-        "breaks the graph; seed outside and draw from the default generator"
+        "breaks the graph; seed outside (`torch.manual_seed(seed)` before the compiled call) and draw from "
+        "the default generator"
     )
+    steps = ("torch.manual_seed(seed)",)
     invalid = [
         Invalid(
             """

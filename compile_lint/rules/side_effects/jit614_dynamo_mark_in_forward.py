@@ -26,8 +26,10 @@ class DynamoMarkInForward(Rule):
     kind = "break"
     message = (
         "Dynamo cannot trace this call and torch.compile fails; mark tensors before the "
-        "compiled call, or guard it with `if not torch.compiler.is_compiling():`"
+        "compiled call (`torch._dynamo.mark_dynamic(x, 0)`, then `compiled(x)`), or guard it with "
+        "`if not torch.compiler.is_compiling():`"
     )
+    steps = ("torch._dynamo.mark_dynamic(x, 0)", "if not torch.compiler.is_compiling():")
     invalid = [
         Invalid(
             """

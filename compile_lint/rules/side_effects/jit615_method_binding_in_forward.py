@@ -36,8 +36,9 @@ class MethodBindingInForward(Rule):
     )
     message = (
         "binding a method here is not traceable and breaks the graph; call the function "
-        "with the object as first argument, or use functools.partial"
+        "with the object as first argument (`helper(self, x)`), or use `functools.partial(helper, self)`"
     )
+    steps = ("helper(self, x)", "functools.partial(helper, self)")
     invalid = [
         Invalid(
             """

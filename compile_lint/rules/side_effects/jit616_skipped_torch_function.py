@@ -33,8 +33,9 @@ class SkippedTorchFunction(Rule):
     gb_id = "GB0007"
     message = (
         "`{name}` is a function Dynamo never traces (its trace rules skip it): the graph breaks here and "
-        "fullgraph fails; call it outside the compiled code"
+        "fullgraph fails; call it outside the compiled code, or from a `@torch.compiler.disable` helper"
     )
+    steps = ("@torch.compiler.disable", "pad_sequence(seqs, batch_first=True)", "isinstance(x, torch.Tensor)")
     invalid = [
         Invalid(
             """
@@ -120,7 +121,19 @@ class SkippedTorchFunction(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func)
         if name in _SKIPPED and name not in RNG_STATE_FUNCTIONS:
-            self.report(node, self.message.format(name=name))
+            message = self.message.format(name=name)
+            if name in _TRACED_INSTEAD:
+                message = message[:message.rindex("; ") + 2] + _TRACED_INSTEAD[name]
+            self.report(node, message)
 
+
+# What Dynamo traces instead, for the skipped functions models call most.
+_TRACED_INSTEAD = dict.fromkeys(
+    ("torch.nn.utils.rnn.pack_padded_sequence", "torch.nn.utils.rnn.pad_packed_sequence",
+     "torch.nn.utils.rnn.pack_sequence"),
+    "keep padded tensors with a mask, which compile (`pad_sequence(seqs, batch_first=True)`), or "
+    "call it outside the compiled code") | {
+    "torch.jit.isinstance": "use `isinstance(x, torch.Tensor)`, which Dynamo traces",
+}
 
 _SKIPPED = frozenset(SKIPPED_TORCH_FUNCTIONS)

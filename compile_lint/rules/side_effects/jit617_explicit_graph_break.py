@@ -34,8 +34,9 @@ class ExplicitGraphBreak(Rule):
     )
     message = (
         "`{name}()` ends the graph here on purpose: the default compile splits, fullgraph=True fails; "
-        "remove it, or move that code into a @torch.compiler.disable function"
+        "remove it, or move that code into a `@torch.compiler.disable` function"
     )
+    steps = ("@torch.compiler.disable",)
     invalid = [
         Invalid(
             """

@@ -27,8 +27,9 @@ class ClassStatementInForward(Rule):
     gb_id = "GB8977"
     message = (
         "a `class` statement in compiled code breaks the graph (Dynamo cannot trace __build_class__); "
-        "define the class at module level and only instantiate it here"
+        "define the class at module level (`class Helper: ...` above the model) and only instantiate it here"
     )
+    steps = ("class Helper: ...",)
     invalid = [
         Invalid(
             """

@@ -8,10 +8,11 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
+from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.capture_scalars import report_captured_size
-from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
@@ -49,7 +50,12 @@ class TensorItem(ElifTracker, Rule):
       it). With no compile call in the file the message says where the setting goes.
     No fix, and the message says why, where the number is used in a call, as a `view`/
     `reshape`/`split` size, a second index (`x[:, n]`), or in Python control flow that has
-    no rewrite (see JIT101 for those shapes).
+    no rewrite (see JIT101 for those shapes). The step it gives then fits the use of the
+    number (fixes/number_uses.py): printed or logged -> out of the compiled code or under
+    `if not torch.compiler.is_compiling():`; a Python test -> a tensor test and
+    `torch.where`; a `range()` bound -> a fixed bound with `torch.where`; a size or index
+    that captures clean -> `capture_scalar_outputs`; another size or index -> a shape, a
+    mask or a 1-d tensor index; arithmetic -> `t.detach()`.
     """
 
     code = "JIT201"
@@ -62,8 +68,9 @@ class TensorItem(ElifTracker, Rule):
     config_note = SCALAR_CONFIG_NOTE
     message = (
         "`.item()` reads tensor data into Python and breaks the graph; "
-        "keep it a tensor (`.detach()`) and compute with tensors"
+        "keep it a tensor (`t.detach()` in place of `t.item()`) and compute with tensors"
     )
+    steps = ("t.detach()", "torch._dynamo.config.capture_scalar_outputs = True")
     invalid = [
         Invalid(
             """
@@ -399,13 +406,14 @@ class TensorItem(ElifTracker, Rule):
             if where is not None:
                 self.report(node, message=(
                     f"{where} reads tensor data with `.item()` and breaks the graph here; keep the value a "
-                    "tensor in the helper, or pass it sizes"))
+                    "tensor in the helper (`t.detach()` in place of `t.item()`), or pass it sizes"))
             return
         if self.context.kind(receiver) in NOT_ARRAYS:
             return
         if not self.context.kind(receiver).tensorish:
-            reason = BranchFix(None, "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
-            self.report(node, message=with_reason(self.message, reason))
+            reason = unkept_number(self.context, node,
+                                   "cannot tell that the receiver is a tensor to keep (an array or an unknown object)")
+            self.report(node, message=with_reason(self.message, BranchFix(None, reason)))
             return
         outcome = linearise_data_read(self.context, node, self.is_elif)
         if outcome is not None:
@@ -416,7 +424,7 @@ class TensorItem(ElifTracker, Rule):
         assert isinstance(node.func, cst.Attribute)
         fix = keep_tensor_fix(self.context, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
                               receiver)
-        reason = unsafe_operand(self.context, receiver) or unkept_reason(self.context, node, UNUSED_NUMBER)
+        reason = unkept_number(self.context, node, unsafe_operand(self.context, receiver))
         self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
 
 

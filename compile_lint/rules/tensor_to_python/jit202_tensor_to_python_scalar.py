@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.branches.blocks import UNUSED_NUMBER, BranchFix, with_reason
+from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.capture_scalars import report_captured_size
-from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix, unkept_reason
+from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
+from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.rules.support.tensor_data import (
     builtin_conversion,
@@ -38,7 +39,8 @@ class TensorToPythonScalar(ElifTracker, Rule):
       JIT201 lists): the read stays, and `torch._dynamo.config.capture_scalar_outputs = True`
       goes right before the file's `torch.compile` call.
     No fix, and the message says why, for other sizes and indices, `int()`/`bool()` values
-    kept in Python, and tests whose branches have no rewrite (see JIT101).
+    kept in Python, and tests whose branches have no rewrite (see JIT101); the step it
+    gives fits the use of the number, as JIT201's does.
     """
 
     code = "JIT202"
@@ -54,6 +56,7 @@ class TensorToPythonScalar(ElifTracker, Rule):
         "`int()`/`float()`/`bool()` on a tensor reads its data into Python and breaks the graph; "
         "keep a tensor (`t.detach()`, `t.float()`) and use torch ops"
     )
+    steps = ("t.detach()", "t.float()", "torch._dynamo.config.capture_scalar_outputs = True")
     invalid = [
         Invalid(
             """
@@ -339,8 +342,9 @@ class TensorToPythonScalar(ElifTracker, Rule):
         fix = None
         if name == "float" and self.context.kind(value) is Kind.TENSOR:
             fix = keep_tensor_fix(self.context, node, _chain(value, "detach", "float"), value)
-        reason = (unsafe_operand(self.context, value) or unkept_reason(self.context, node, UNUSED_NUMBER)) if name == "float" else \
+        unkept = unsafe_operand(self.context, value) if name == "float" else \
             f"only `float()` of a tensor is kept a tensor, not `{name}()`"
+        reason = unkept_number(self.context, node, unkept)
         self.report(node, message=with_reason(message, BranchFix(fix, reason)), fix=fix)
 
 

@@ -27,8 +27,10 @@ class TensorTolist(Rule):
     `capture_scalar_outputs = True` removes the break. Feeding the list to
     `torch.split` or `range` makes sizes depend on data.
 
-    Instead: stay in tensors (`unbind`, `torch.stack`, vectorised ops); for split sizes
-    known ahead, pass Python ints (from config or shapes).
+    Instead: for integer values (split sizes, lengths) set
+    `torch._dynamo.config.capture_scalar_outputs = True`, which compiles the read (measured
+    on the examples, split sizes computed or passed in); otherwise stay in tensors
+    (`t.unbind(0)`, `torch.stack`, vectorised ops), or pass Python ints from config or shapes.
 
     The fix vectorises a loop over a 2-D tensor's rows whose body is elementwise
     arithmetic collected into a list that only becomes a tensor again
@@ -54,8 +56,10 @@ class TensorTolist(Rule):
     )
     message = (
         "`.tolist()` reads tensor data into Python: fails on float tensors, breaks the graph "
-        "on integer ones; keep tensors (`unbind`, vectorised ops)"
+        "on integer ones; for integer values set `torch._dynamo.config.capture_scalar_outputs = True`, "
+        "else keep tensors (`t.unbind(0)`)"
     )
+    steps = ("torch._dynamo.config.capture_scalar_outputs = True", "t.unbind(0)")
     invalid = [
         Invalid(
             """

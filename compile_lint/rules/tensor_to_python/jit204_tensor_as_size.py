@@ -24,8 +24,10 @@ class TensorAsSize(Rule):
 
     Instead: take sizes from shapes (`x.shape[0]`, guarded, not data), or pass Python
     ints from config; index with a 1-d tensor (`x[i.view(1)]`, `x.index_select(0, i)`,
-    `x.gather`) so the index stays in the graph. When a size truly depends on data,
-    `capture_scalar_outputs = True` removes the break for factory and view sizes.
+    `x.gather`) so the index stays in the graph; for `range(t)`, loop to a fixed bound and
+    keep each step only where it counts (`x = torch.where(i < n, step(x), x)`). When a
+    size truly depends on data, `capture_scalar_outputs = True` removes the break for
+    factory and view sizes.
 
     The fix (unsafe), where the tensor is a size of `torch.zeros/ones/empty/randn/arange/
     full`, `x.new_zeros/new_ones`, `expand`, `repeat`, `narrow`'s length or `topk`'s k
@@ -48,8 +50,10 @@ class TensorAsSize(Rule):
     )
     message = (
         "a tensor used as a Python int (size, count or index) breaks the graph; "
-        "use shapes or Python ints, or index with a 1-d tensor"
+        "take sizes from shapes or config (`x.shape[0]`), or index with a 1-d tensor (`x[i.view(1)][0]`)"
     )
+    steps = ("x.shape[0]", "x[i.view(1)][0]", "torch._dynamo.config.capture_scalar_outputs = True",
+             "x = torch.where(i < n, step(x), x)")
     invalid = [
         Invalid(
             """
@@ -325,7 +329,7 @@ class TensorAsSize(Rule):
         for value in _size_arguments(node, spec):
             if holds_tensor_data(self, value) and not report_captured_tensor_size(
                     self.context, self.report, value, self.message):
-                self.report(value)
+                self.report(value, RANGE_MESSAGE if qualified == "builtins.range" else None)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if not self.context.kind(node.value).tensorish:
@@ -334,6 +338,12 @@ class TensorAsSize(Rule):
             index = element.slice
             if isinstance(index, cst.Index) and _is_scalar_index(self, index.value):
                 self.report(index.value)
+
+
+RANGE_MESSAGE = (
+    "a tensor used as a loop count breaks the graph (`range()` needs a Python int under every setting); loop to "
+    "a fixed bound and keep each step only where it counts: `x = torch.where(i < n, step(x), x)`"
+)
 
 
 # Where torch wants Python ints. `None` means every positional argument; keywords listed.

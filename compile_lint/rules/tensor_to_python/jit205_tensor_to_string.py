@@ -14,11 +14,12 @@ class TensorToString(Rule):
     Why: Dynamo cannot trace turning a tensor into text ("Failed to trace builtin
     operator", "repr() on tensor"): `fullgraph=True` fails and the default compile
     breaks the graph, whatever the config; `format(t, spec)` even raises an internal
-    Dynamo error. f-strings and `str.format` with tensors, measured on torch 2.13,
-    are traced and stay correct.
+    Dynamo error. f-strings and `str.format` with tensors, measured on torch 2.13, are
+    traced while the text is only returned; code that uses the text (its `len`, a dict
+    key) fails as `str(t)` does ("Observed exception").
 
-    Instead: build messages with f-strings, or format shapes and dtypes (`str(x.shape)`
-    is fine); move logging of values out of the compiled region.
+    Instead: format shapes and dtypes (`str(x.shape)` is fine); make text from values
+    outside the compiled region (return the tensor, format it after the call).
     """
 
     code = "JIT205"
@@ -29,8 +30,9 @@ class TensorToString(Rule):
     gb_types = ("repr() on tensor",)  # the same pattern, reported differently
     message = (
         "turning a tensor into text with str()/repr()/format()/% fails to compile; "
-        "use an f-string, or format shapes instead of values"
+        "format shapes, not values (`str(x.shape)`), or make the text outside the compiled code"
     )
+    steps = ("str(x.shape)",)
     invalid = [
         Invalid(
             """

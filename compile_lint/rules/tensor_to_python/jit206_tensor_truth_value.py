@@ -31,8 +31,9 @@ class TensorTruthValue(Rule):
     gb_types = ("Data dependent operator",)
     message = (
         "`and`/`or`/`not` on a tensor calls bool() on its data and breaks the graph; "
-        "use `&`, `|`, `~` (torch.logical_*) or torch.where"
+        "use tensor logic: `a & b`, `a | b`, `~a`"
     )
+    steps = ("a & b", "a | b", "~a")
     invalid = [
         Invalid(
             """

@@ -35,7 +35,12 @@ class DataDependentShape(Rule):
     through the same mask, `x[mask] = y[mask]` too; with a mask over leading dims,
     shape it like `x` with `mask[..., None]`, and keep a row per element such as `emb[k]`
     only if it is one row for every selected element); pass `output_size=` to
-    `repeat_interleave`. The fix is unsafe: an integer `x` with a float update raises in
+    `repeat_interleave` and `num_classes` to `F.one_hot`; for a full-rank `a`,
+    `torch.linalg.pinv(a) @ b` is lstsq's solution and compiles; CTC loss compiles under
+    no setting (a `@torch.compiler.disable` function splits the graph there on purpose).
+    Where the selection must stay, set `capture_dynamic_output_shape_ops = True` (measured
+    clean on the examples; code that later branches on the selection's size is JIT212's).
+    The fix is unsafe: an integer `x` with a float update raises in
     the original and is truncated by `copy_`, and an update operand that requires grad
     meets the masked-out elements in backward (a non-finite one there gives a NaN
     gradient through `*` or `/`).
@@ -55,8 +60,11 @@ class DataDependentShape(Rule):
     )
     message = (
         "output size depends on tensor data (mask indexing, nonzero, one-arg where...) and "
-        "breaks the graph; keep shapes static with torch.where(mask, x, 0) or x * mask"
+        "breaks the graph; keep shapes static (`torch.where(mask, x, 0)`), or set "
+        "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`, which compiles it"
     )
+    steps = ("torch.where(mask, x, 0)", "torch._dynamo.config.capture_dynamic_output_shape_ops = True",
+             "F.one_hot(t, num_classes)", "torch.linalg.pinv(a) @ b", "@torch.compiler.disable")
     invalid = [
         Invalid(
             """
@@ -478,7 +486,9 @@ class DataDependentShape(Rule):
                     self.report(node)
             elif qualified == "torch.nn.functional.one_hot":
                 if _one_hot_counts_classes(node):
-                    self.report(node)
+                    self.report(node, ONE_HOT_MESSAGE)
+            elif qualified in _NO_SHAPE_RULE:
+                self.report(node, _NO_SHAPE_RULE[qualified])
             elif qualified in DYNAMIC_OUTPUT_SHAPE_FUNCTIONS or (
                 qualified == "torch.where" and len(node.args) == 1 and positional
             ):
@@ -501,6 +511,20 @@ class DataDependentShape(Rule):
             a.value for a in node.args if a.keyword is not None and a.keyword.value == "repeats"
         ]
         return any(self.context.kind(value) is Kind.TENSOR for value in values)
+
+
+ONE_HOT_MESSAGE = (
+    "`F.one_hot` without `num_classes` reads the class count from the data and breaks the graph under every "
+    "setting; pass the count: `F.one_hot(t, num_classes)`"
+)
+# Ops with no shape rule for fake tensors: capture_dynamic_output_shape_ops does not compile them either.
+_NO_SHAPE_RULE = {
+    "torch.linalg.lstsq": (
+        "`torch.linalg.lstsq` has no shape rule under compile, even with capture_dynamic_output_shape_ops, and "
+        "breaks the graph; for a full-rank `a` the same solution is `torch.linalg.pinv(a) @ b`"),
+} | dict.fromkeys(("torch.nn.functional.ctc_loss", "torch.ctc_loss"), (
+    "CTC loss has no shape rule under compile, even with capture_dynamic_output_shape_ops, and breaks the graph; "
+    "compute it in a `@torch.compiler.disable` function (the graph splits there on purpose)"))
 
 
 # torch's table maps `aten::index.Tensor` to `Tensor.index`, but only a boolean index makes

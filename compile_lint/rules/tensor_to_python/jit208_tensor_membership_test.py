@@ -26,8 +26,9 @@ class TensorMembershipTest(Rule):
     kind = "break"
     message = (
         "`in` on a tensor reads its data into a Python bool and breaks the graph; keep "
-        "`(t == v).any()` or `torch.isin` as a tensor and select with torch.where"
+        "the test a tensor, `(t == v).any()`, and select with `torch.where(found, a, b)`"
     )
+    steps = ("torch.where(found, a, b)",)
     invalid = [
         Invalid(
             """

@@ -31,6 +31,7 @@ class TensorInShapeComparison(Rule):
         "comparing a shape with a list that holds a tensor breaks the graph; compare the "
         "sizes one by one (`t.size(i) == n`)"
     )
+    steps = ("t.size(i) == n",)
     invalid = [
         Invalid(
             """

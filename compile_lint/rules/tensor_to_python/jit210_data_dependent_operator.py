@@ -34,6 +34,7 @@ class DataDependentOperator(Rule):
         "`{name}` returns a Python bool computed from tensor data: the graph breaks here (fullgraph fails); "
         "keep it a tensor, e.g. `(a == b).all()` or `torch.isclose(a, b).all()`"
     )
+    steps = ("(a == b).all()", "torch.isclose(a, b).all()")
     invalid = [
         Invalid(
             """

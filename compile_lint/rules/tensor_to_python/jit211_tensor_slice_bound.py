@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.fixes.capture_scalars import captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE
 from compile_lint.rules.base import Invalid, Rule, Valid
 
@@ -20,7 +21,9 @@ class TensorSliceBound(Rule):
     default compile with `capture_scalar_outputs = True` (measured on torch 2.13).
     Indexing a tensor with a 0-d tensor (`x[i]`) is JIT204's.
 
-    Instead: take bounds from shapes or config (`x.shape[0] // 2`, guarded, not data);
+    Instead: set `torch._dynamo.config.capture_scalar_outputs = True` for a slice bound of
+    a tensor (measured clean on the examples); take bounds from shapes or config
+    (`x.shape[0] // 2`, guarded, not data);
     keep the shape and mask the rest (`x * (torch.arange(x.shape[0]) < n)`); stack a list
     of tensors and index the stack (`torch.stack(items)[i]`).
     """
@@ -32,9 +35,12 @@ class TensorSliceBound(Rule):
     gb_id = "GB0124"
     config_note = SCALAR_CONFIG_NOTE
     message = (
-        "a tensor used as {what} is read into Python (an implicit `.item()`) and breaks the graph; "
-        "take the bound from a shape, or keep the shape and mask"
+        "a tensor used as a slice bound is read into Python (an implicit `.item()`) and breaks the graph; "
+        "set `torch._dynamo.config.capture_scalar_outputs = True`, which compiles it, or take the bound from a "
+        "shape (`x.shape[0]`)"
     )
+    steps = ("torch._dynamo.config.capture_scalar_outputs = True", "x.shape[0]",
+             "x * (torch.arange(x.shape[0]) < n)", "torch.stack(items)[i.view(1)][0]")
     invalid = [
         Invalid(
             """
@@ -134,8 +140,20 @@ class TensorSliceBound(Rule):
                     continue
                 for bound in (index.lower, index.upper, index.step):
                     if bound is not None and self.context.kind(bound) is Kind.TENSOR:
-                        self.report(node, self.message.format(what="a slice bound"))
+                        captured = captured_size(self.context, bound, implicit=True)
+                        self.report(node, self.message if captured else UNCAPTURED_BOUND)
                         return
             elif base is Kind.LIST and self.context.kind(index.value) is Kind.TENSOR:
-                self.report(node, self.message.format(what="the index of a Python list"))
+                self.report(node, LIST_INDEX)
                 return
+
+
+# A bound `capture_scalar_outputs` was not measured to compile: a step, a bound of a list's slice.
+UNCAPTURED_BOUND = (
+    "a tensor used as a slice bound is read into Python (an implicit `.item()`) and breaks the graph; take the "
+    "bound from a shape (`x.shape[0]`), or keep the full size and mask the rest: `x * (torch.arange(x.shape[0]) < n)`"
+)
+LIST_INDEX = (
+    "a tensor used as the index of a Python list is read into Python (an implicit `.item()`) and breaks the graph; "
+    "stack the list and index the stack with a 1-d tensor: `torch.stack(items)[i.view(1)][0]`"
+)

@@ -33,8 +33,10 @@ class DataDependentSizeTest(Rule):
     kind = "break"
     message = (
         "a Python test on the size of `{name}`, whose size depends on tensor data: fullgraph=True fails here "
-        "(\"Could not guard on data-dependent expression\"); compute with masks instead of branching on the count"
+        "(\"Could not guard on data-dependent expression\"); compute with masks instead of branching on the count: "
+        "`torch.where(mask.any(), a, b)`"
     )
+    steps = ("torch.where(mask.any(), a, b)",)
     invalid = [
         Invalid(
             """
