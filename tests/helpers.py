@@ -93,6 +93,19 @@ def assert_findings_json(text: str) -> list:
     return data
 
 
+SARIF_SCHEMA_PATH = os.path.join(REPO, "tests", "schemas", "sarif-schema-2.1.0.json")
+
+
+def sarif_validator():
+    """A validator for SARIF 2.1.0 logs: the official schema, with its formats checked."""
+    import jsonschema
+
+    with open(SARIF_SCHEMA_PATH, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+
+
 def real_files(count: int) -> list[str]:
     """Real nn.Module code: torch's own modules, plus the benchmark corpus when it was fetched."""
     torch = pytest.importorskip("torch")
