@@ -24,7 +24,7 @@ from compile_lint.frontends.summary import plural, statistics, summary
 from compile_lint.reporters.formats import FORMATS, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "verify", "clean", "server")
+SUBCOMMANDS = ("check", "verify", "explain-log", "clean", "server")
 STDIN = "-"
 # Formats a program reads: nothing but the report may be printed beside them.
 MACHINE_FORMATS = ("json", "github", "sarif")
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
             "the entry-points setting, and what they reach in any file of the project (findings in a helper say "
             "'reached from FILE:LINE in FUNCTION'). "
             "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
+            "`compile-lint explain-log LOG` maps a run's logged graph breaks and recompiles to your lines; "
             "`compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
         ),
     )
@@ -699,6 +700,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.cli import verify_main
 
             return verify_main(argv[1:])
+        if argv and argv[0] == "explain-log":
+            from compile_lint.verifier.runtime_log.command import explain_log_main
+
+            return explain_log_main(argv[1:])
         if argv and argv[0] == "clean":
             return clean_command(argv[1:])
         if argv and argv[0] == "server":
