@@ -104,9 +104,11 @@ def test_messages_are_the_lines_of_one_prefix_whatever_is_interleaved():
 
 def test_a_log_in_a_custom_format_is_read_from_its_markers():
     message = graph_break("/p/m.py", 9, [("/p/m.py", 9, "forward")])
-    lines = ["epoch 0", f"DEBUG:torch._dynamo.symbolic_convert.__graph_breaks:{message}", "epoch 1"]
+    again = duplicate("/p/m.py", 9)
+    lines = ["epoch 0", f"DEBUG:torch._dynamo.symbolic_convert.__graph_breaks:{message}", "epoch 1",
+             f"DEBUG:torch._dynamo.symbolic_convert.__graph_breaks:{again}", "check", "  Explanation: mine"]
     records = read_lines("\n".join(lines).splitlines(), "run.log")
-    assert [(r.location.line, r.stack) for r in records] == [(9, (Frame("/p/m.py", 9, "forward"),))]
+    assert [(r.location.line, r.stack, r.then) for r in records] == [(9, (Frame("/p/m.py", 9, "forward"),), ())] * 2
 
 
 def test_the_project_is_its_roots_less_installed_and_excluded_directories(tmp_path):

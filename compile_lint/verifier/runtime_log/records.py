@@ -41,6 +41,7 @@ _GUARD_ENTRY = re.compile(r"^(?:guard \d+ failures:|(?:!\d+/)?\d+/\d+: (?P<guard
 _SIZE_GUARD = re.compile(r"(size|stride) mismatch at index")
 _EXCEPTION_PREFIX = re.compile(r"^[\w.]+(?:Error|Exception|Unsupported|Unsupported\w*): ")
 SKIPPED_FRAME_TYPE = "Frame skipped after a graph break"
+_WHILE_HANDLING = "*** While handling this graph break, another graph break occurred"
 
 
 class MalformedRecord(ValueError):
@@ -128,16 +129,28 @@ def _index_of(lines: Sequence[str], text: str) -> Optional[int]:
 
 
 def _break_types(lines: Sequence[str]) -> tuple[list[str], str]:
-    """Every graph-break type in a reason (the line before each `Explanation:`), and the first explanation."""
+    """The graph-break type of a reason and of each break hit while handling it, and the first explanation.
+
+    A type is the line before its `Explanation:`; the breaks hit while handling the first
+    each follow a `*** While handling this graph break, another graph break occurred: ***`.
+    Only the first `Explanation:` of each part counts (other output caught below is not one).
+    """
+    parts: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip().startswith(_WHILE_HANDLING):
+            parts.append([])
+        else:
+            parts[-1].append(line)
     types, explanation = [], ""
-    for index, line in enumerate(lines):
-        if not line.strip().startswith("Explanation:"):
+    for part in parts:
+        index = next((i for i, line in enumerate(part) if line.strip().startswith("Explanation:")), None)
+        if index is None:
             continue
-        previous = next((item.strip() for item in reversed(lines[:index]) if item.strip()), "")
+        previous = next((item.strip() for item in reversed(part[:index]) if item.strip()), "")
         previous = previous.split("Graph Break Reason:", 1)[-1].strip()
+        if not types:
+            explanation = part[index].strip()[len("Explanation:"):].strip()
         types.append(_EXCEPTION_PREFIX.sub("", previous))
-        if len(types) == 1:
-            explanation = line.strip()[len("Explanation:"):].strip()
     return [gb_type for gb_type in types if gb_type], explanation
 
 
