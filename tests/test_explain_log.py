@@ -120,6 +120,8 @@ def test_the_project_is_its_roots_less_installed_and_excluded_directories(tmp_pa
                     "build/lib/pkg/m.py"):
         assert not project.contains(str(tmp_path / outside)), outside
     assert not project.contains("/elsewhere/m.py") and not project.contains("<frozen runpy>")
+    installed = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "lib"  # named as the project itself
+    assert Project([str(installed)], Config(root=str(tmp_path))).contains(str(installed / "x.py"))
     assert library_path(LIBRARY) == "torch/nn/modules/module.py"
     assert library_path("/usr/lib/python3.11/logging/__init__.py") == "logging/__init__.py"
 

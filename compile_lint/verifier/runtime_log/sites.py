@@ -3,8 +3,9 @@
 A break's site is the innermost frame of its user stack that lies in the project (DESIGN.md,
 "Labelling real code"): a break inside an installed library is reported at the user's call
 into it, with the library's frames kept beside it. A file lies in the project when it is
-under one of the project's roots, not excluded by the configuration (`.venv`, `build`...)
-and not in a `site-packages` / `dist-packages` directory (a virtualenv by another name).
+under one of the project's roots and, below that root, neither excluded by the configuration
+(`.venv`, `build`...) nor in a `site-packages` / `dist-packages` directory (a virtualenv by
+another name).
 Records of the same site and reason (the graph-break type; for a recompile, the failed
 guard with its numbers left out: `self.calls == 0` and `self.calls == 1` are one trap) are
 one group with a count.
@@ -12,6 +13,7 @@ one group with a count.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ class Project:
         self.roots = tuple(os.path.abspath(root) for root in roots)
         self.config = config
         self._answers: dict[str, bool] = {}
+        self._configs: dict[str, Config] = {}
 
     def contains(self, path: str) -> bool:
         """Whether a frame's file is project code (a relative path is taken from the working directory)."""
@@ -45,11 +48,27 @@ class Project:
         if not path or path.startswith("<"):  # <string>, <frozen ...>, <eval_with_key>
             return False
         absolute = os.path.abspath(path)
-        if not any(absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots):
+        return any(self._below(absolute, root) for root in self.roots)
+
+    def _below(self, absolute: str, root: str) -> bool:
+        """Under `root` and, below it, in no installed-packages or excluded directory (what lies
+        above the root does not count: `--project .venv/.../site-packages/pkg` is a project)."""
+        if not absolute.startswith(root.rstrip(os.sep) + os.sep):
             return False
-        if any(part in _INSTALLED for part in absolute.split(os.sep)):
+        if any(part in _INSTALLED for part in os.path.relpath(absolute, root).split(os.sep)[:-1]):
             return False
-        return not is_excluded(absolute, self.config)
+        return not is_excluded(absolute, self._excludes_below(root))
+
+    def _excludes_below(self, root: str) -> Config:
+        """The config whose excludes apply below `root`: the config itself, or for a root it excludes
+        (given on purpose: a package in a virtualenv) the same patterns taken from the root."""
+        config = self._configs.get(root)
+        if config is None:
+            config = self.config
+            if is_excluded(root, self.config):
+                config = dataclasses.replace(self.config, patterns_root=root)
+            self._configs[root] = config
+        return config
 
 
 @dataclass(frozen=True)
