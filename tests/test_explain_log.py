@@ -68,6 +68,12 @@ def test_a_break_while_handling_a_break_is_named_after_the_first():
     assert (record.gb_type, record.then) == ("Failed to trace builtin operator", ("graph break in loop",))
 
 
+def test_a_break_inside_a_higher_order_op_is_named_by_its_own_type():
+    message = graph_break("/p/f.py", 6, [("/p/f.py", 6, "forward")], gb_type="Unsupported Tensor.item() call")
+    message = message.replace("  Explanation:", "  Higher Order Operator: autograd.Function\n  Explanation:", 1)
+    assert parse_record(message).gb_type == "Unsupported Tensor.item() call"
+
+
 def test_a_frame_dynamo_cannot_resume_is_placed_by_its_stack():
     record = parse_record(
         "Graph break: torch.compile cannot properly resume from this graph break, which results in a skip.\n"

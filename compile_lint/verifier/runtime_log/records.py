@@ -42,6 +42,8 @@ _SIZE_GUARD = re.compile(r"(size|stride) mismatch at index")
 _EXCEPTION_PREFIX = re.compile(r"^[\w.]+(?:Error|Exception|Unsupported|Unsupported\w*): ")
 SKIPPED_FRAME_TYPE = "Frame skipped after a graph break"
 _WHILE_HANDLING = "*** While handling this graph break, another graph break occurred"
+# A break inside a higher-order op's body gets this line between its type and its Explanation.
+_HOP_CONTEXT = "Higher Order Operator:"
 
 
 class MalformedRecord(ValueError):
@@ -131,8 +133,10 @@ def _index_of(lines: Sequence[str], text: str) -> Optional[int]:
 def _break_types(lines: Sequence[str]) -> tuple[list[str], str]:
     """The graph-break type of a reason and of each break hit while handling it, and the first explanation.
 
-    A type is the line before its `Explanation:`; the breaks hit while handling the first
-    each follow a `*** While handling this graph break, another graph break occurred: ***`.
+    A type is the line before its `Explanation:`, or before the `Higher Order Operator: NAME`
+    line Dynamo puts there for a break inside autograd.Function, torch.cond...; the breaks hit
+    while handling the first each follow a `*** While handling this graph break, another graph
+    break occurred: ***`.
     Only the first `Explanation:` of each part counts (other output caught below is not one).
     """
     parts: list[list[str]] = [[]]
@@ -146,7 +150,8 @@ def _break_types(lines: Sequence[str]) -> tuple[list[str], str]:
         index = next((i for i, line in enumerate(part) if line.strip().startswith("Explanation:")), None)
         if index is None:
             continue
-        previous = next((item.strip() for item in reversed(part[:index]) if item.strip()), "")
+        previous = next((item.strip() for item in reversed(part[:index])
+                         if item.strip() and not item.strip().startswith(_HOP_CONTEXT)), "")
         previous = previous.split("Graph Break Reason:", 1)[-1].strip()
         if not types:
             explanation = part[index].strip()[len("Explanation:"):].strip()
