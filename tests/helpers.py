@@ -97,6 +97,19 @@ def assert_findings_json(text: str) -> list:
     return data
 
 
+SARIF_SCHEMA_PATH = os.path.join(REPO, "tests", "schemas", "sarif-schema-2.1.0.json")
+
+
+def sarif_validator():
+    """A validator for SARIF 2.1.0 logs: the official schema, with its formats checked."""
+    import jsonschema
+
+    with open(SARIF_SCHEMA_PATH, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+
+
 def real_files(count: int) -> list[str]:
     """Real nn.Module code: torch's own modules, plus the benchmark corpus when it was fetched."""
     torch = pytest.importorskip("torch")
@@ -210,3 +223,26 @@ def rule_text(diagnostic) -> str:
         assert message.endswith(suffix), (message, suffix)
         message = message[: -len(suffix)]
     return message
+
+
+# Dynamo's messages as torch 2.13 writes them (torch/_dynamo/symbolic_convert.py,
+# torch/_logging/_internal.py), for `compile-lint explain-log`.
+def glog(pid: int, message: str, log: str = "graph_breaks", compile_id: str = "0/0") -> list[str]:
+    """A message as the TORCH_LOGS formatter writes it: every line behind the same prefix."""
+    prefix = f"V1203 10:23:53.281000 {pid} torch/_dynamo/symbolic_convert.py:5124] [{compile_id}] [__{log}]"
+    return [f"{prefix} {line}" for line in message.split("\n")]
+
+
+def graph_break(path: str, line: int, stack: list[tuple[str, int, str]], gb_type="Data-dependent branching",
+                gb_id="gb0170") -> str:
+    """A graph-break message at path:line with the user stack `stack` ((path, line, function), outermost first)."""
+    frames = "".join(f'  File "{p}", line {n}, in {f}\n    code()\n' for p, n, f in stack)
+    return (f"Graph break in user code at {path}:{line}\n"
+            "Graph Break Reason: Encountered graph break when attempting to trace CALL: "
+            "a function call, e.g. f(x, y):\n"
+            f"\n{gb_type}\n  Explanation: Detected it.\n  Hint: Use `torch.cond`.\n\n"
+            "  Developer debug context: attempted to jump with TensorVariable()\n\n"
+            f" For more details about this graph break, please visit: https://x/gb/{gb_id}.html\n\n"
+            "Stack variable source attribution:\n"
+            f'  File "{path}", line {line - 1}\n        y = x + 1\n\n'
+            f"User code traceback:\n{frames}")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from compile_lint.frontends.cli import main
-from tests.helpers import BREAKING_GATE
+from tests.helpers import BREAKING_GATE, glog, graph_break
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONG_RUNNING = ("compile-lint server", "compile-lint --watch")
@@ -43,6 +43,8 @@ def test_usage_command_runs_as_written(command, tmp_path, monkeypatch, capsys):
     (tmp_path / "src" / "model.py").write_text(BREAKING_GATE)
     shutil.copy(os.path.join(ROOT, "tests", "fixtures", "ecosystem", "gated.py"), tmp_path / "src" / "gated.py")
     (tmp_path / "pyproject.toml").write_text("[tool.compile-lint]\n")
+    model = str(tmp_path / "src" / "model.py")  # a run's log for explain-log: a break at the model's `if`
+    (tmp_path / "run.log").write_text("\n".join(glog(1, graph_break(model, 7, [(model, 7, "forward")]))) + "\n")
     command = command.replace("[PATHS...]", "src/")  # the synopsis line: any paths
     if "|" in command:
         # A pipeline runs in a shell; its `compile-lint` is this checkout's module.

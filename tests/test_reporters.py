@@ -15,18 +15,12 @@ from compile_lint.engine.lint import lint_text
 from compile_lint.reporters.formats import render
 from compile_lint.rules import RULES_BY_CODE
 from compile_lint.settings.config import Config
+from tests.helpers import sarif_validator
 
 jsonschema = pytest.importorskip("jsonschema")
 
-SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schemas", "sarif-schema-2.1.0.json")
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "ecosystem", "gated.py")
-
-
-def _validator():
-    with open(SCHEMA_PATH, encoding="utf-8") as handle:
-        schema = json.load(handle)
-    jsonschema.Draft4Validator.check_schema(schema)
-    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+_validator = sarif_validator
 
 
 def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess:

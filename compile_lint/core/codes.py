@@ -3,6 +3,7 @@
 JIT000 is a file compile-lint cannot read as Python; JIT001 a `# noqa` code that suppressed
 nothing (engine/suppressions.py, off by default); JIT900-JIT905 are what
 `compile-lint verify` saw the real compiler do (compile_lint/verifier/report.py makes them;
+JIT900 and JIT901 also `compile-lint explain-log`, from a run's log;
 a test keeps the two lists of names in step). `--explain`, docs/rules.md and each
 finding's `url` take their text from here.
 """
@@ -54,20 +55,26 @@ OTHER_CODES: tuple[OtherCode, ...] = (
     ),
     OtherCode(
         "JIT900", "runtime-graph-break", "break",
-        "`compile-lint verify` saw Dynamo break the graph at this line while running the target.",
+        "Dynamo broke the graph at this line: seen by `compile-lint verify` running the target, or read by "
+        "`compile-lint explain-log` from a run's log.",
         "Why: each break splits the compiled code into separately compiled pieces with Python\n"
         "running in between; the message names Dynamo's graph-break type and its GB id. A static\n"
-        "finding at the same line is marked confirmed.\n\n"
+        "finding at the same line is marked confirmed (verify); explain-log names it and carries\n"
+        "its fix, or says \"seen at run time, no static rule\", counts the times the log shows the\n"
+        "break, and reports a break inside an installed library at the project's call into it.\n\n"
         "Instead: `compile-lint --explain CODE` for the static finding at that line, if any, says\n"
         "what to write instead; otherwise the graph-break page of the GB id does.",
         "compile_lint/verifier/report.py",
     ),
     OtherCode(
         "JIT901", "runtime-recompile", "recompile",
-        "`compile-lint verify` saw a recompile over the example calls, and the guard that failed.",
+        "A recompile and the guard that failed: seen by `compile-lint verify` over the example calls, or read "
+        "by `compile-lint explain-log` from a run's log.",
         "Why: every recompile costs a full compile, and after the recompile limit (8) the\n"
         "function runs eagerly. Sizes that vary across the calls are marked dynamic first, so a\n"
-        "recompile on tensor sizes alone (automatic dynamic) is not reported.\n\n"
+        "recompile on tensor sizes alone (automatic dynamic) is not reported; explain-log does not\n"
+        "report one either, and groups the recompiles of one line and guard (`self.calls == 0`,\n"
+        "`self.calls == 1`) into one finding with a count.\n\n"
         "Instead: keep the value the guard names out of what Dynamo specialises on: pass it as a\n"
         "tensor, or mark it dynamic; the static finding at that line, if any, says how.",
         "compile_lint/verifier/report.py",

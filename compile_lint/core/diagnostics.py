@@ -72,6 +72,21 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Observed:
+    """What a runtime log showed at a finding's line (`compile-lint explain-log`).
+
+    `count`: how many times Dynamo logged it (the same site and reason, grouped);
+    `static`: the (code, name) of the static findings at the line, the one whose fix the
+    finding carries first, empty when no rule flags the line; `library_frames`: where in an
+    installed library it happened, below the finding's line (path, line, function), outermost first.
+    """
+
+    count: int
+    static: tuple[tuple[str, str], ...] = ()
+    library_frames: tuple[tuple[str, int, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One finding at a source range (1-based lines and columns, end exclusive)."""
 
@@ -96,6 +111,8 @@ class Diagnostic:
     # other code (another file, a compiled method): the calls from the entry point to the
     # function's caller, each (path, line, calling function). Empty otherwise.
     reached_from: tuple[tuple[str, int, str], ...] = ()
+    # Set on the findings `compile-lint explain-log` reads from a runtime log; None otherwise.
+    observed: Optional[Observed] = field(default=None, compare=False)
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -124,4 +141,11 @@ class Diagnostic:
                                     for path, line, function in self.reached_from]
         if self.confirmed is not None:
             data["confirmed"] = self.confirmed
+        if self.observed is not None:
+            data["runtime"] = True
+            data["count"] = self.observed.count
+            data["static"] = [{"code": code, "name": name} for code, name in self.observed.static]
+            if self.observed.library_frames:
+                data["library_frames"] = [{"path": path, "line": line, "function": function}
+                                          for path, line, function in self.observed.library_frames]
         return data

@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
             "the entry-points setting, and what they reach in any file of the project (findings in a helper say "
             "'reached from FILE:LINE in FUNCTION'). "
             "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
+            "`compile-lint explain-log LOG` maps a run's logged graph breaks and recompiles to your lines; "
             "`compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
         ),
     )

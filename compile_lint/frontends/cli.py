@@ -241,6 +241,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.cli import verify_main
 
             return verify_main(argv[1:])
+        if argv and argv[0] == "explain-log":
+            from compile_lint.verifier.runtime_log.command import explain_log_main
+
+            return explain_log_main(argv[1:])
         if argv and argv[0] == "clean":
             from compile_lint.frontends.clean import clean_command
 

@@ -87,6 +87,22 @@ def _artifact_location(path: str) -> dict:
     return {"uri": urllib.parse.quote(relative.replace(os.sep, "/")), "uriBaseId": SRCROOT}
 
 
+def _add_observed(result: dict, diagnostic: Diagnostic) -> None:
+    """What a runtime log showed (explain-log): how often, the static rules at the line, the library frames."""
+    observed = diagnostic.observed
+    assert observed is not None
+    result["occurrenceCount"] = observed.count
+    result["properties"] = {"runtime": True, "static": [code for code, _ in observed.static]}
+    related = result.setdefault("relatedLocations", [])
+    related += [{
+        "id": len(related) + number,
+        "message": {"text": f"inside the library, in {function}" if function else "inside the library"},
+        "physicalLocation": {"artifactLocation": _artifact_location(path), "region": {"startLine": line}},
+    } for number, (path, line, function) in enumerate(observed.library_frames)]
+    if not related:
+        del result["relatedLocations"]
+
+
 def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """SARIF 2.1.0, one run, with a rule entry per code that appears."""
     from compile_lint.reporters.docs import graph_break_url
@@ -133,6 +149,8 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
                     "region": {"startLine": line},
                 },
             } for number, (path, line, function) in enumerate(d.reached_from)]
+        if d.observed is not None:
+            _add_observed(result, d)
         if d.fix is not None:
             result["fixes"] = [{
                 "description": {"text": d.fix.message},
