@@ -186,9 +186,20 @@ NOT_YET_SPLIT = frozenset({
 
 
 def _defined_functions(path: str) -> set[str]:
-    """The names of every function and method a file defines, nested ones too."""
+    """The names of every function and method a file defines, nested ones too.
+
+    A declaration for the type checker (a body of `...` alone, as analysis/kinds/parts.py
+    declares what the parts of Facts ask one another) defines nothing.
+    """
     tree = ast.parse(open(path, encoding="utf-8").read())
-    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not _declaration_only(node)}
+
+
+def _declaration_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = function.body
+    return (len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and body[0].value.value is Ellipsis)
 
 
 def _line_count(path: str) -> int:

@@ -9,16 +9,16 @@ calls pass; a local read bound more than once from the bindings that reach it
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import libcst as cst
 
 from compile_lint.analysis.file.callees import parameters_passed, passed_argument
 from compile_lint.analysis.file.reaching import Binding, ReachingBindings, target_bindings
 from compile_lint.analysis.kinds.lattice import Kind, combine, join
+from compile_lint.analysis.kinds.parts import FactsParts
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
-
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "complex", "bytes"})
 _DICT_ANNOTATIONS = frozenset({"dict", "Dict", "typing.Dict", "Mapping", "typing.Mapping"})
@@ -111,13 +111,14 @@ class _Assignments(cst.CSTVisitor):
 
     def __init__(self, function: cst.FunctionDef) -> None:
         self.function = function
-        self.values: dict[str, list[object]] = {}
+        self.values: dict[str, list[AssignedValue]] = {}
         # name -> expressions added to it with .append / .insert / .extend / +=
-        self.added: dict[str, list[cst.BaseExpression]] = {}
+        self.added: dict[str, list[AssignedValue]] = {}
 
     def _add(self, target: cst.BaseExpression, value: object) -> None:
         for name, bound in target_bindings(target, value):
-            self.values.setdefault(name.value, []).append(bound)
+            # target_bindings wraps `value` only in the tuples AssignedValue encodes.
+            self.values.setdefault(name.value, []).append(cast(AssignedValue, bound))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.function
@@ -148,7 +149,7 @@ class _Assignments(cst.CSTVisitor):
         elif method == "insert" and len(node.args) == 2:
             self.added.setdefault(name, []).append(node.args[1].value)
         elif method == "extend":
-            self.added.setdefault(name, []).append(("iter", node.args[0].value))  # type: ignore[arg-type]
+            self.added.setdefault(name, []).append(("iter", node.args[0].value))
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._add(node.target, node.value)
@@ -218,7 +219,7 @@ class _SelfAssignments(cst.CSTVisitor):
         if (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
                 and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args):
             name = node.args[0].value
-            if isinstance(name, cst.SimpleString):
+            if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
                 self.attributes.buffers.add(name.evaluated_value)
 
 
@@ -252,7 +253,7 @@ def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
 _READ_BUDGET = 20000
 
 
-class BindingKinds:
+class BindingKinds(FactsParts):
     """The kinds of names (a part of `Facts`: `self` is the file's facts, `self.memo` their answers)."""
 
     def assignments(self, function: cst.FunctionDef) -> dict[str, list[AssignedValue]]:
@@ -261,10 +262,10 @@ class BindingKinds:
             collector = _Assignments(function)
             visit(function, collector)
             self.memo.assignments[function] = collector.values
-            self.memo.added[function] = collector.added  # type: ignore[assignment]
+            self.memo.added[function] = collector.added
         return self.memo.assignments[function]
 
-    def _added_to(self, function: cst.FunctionDef, name: str) -> list[object]:
+    def _added_to(self, function: cst.FunctionDef, name: str) -> list[AssignedValue]:
         self.assignments(function)
         return self.memo.added[function].get(name, [])
 
@@ -420,7 +421,7 @@ class BindingKinds:
         self.memo.in_progress.add(key)
         try:
             kinds: list[Kind] = []
-            tensor_statements: list[cst.CSTNode] = []
+            tensor_statements: list[Optional[cst.CSTNode]] = []
             plain = True  # every non-tensor binding is a literal, None or a size
             for binding in reaching:
                 kind = self._binding_kind(binding, function)
@@ -433,7 +434,8 @@ class BindingKinds:
             result = join(kinds)
             if result is Kind.MAYBE_TENSOR and tensor_statements and plain and None not in tensor_statements:
                 result = Kind.TENSOR
-                self.memo.conditional_tensors[node] = tensor_statements
+                self.memo.conditional_tensors[node] = [
+                    statement for statement in tensor_statements if statement is not None]
         finally:
             self.memo.in_progress.discard(key)
         if result is not Kind.PENDING:

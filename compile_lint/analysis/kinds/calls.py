@@ -16,9 +16,9 @@ import libcst as cst
 from compile_lint.analysis.file.callees import parameters_passed, passed_argument
 from compile_lint.analysis.kinds.bindings import is_none, returned_values, tuple_items
 from compile_lint.analysis.kinds.lattice import Kind, combine, join
+from compile_lint.analysis.kinds.parts import FactsParts
 from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.analysis.syntax.imports import dotted_name
-
 
 # torch functions whose result is not a tensor.
 TORCH_NON_TENSOR = {
@@ -109,7 +109,7 @@ _TORCH_SIZE_ARITHMETIC = frozenset({"torch.div"})
 TRACED_RANDOM_DRAWS = frozenset({"random.uniform", "random.randint", "random.randrange"})
 
 
-class CallKinds:
+class CallKinds(FactsParts):
     """The kinds of calls, and the functions they run (a part of `Facts`)."""
 
     def call_sites(self) -> dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]:
@@ -219,7 +219,8 @@ class CallKinds:
             base = self.kind(receiver, function)
             if base is Kind.PENDING:
                 return base
-            if base is Kind.MAYBE_TENSOR and method.startswith(("get_", "is_")) and method not in _TENSOR_GET_IS_METHODS:
+            if (base is Kind.MAYBE_TENSOR and method.startswith(("get_", "is_"))
+                    and method not in _TENSOR_GET_IS_METHODS):
                 # An optional parameter that is not a tensor: `past_key_values.get_seq_length(i)`,
                 # `cache_params.is_recording_past(i)` (transformers caches). torch.Tensor has no such method.
                 return Kind.UNKNOWN
@@ -234,7 +235,8 @@ class CallKinds:
                     return Kind.NDARRAY
                 if method == "type" and not call.args:
                     return Kind.PY
-                return Kind.TENSOR if base is Kind.TENSOR or method not in ("get", "items", "keys", "values", "pop", "copy") else Kind.UNKNOWN
+                dict_method = method in ("get", "items", "keys", "values", "pop", "copy")
+                return Kind.TENSOR if base is Kind.TENSOR or not dict_method else Kind.UNKNOWN
             if base is Kind.MODULE:
                 return Kind.TENSOR if method in ("forward", "__call__") else Kind.UNKNOWN
             if base is Kind.NDARRAY:
@@ -272,7 +274,8 @@ class CallKinds:
             if qualified.startswith(TORCH_NON_TENSOR_PREFIXES):
                 return Kind.UNKNOWN
             last = qualified.rsplit(".", 1)[-1]
-            if qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.") and last[:1].isupper():
+            if (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.")
+                    and last[:1].isupper()):
                 return Kind.MODULE
             return Kind.TENSOR
         if qualified.startswith(("numpy.", "scipy.")):

@@ -39,6 +39,7 @@ from compile_lint.analysis.kinds.bindings import annotation_kind, find_param, is
 from compile_lint.analysis.kinds.calls import TRACED_RANDOM_DRAWS
 from compile_lint.analysis.kinds.expressions import array_index
 from compile_lint.analysis.kinds.lattice import Kind
+from compile_lint.analysis.kinds.parts import FactsParts
 from compile_lint.analysis.kinds.tensor_methods import TENSOR_METHODS, TENSOR_ONLY_METHODS
 from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.syntax.walk import iter_nodes
@@ -57,7 +58,8 @@ class Under(enum.Enum):
 def certain_tensor(context: FileContext, expr: cst.BaseExpression, under: Under) -> bool:
     """True when `expr`, read in the function being visited, is a tensor on evidence in the code `under` names."""
     if under is Under.DYNAMO:
-        return context.facts.certain_under_dynamo(expr, context.function)
+        # Rules ask inside a traced function: module level holds no evidence.
+        return context.function is not None and context.facts.certain_under_dynamo(expr, context.function)
     return _eager_certain(context, expr, 0)
 
 
@@ -67,7 +69,7 @@ def certain_tensor(context: FileContext, expr: cst.BaseExpression, under: Under)
 _CERTAINTY_DEPTH = 8
 
 
-class DynamoCertainty:
+class DynamoCertainty(FactsParts):
     """`Under.DYNAMO` (a part of `Facts`, which asks it to judge what a call passes on)."""
 
     def certain_under_dynamo(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool:
@@ -110,11 +112,13 @@ class DynamoCertainty:
             qualified = self.imports.qualname(func)
             if qualified is not None:
                 return qualified.startswith("torch.") or qualified in TRACED_RANDOM_DRAWS
-            if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            if isinstance(func, cst.Attribute) and not (
+                    isinstance(func.value, cst.Name) and func.value.value == "self"):
                 # A tensor method: only a tensor (or array) has it, whatever the receiver was taken for.
                 return self.kind(func.value, function).tensorish or self.kind(func.value, function) is Kind.NDARRAY
             target = self.call_target(expr, function)
-            return target is not None and all(self.certain_under_dynamo(v, target, depth) for v in self.returned_values(target))
+            return target is not None and all(
+                self.certain_under_dynamo(v, target, depth) for v in self.returned_values(target))
         if isinstance(expr, cst.Subscript):
             return array_index(expr) or self.certain_under_dynamo(expr.value, function, depth)
         if isinstance(expr, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
@@ -128,7 +132,8 @@ class DynamoCertainty:
                 return True  # a registered buffer or an nn.Parameter
             return self.certain_under_dynamo(expr.value, function, depth)
         if isinstance(expr, cst.IfExp):
-            return self.certain_under_dynamo(expr.body, function, depth) and self.certain_under_dynamo(expr.orelse, function, depth)
+            return (self.certain_under_dynamo(expr.body, function, depth)
+                    and self.certain_under_dynamo(expr.orelse, function, depth))
         return False
 
     def _certain_parameter(self, function: cst.FunctionDef, name: str, depth: int) -> bool:
@@ -154,7 +159,8 @@ class DynamoCertainty:
             return False
         tag = value[0]
         if tag == "aug":
-            return self.certain_under_dynamo(value[1], function, depth) or self.certain_under_dynamo(value[2], function, depth)
+            return (self.certain_under_dynamo(value[1], function, depth)
+                    or self.certain_under_dynamo(value[2], function, depth))
         if tag == "iter":
             return isinstance(value[1], cst.BaseExpression) and self.certain_under_dynamo(value[1], function, depth)
         if tag == "element" and isinstance(value[1], cst.Call):
@@ -231,8 +237,8 @@ def _eager_certain(context: FileContext, expr: cst.BaseExpression, depth: int) -
         for value in context.local_values(expr.value):
             if isinstance(value, cst.BaseExpression) and _eager_certain(context, value, depth + 1):
                 return True
-            if isinstance(value, tuple) and value[0] in ("iter", "element") and isinstance(value[1], cst.BaseExpression) \
-                    and _eager_certain(context, value[1], depth + 1):
+            if (isinstance(value, tuple) and value[0] in ("iter", "element")
+                    and isinstance(value[1], cst.BaseExpression) and _eager_certain(context, value[1], depth + 1)):
                 return True
         return False
     return False
@@ -269,6 +275,8 @@ def _tensor_only_method_on(context: FileContext, name: str) -> bool:
         if receives_tensor_only_method(node, name):
             if not parameter:
                 return True
+            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)  # as matched
+            assert isinstance(node.func.value, cst.Name)
             reaching = reads.get(node.func.value)
             if reaching is not None and any(binding.value is None for binding in reaching):
                 return True
@@ -309,7 +317,9 @@ def _torch_module_output(context: FileContext, attr: str) -> bool:
 
 def _makes_torch_module(context: FileContext, value: object) -> bool:
     """`nn.Linear(...)`, or an `nn.Sequential` (or, to iterate, an `nn.ModuleList`) of such modules."""
-    qualified = context.qualname(value.func) if isinstance(value, cst.Call) else None
+    if not isinstance(value, cst.Call):
+        return False
+    qualified = context.qualname(value.func)
     if not qualified or not qualified.startswith("torch.nn.") or qualified.count(".") != 2:
         return False
     if qualified == "torch.nn.ModuleList":  # what iterating it gives

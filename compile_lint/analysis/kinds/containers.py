@@ -14,9 +14,10 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.bindings import annotation_kind, is_literal
 from compile_lint.analysis.kinds.lattice import Kind, join
+from compile_lint.analysis.kinds.parts import FactsParts
 
 
-class ContainerKinds:
+class ContainerKinds(FactsParts):
     """The kinds of the items of containers (a part of `Facts`)."""
 
     def element_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind:
@@ -97,7 +98,7 @@ class ContainerKinds:
                 if isinstance(added, tuple):
                     kinds.extend(self._element_kinds(added[1], function))
                 else:
-                    kinds.append(self.kind(added, function))  # type: ignore[arg-type]
+                    kinds.append(self.kind(added, function))
             return kinds
         finally:
             self.memo.in_progress.discard(key)

@@ -15,8 +15,8 @@ import libcst as cst
 from compile_lint.analysis.kinds.bindings import SelfAttributes, annotation_kind, is_literal, is_none
 from compile_lint.analysis.kinds.calls import TORCH_NON_TENSOR, TORCH_NON_TENSOR_PREFIXES
 from compile_lint.analysis.kinds.lattice import Kind, combine, join
+from compile_lint.analysis.kinds.parts import FactsParts
 from compile_lint.analysis.syntax.imports import dotted_name
-
 
 TENSOR_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
 TENSOR_PY_ATTRIBUTES = frozenset(
@@ -35,7 +35,7 @@ def array_index(expr: cst.Subscript) -> bool:
         for element in expr.slice)
 
 
-class ExpressionKinds:
+class ExpressionKinds(FactsParts):
     """The kinds of expressions (a part of `Facts`)."""
 
     def kind(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Kind:
@@ -98,7 +98,8 @@ class ExpressionKinds:
                 return self.self_attribute_kind(attr, function)
         qualified = self.imports.qualname(expr)
         if qualified is not None:
-            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in ("float32", "float16", "bfloat16", "long", "int64", "bool", "float", "int32"):
+            dtypes = ("float32", "float16", "bfloat16", "long", "int64", "bool", "float", "int32")
+            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in dtypes:
                 return Kind.PY
             return Kind.UNKNOWN
         base = self.kind(expr.value, function)
@@ -162,7 +163,8 @@ class ExpressionKinds:
                 return Kind.MODULE
             if name in self.regions.module_classes:
                 return Kind.MODULE
-            if name.startswith("torch.") and name not in TORCH_NON_TENSOR and not name.startswith(TORCH_NON_TENSOR_PREFIXES):
+            if (name.startswith("torch.") and name not in TORCH_NON_TENSOR
+                    and not name.startswith(TORCH_NON_TENSOR_PREFIXES)):
                 return Kind.TENSOR
             if name in ("builtins.list",) or isinstance(value, cst.List):
                 return Kind.LIST

@@ -20,7 +20,13 @@ import libcst as cst
 
 from compile_lint.analysis.file.callees import Callees
 from compile_lint.analysis.file.regions import Regions
-from compile_lint.analysis.kinds.bindings import AssignedValue, BindingKinds, SelfAttributes, annotation_kind, returned_values
+from compile_lint.analysis.kinds.bindings import (
+    AssignedValue,
+    BindingKinds,
+    SelfAttributes,
+    annotation_kind,
+    returned_values,
+)
 from compile_lint.analysis.kinds.calls import TRACED_RANDOM_DRAWS, CallKinds
 from compile_lint.analysis.kinds.certainty import DynamoCertainty
 from compile_lint.analysis.kinds.containers import ContainerKinds

@@ -11,7 +11,7 @@ from compile_lint.analysis.file.reaching import Binding, ReachingBindings
 from compile_lint.analysis.kinds.lattice import Kind
 
 if TYPE_CHECKING:
-    from compile_lint.analysis.kinds.bindings import SelfAttributes
+    from compile_lint.analysis.kinds.bindings import AssignedValue, SelfAttributes
 
 CallSites = dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]
 # The answers that rest on what names hold: `kind_with_bindings` sets them aside and restores them.
@@ -24,8 +24,9 @@ class KindMemo:
     """The facts' memo: one field per question, filled as questions are asked."""
 
     # What the syntax says, once per function or class.
-    assignments: dict[cst.FunctionDef, dict[str, list[object]]] = field(default_factory=dict)
-    added: dict[cst.FunctionDef, dict[str, list[object]]] = field(default_factory=dict)  # `.append(x)` and the like
+    assignments: dict[cst.FunctionDef, dict[str, list[AssignedValue]]] = field(default_factory=dict)
+    # `.append(x)` and the like
+    added: dict[cst.FunctionDef, dict[str, list[AssignedValue]]] = field(default_factory=dict)
     returned_values: dict[cst.FunctionDef, list[cst.BaseExpression]] = field(default_factory=dict)
     self_attributes: dict[cst.ClassDef, SelfAttributes] = field(default_factory=dict)
     methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = field(default_factory=dict)
