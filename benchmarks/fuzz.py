@@ -1,13 +1,17 @@
-"""Long fuzzing runs: `python benchmarks/fuzz.py --minutes N [--out FILE]`.
+"""Long fuzzing runs: `python benchmarks/fuzz.py --minutes N [--jobs J] [--out FILE]`.
 
 Generates programs (rule examples combined and transformed, and hypothesmith programs
 from the Python grammar), checks the properties in fuzz_programs.py on each, and
-reports how many programs were tried, crashes and bad outputs.
+reports how many programs were tried (and how many distinct), crashes and bad outputs.
+With --jobs J, J fresh interpreters (spawned, so each seeds Hypothesis from its own
+entropy) fuzz side by side and the report adds them up.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import multiprocessing
 import time
 from collections import Counter
 
@@ -16,8 +20,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from fuzz_programs import check_program, example_programs, grammar_programs
 
 
-def run(strategy, deadline: float, counts: Counter, failures: list) -> None:
-    """Draw programs from `strategy` until `deadline`, checking each."""
+def run(strategy, deadline: float, counts: Counter, failures: list, distinct: set) -> None:
+    """Draw programs from `strategy` until `deadline`, checking each; `distinct` gets their digests."""
 
     # Batches of fresh random programs; problems are collected, never raised, so
     # Hypothesis neither stops nor shrinks, and every batch draws new programs.
@@ -28,6 +32,7 @@ def run(strategy, deadline: float, counts: Counter, failures: list) -> None:
         if time.monotonic() > deadline:
             return
         counts["programs"] += 1
+        distinct.add(hashlib.blake2b(code.encode("utf-8", "surrogatepass"), digest_size=8).digest())
         problems = check_program(code)
         for problem in problems:
             kind = "crashes" if "crashed" in problem else "bad outputs"
@@ -39,24 +44,49 @@ def run(strategy, deadline: float, counts: Counter, failures: list) -> None:
         probe()
 
 
+GENERATORS = ("rule examples, transformed", "hypothesmith grammar")
+
+
+def fuzz_generator(name: str, seconds: float) -> tuple[Counter, list, set]:
+    """One process's run of one generator: counts, the first failures, the programs' digests."""
+    strategy = example_programs() if name == GENERATORS[0] else grammar_programs()
+    counts: Counter = Counter()
+    failures: list = []
+    distinct: set = set()
+    run(strategy, time.monotonic() + seconds, counts, failures, distinct)
+    return counts, failures, distinct
+
+
 def main() -> int:
     """Run for the given minutes, split between the two generators, and print a report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=1.0)
+    parser.add_argument("--jobs", type=int, default=1, help="processes fuzzing side by side (default 1)")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args()
     half = args.minutes * 60 / 2
-    report = ["# Fuzzing report", "", f"Command: `python benchmarks/fuzz.py --minutes {args.minutes:g}`", ""]
-    report.append("| generator | programs | crashes | bad outputs |")
-    report.append("| --- | ---: | ---: | ---: |")
+    command = f"python benchmarks/fuzz.py --minutes {args.minutes:g}" + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+    report = ["# Fuzzing report", "", f"Command: `{command}`", ""]
+    report.append("| generator | programs | distinct | crashes | bad outputs |")
+    report.append("| --- | ---: | ---: | ---: | ---: |")
     all_failures = []
-    for name, strategy in (("rule examples, transformed", example_programs()),
-                           ("hypothesmith grammar", grammar_programs())):
-        counts: Counter = Counter()
-        failures: list = []
-        run(strategy, time.monotonic() + half, counts, failures)
-        report.append(f"| {name} | {counts['programs']} | {counts['crashes']} | {counts['bad outputs']} |")
-        all_failures.extend(failures)
+    totals: Counter = Counter()
+    for name in GENERATORS:
+        if args.jobs > 1:
+            with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+                parts = pool.starmap(fuzz_generator, [(name, half)] * args.jobs)
+        else:
+            parts = [fuzz_generator(name, half)]
+        counts: Counter = sum((part[0] for part in parts), Counter())
+        distinct = set().union(*(part[2] for part in parts))
+        for part in parts:
+            all_failures.extend(part[1])
+        totals.update(counts)
+        totals["distinct"] += len(distinct)
+        report.append(f"| {name} | {counts['programs']} | {len(distinct)} | {counts['crashes']} "
+                      f"| {counts['bad outputs']} |")
+    report.append(f"| all | {totals['programs']} | {totals['distinct']} | {totals['crashes']} "
+                  f"| {totals['bad outputs']} |")
     for problem, code in all_failures[:5]:
         report += ["", f"## {problem}", "", "```python", code, "```"]
     text = "\n".join(report) + "\n"
