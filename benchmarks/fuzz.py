@@ -65,7 +65,8 @@ def main() -> int:
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args()
     half = args.minutes * 60 / 2
-    command = f"python benchmarks/fuzz.py --minutes {args.minutes:g}" + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+    command = f"python benchmarks/fuzz.py --minutes {args.minutes:g}"
+    command += f" --jobs {args.jobs}" if args.jobs > 1 else ""
     report = ["# Fuzzing report", "", f"Command: `{command}`", ""]
     report.append("| generator | programs | distinct | crashes | bad outputs |")
     report.append("| --- | ---: | ---: | ---: | ---: |")
