@@ -20,16 +20,26 @@ overhead instead (and on torch 2.11 turns CUDA graphs off for the graph that hol
 operations it runs (`operation_kind`), exceeds `COND_OVERHEAD`. Both are in one unit: the
 milliseconds they cost at `REFERENCE`, the size the numbers were measured at.
 
-Today's numbers are not measurements: elementwise work costs 0 and every heavy kind 1, over
-an overhead of 0.5, which is exactly the rule above (`prefers_cond` is True when an arm
-holds any heavy operation). To calibrate, run `benchmarks/fix_payoff.py --sections
-branches` on the GPU: each row gives, per size, matmuls per arm and compile mode,
-`untaken_arm_ms` (where - the arm alone) and `cond_overhead_ms` (cond - the arm alone).
-Then, at the reference size and mode: `ARM_COSTS["elementwise"]` = untaken_arm_ms at 0
-matmuls / 2 (its arms run two pointwise ops), `ARM_COSTS["matmul"]` = (untaken_arm_ms at
-4 matmuls - at 0) / 4 (a tanh or relu per matmul is fused in), and `COND_OVERHEAD` =
-cond_overhead_ms at 0 matmuls; the other heavy kinds stay at the matmul's cost until
-measured, and a submodule of unknown class costs as a matmul (nn.Linear is the common one).
+Calibrated on the H200 (torch 2.11, bf16; `benchmarks/fix_payoff_device.sh branches,shapes`,
+benchmarks/results/h200_payoff/part2/), each row an arm of N matmuls (a tanh each) against
+the compiled broken `if`, default compile / reduce-overhead:
+
+| size | N | where | cond | untaken arm ms | cond overhead ms |
+| --- | --- | --- | --- | --- | --- |
+| [1, 16, 256] | 0 / 1 / 4 | 1.89 / 1.43 / 0.82x | 1.17 / 1.15 / 1.06x | 0.00 / 0.03 / 0.15 | 0.06 |
+| [8, 512, 1024] | 0 / 1 / 4 | 1.53 / 1.20 / 0.91x | 1.18 / 1.12 / 1.13x | 0.05 / 0.08 / 0.25 | 0.09 |
+| [16, 1024, 2048] | 0 / 1 / 4 | 1.47 / 0.86 / 0.62x | 1.15 / 1.10 / 1.07x | 0.04 / 0.21 / 0.93 | 0.08 |
+
+`REFERENCE` is the largest size, where a wrong choice costs most (torch.where 0.62x with
+four matmuls, 0.86x with one): a matmul's untaken cost there is (0.93 - 0.04) / 4 = 0.22 ms
+and torch.cond's overhead 0.078 ms. Pointwise work costs an arm 0: it fuses into the
+select's kernel (an untaken arm of two pointwise ops cost 0.04 ms or less, and torch.where
+beat torch.cond at every size without a matmul). The other heavy kinds keep the matmul's
+cost until measured, and a submodule of unknown class costs as a matmul (nn.Linear is the
+common one). So "auto" writes `torch.cond` for an arm with any heavy operation: never slower
+than the broken original beyond the noise in the table, where torch.where was 0.62x. Under
+reduce-overhead at the two smaller sizes torch.where was the faster (torch.cond turns CUDA
+graphs off: 0.78x and 0.80x with four matmuls); the setting "where" is for such models.
 """
 
 from __future__ import annotations
@@ -50,20 +60,20 @@ def branch_fix_choice(context: FileContext) -> str:
 
 
 # The size and compile mode ARM_COSTS and COND_OVERHEAD hold for: (batch, tokens, hidden), dtype, mode.
-REFERENCE = ((8, 512, 1024), "bfloat16", "default")
+REFERENCE = ((16, 1024, 2048), "bfloat16", "default")
 
 # What one operation of each kind costs an arm (ms at REFERENCE; see the module docstring).
 ARM_COSTS = {
     "elementwise": 0.0,  # pointwise math, reductions, views: fused into the select's kernel
-    "matmul": 1.0,
-    "convolution": 1.0,
-    "attention": 1.0,
-    "linalg": 1.0,
-    "fft": 1.0,
-    "interpolate": 1.0,
-    "submodule": 1.0,  # a call of a submodule whose class is not known here
+    "matmul": 0.22,  # measured: (0.93 - 0.04) / 4 ms
+    "convolution": 0.22,  # the heavy kinds below: the matmul's cost until measured
+    "attention": 0.22,
+    "linalg": 0.22,
+    "fft": 0.22,
+    "interpolate": 0.22,
+    "submodule": 0.22,  # a call of a submodule whose class is not known here
 }
-COND_OVERHEAD = 0.5  # what torch.cond adds over running the taken arm alone (ms at REFERENCE)
+COND_OVERHEAD = 0.078  # measured: torch.cond over the taken arm alone, no matmul (ms at REFERENCE)
 
 # Operations by kind: torch functions (qualified names), then methods and name prefixes.
 _FUNCTION_KINDS = {
