@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import multiprocessing
+import re
 import time
 from collections import Counter
 
@@ -37,6 +38,7 @@ def run(strategy, deadline: float, counts: Counter, failures: list, distinct: se
         for problem in problems:
             kind = "crashes" if "crashed" in problem else "bad outputs"
             counts[kind] += 1
+            counts[PROBLEM + re.sub(r"\d+", "N", problem)] += 1  # its shape, whatever the lines
             if len(failures) < 20:
                 failures.append((problem, code))
 
@@ -45,6 +47,7 @@ def run(strategy, deadline: float, counts: Counter, failures: list, distinct: se
 
 
 GENERATORS = ("rule examples, transformed", "hypothesmith grammar")
+PROBLEM = "problem: "
 
 
 def fuzz_generator(name: str, seconds: float) -> tuple[Counter, list, set]:
@@ -88,6 +91,9 @@ def main() -> int:
                       f"| {counts['bad outputs']} |")
     report.append(f"| all | {totals['programs']} | {totals['distinct']} | {totals['crashes']} "
                   f"| {totals['bad outputs']} |")
+    shapes = sorted((key[len(PROBLEM):], count) for key, count in totals.items() if key.startswith(PROBLEM))
+    if shapes:
+        report += ["", "| problem | programs |", "| --- | ---: |"] + [f"| {shape} | {n} |" for shape, n in shapes]
     for problem, code in all_failures[:5]:
         report += ["", f"## {problem}", "", "```python", code, "```"]
     text = "\n".join(report) + "\n"

@@ -139,9 +139,23 @@ def _top_level_spans(code: str) -> list[tuple[int, int]]:
 
 
 def _is_import_insertion(edit) -> bool:
+    return _inserts_only(edit, r"(import|from) \w")
+
+
+# The capture fix (fixes/capture_scalars.py) sets a Dynamo config right before the file's one
+# compile call, wherever that is: a global setting, by design outside the finding's statement.
+_DYNAMO_SETTING = r"\s*\w+(\.\w+)*\._dynamo\.config\.\w+ = \w+$"
+
+
+def _is_setting_insertion(edit) -> bool:
+    return _inserts_only(edit, _DYNAMO_SETTING)
+
+
+def _inserts_only(edit, line_pattern: str) -> bool:
+    """True when `edit` inserts whole lines, each matching `line_pattern`, and replaces nothing."""
     lines = [line for line in edit.content.splitlines() if line.strip()]
     pure_insertion = (edit.line, edit.column) == (edit.end_line, edit.end_column)
-    return pure_insertion and bool(lines) and all(re.match(r"(import|from) \w", line) for line in lines)
+    return pure_insertion and bool(lines) and all(re.match(line_pattern, line) for line in lines)
 
 
 def check_program(code: str) -> list[str]:
@@ -150,7 +164,7 @@ def check_program(code: str) -> list[str]:
     - linting does not raise;
     - every fix, applied alone, gives code that parses;
     - every fix edits only inside the top-level statement that holds its finding (or just
-      after it, or adds an import line);
+      after it, or adds an import line, or sets a Dynamo config before the compile call);
     - fixing (with unsafe fixes) twice equals fixing once, and the result parses.
     """
     problems: list[str] = []
@@ -172,7 +186,7 @@ def check_program(code: str) -> list[str]:
         if RULES_BY_CODE[diagnostic.code].fix_edits_call_sites:
             holder = None  # its fix rewrites call sites wherever they are in the file
         for edit in diagnostic.fix.edits:
-            if _is_import_insertion(edit) or holder is None:
+            if _is_import_insertion(edit) or _is_setting_insertion(edit) or holder is None:
                 continue
             start, end = holder
             # Blank lines right after the statement are not another statement (in a
