@@ -165,3 +165,19 @@ def test_parallel_run_matches_serial_order(tmp_path):
     assert serial.stdout == parallel.stdout
     assert len(assert_findings_json(parallel.stdout)) == 12
     assert run_cli("-j", "0", str(tmp_path)).returncode == 2
+
+
+def test_explain_names_each_code_once():
+    result = run_cli("--explain", "JIT101", "JIT001", "jit101")
+    assert result.returncode == 0
+    assert result.stdout.count("JIT101 (tensor-valued-if)") == 1
+    assert result.stdout.index("JIT101 (") < result.stdout.index("JIT001 (")
+
+
+@pytest.mark.parametrize("argv", [["--bogus-flag"], ["--output-format", "nope"], ["clean", "--bogus"]])
+def test_a_usage_error_is_one_line_and_a_pointer_to_help(argv):
+    result = run_cli(*argv)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("compile-lint: error: "), result.stderr
+    assert "--help" in lines[1] and "usage:" not in result.stderr

@@ -46,9 +46,19 @@ def _per_file_ignores(values: Optional[list[str]]) -> Optional[tuple[tuple[str, 
     return tuple(table)
 
 
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose usage error is one line and a pointer to `--help`, as ruff's is.
+
+    argparse prints the whole usage block first, which buries the one line that says what is wrong.
+    """
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"compile-lint: error: {message}\nFor more information, try '{self.prog} --help'.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for `compile-lint [check] [PATHS...]`."""
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="compile-lint",
         description=(
             "Find torch.compile graph breaks and recompiles before they cost you, and fix them, in everything "
