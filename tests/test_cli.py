@@ -181,3 +181,10 @@ def test_a_usage_error_is_one_line_and_a_pointer_to_help(argv):
     lines = result.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("compile-lint: error: "), result.stderr
     assert "--help" in lines[1] and "usage:" not in result.stderr
+
+
+def test_diff_points_to_unsafe_fixes_when_only_those_exist(project):
+    result = run_cli("--diff", str(project / "bad.py"))  # its one fix (torch.where) is unsafe
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr == "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
+    assert run_cli("--diff", str(project / "good.py")).stderr == "No fixes available.\n"

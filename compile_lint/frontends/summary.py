@@ -13,6 +13,19 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def hidden_fixes(diagnostics: Sequence[Diagnostic], unsafe: bool) -> int:
+    """How many findings have an unsafe fix that only `--unsafe-fixes` applies (none when it is given)."""
+    return 0 if unsafe else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
+
+
+def no_fixes_line(hidden: int) -> str:
+    """Ruff's line when nothing can be fixed as asked, pointing to `--unsafe-fixes` when that would fix some."""
+    if not hidden:
+        return "No fixes available.\n"
+    enabled = "hidden fix can" if hidden == 1 else "hidden fixes can"
+    return f"No fixes available ({hidden} {enabled} be enabled with the `--unsafe-fixes` option).\n"
+
+
 def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,
              unwritten: int = 0, rolled_back: int = 0) -> str:
     """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
