@@ -376,3 +376,16 @@ def test_a_file_level_noqa_exempts_the_file(tmp_path, directive, left):
     (tmp_path / "m.py").write_text(directive + "\n" + BREAKING_GATE)
     result = run_cli("--no-cache", "--output-format", "json", "m.py", cwd=tmp_path)
     assert [finding["code"] for finding in assert_findings_json(result.stdout)] == left
+
+
+@pytest.mark.parametrize("exemption, warned", [
+    ("# compile-lint: noqa", False),
+    ("# flake8: noqa", False),
+    ("# compile-lint: noqa: JIT1", True),  # exempts some codes: a directive for the others still counts
+])
+def test_no_malformed_noqa_warning_in_a_file_exempted_as_a_whole(tmp_path, exemption, warned):
+    # Issue 35 item 10: nothing in an exempted file is reported, so its malformed `# noqa` changes nothing.
+    (tmp_path / "m.py").write_text(exemption + "\n" + BREAKING_GATE.replace("if x.sum() > 0:",
+                                                                            "if x.sum() > 0:  # noqa: JIT1O1"))
+    result = run_cli("--no-cache", "m.py", cwd=tmp_path)
+    assert ("malformed # noqa" in result.stderr) == warned, result.stderr
