@@ -12,7 +12,8 @@ import pytest
 
 from compile_lint.core.codes import OTHER_CODES
 from compile_lint.core.diagnostics import RULES_PAGE
-from compile_lint.frontends.cli import explain, main
+from compile_lint.frontends.cli import main
+from compile_lint.frontends.rule_command import explain
 from compile_lint.rules import ALL_RULES
 from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
@@ -255,9 +256,9 @@ def test_explain_explains_every_code_given():
 
 @pytest.mark.parametrize("flags, message", [
     (["--explain", "JIT101", "src"],
-     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+     "--explain explains rule codes and lints nothing: 'src' is not a code (JIT101, or ALL)"),
     (["src", "--explain", "JIT101"],
-     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+     "--explain explains rule codes and lints nothing: 'src' is not a code (JIT101, or ALL)"),
     (["--explain", "JIT101", "--fix"], "--explain explains rule codes and lints nothing: drop --fix"),
     (["--statistics", "--diff", "src"], "--statistics counts findings and --diff prints a diff: use one of them"),
 ])

@@ -22,6 +22,7 @@ from compile_lint.frontends.progress import track
 from compile_lint.frontends.report import (
     EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, error, report, report_diff, warn,
 )
+from compile_lint.frontends.rule_command import print_explanations
 from compile_lint.frontends.summary import plural
 from compile_lint.frontends.usage import (
     explain_codes, output_file_problem, usage_problem, usage_warnings, verify_usage_error,
@@ -29,35 +30,13 @@ from compile_lint.frontends.usage import (
 from compile_lint.settings.config import Config, ConfigError, describe_settings
 
 
-def explain(code: str) -> Optional[str]:
-    """The documentation of `code` (a rule, JIT000 or a verifier finding), or None if there is none."""
-    from compile_lint.core.codes import OTHER_CODES_BY_CODE
-    from compile_lint.reporters.docs import explain as render_explanation
-    from compile_lint.reporters.docs import explain_other
-    from compile_lint.rules import RULES_BY_CODE
-
-    rule = RULES_BY_CODE.get(code.upper())
-    if rule is not None:
-        return render_explanation(rule)
-    other = OTHER_CODES_BY_CODE.get(code.upper())
-    return explain_other(other) if other is not None else None
-
-
 def _explain_command(args: argparse.Namespace) -> int:
-    """`--explain CODE...`: each code's documentation, separated by a blank line."""
+    """`--explain CODE... | ALL`: each code's documentation, separated by a blank line (JSON with json)."""
     codes, problem = explain_codes(args)
     if problem:
         error(problem)
         return EXIT_ERROR
-    texts = []
-    for code in codes:
-        text = explain(code)
-        if text is None:
-            error(f"unknown rule code '{code}'")
-            return EXIT_ERROR
-        texts.append(text)
-    sys.stdout.write("\n".join(texts))
-    return EXIT_CLEAN
+    return print_explanations(codes, "json" if args.output_format == "json" else "text")
 
 
 def _run_options(args: argparse.Namespace, config: Config) -> api.RunOptions:
@@ -245,6 +224,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.runtime_log.command import explain_log_main
 
             return explain_log_main(argv[1:])
+        if argv and argv[0] == "rule":
+            from compile_lint.frontends.rule_command import rule_command
+
+            return rule_command(argv[1:])
         if argv and argv[0] == "clean":
             from compile_lint.frontends.clean import clean_command
 

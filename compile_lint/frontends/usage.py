@@ -56,16 +56,16 @@ CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
 
 def explain_codes(args: argparse.Namespace) -> tuple[list[str], Optional[str]]:
     """The codes `--explain` was given (commas split), or why the command line is not only codes."""
-    # Each code once, in the order first given: `--explain A B A` explains A once.
-    values = list(dict.fromkeys(code.strip().upper() for value in args.explain for code in value.split(",")
-                                if code.strip()))
-    not_codes = [value for value in values if not CODE_SHAPE.match(value)] + list(args.paths or ())
+    values = [code.strip() for value in args.explain for code in value.split(",") if code.strip()]
+    not_codes = [value for value in values
+                 if not CODE_SHAPE.match(value) and value.upper() != "ALL"] + list(args.paths or ())
     if not_codes:
-        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (drop the paths)"
+        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (JIT101, or ALL)"
     flags = [f"--{name.replace('_', '-')}" for name in EXPLAIN_EXCLUSIVE if getattr(args, name)]
     if flags:
         return [], f"--explain explains rule codes and lints nothing: drop {', '.join(flags)}"
-    return values, None
+    # Each code once, in the order first given: `--explain A B A` explains A once.
+    return list(dict.fromkeys(value.upper() for value in values)), None
 
 
 def verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[str]:
