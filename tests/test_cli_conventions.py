@@ -128,7 +128,7 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path):
     fixed = run_cli("--fix", "--stdin-filename", "model.py", "-", cwd=tmp_path, input_text=SAFE_EXAMPLE.code)
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout == SAFE_EXAMPLE.fixed
-    assert "Fixed 1 finding." in fixed.stderr
+    assert "Found 1 finding (1 fixed, 0 remaining)." in fixed.stderr
     unsafe_left = run_cli("--fix", "-", cwd=tmp_path, input_text=BREAKING_GATE)
     assert unsafe_left.returncode == 1 and unsafe_left.stdout == BREAKING_GATE
     assert "-:7:12: JIT101 [unsafe fix]" in unsafe_left.stderr

@@ -20,7 +20,7 @@ from compile_lint.engine import api
 from compile_lint.frontends.arguments import STDIN, build_parser, configure, reads_stdin
 from compile_lint.frontends.progress import track
 from compile_lint.frontends.report import (
-    EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, error, report, report_diff, warn,
+    EXIT_CLEAN, EXIT_ERROR, emit, error, report, report_diff, warn,
 )
 from compile_lint.frontends.rule_command import print_explanations
 from compile_lint.frontends.summary import plural
@@ -108,7 +108,7 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
 
 
 def _report_add_noqa(results: Sequence[LintResult], errors: list[str], args: argparse.Namespace) -> int:
-    """`--add-noqa`'s lines; exit 1 when some findings could not get a directive."""
+    """`--add-noqa`'s lines; exit 0 as ruff does (the findings left as is are listed), 2 on an error."""
     errors.extend(result.error for result in results if result.error)
     for message in errors:
         error(message)
@@ -121,9 +121,7 @@ def _report_add_noqa(results: Sequence[LintResult], errors: list[str], args: arg
         added = sum(len(result.applied) for result in results)
         sys.stderr.write(f"Added `# noqa` for {plural(added, 'finding')} on {plural(lines, 'line')}."
                          + (f" {plural(len(skipped), 'finding')} left as is." if skipped else "") + "\n")
-    if errors:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if skipped and not args.exit_zero else EXIT_CLEAN
+    return EXIT_ERROR if errors else EXIT_CLEAN
 
 
 def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:

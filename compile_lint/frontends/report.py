@@ -67,7 +67,7 @@ def report(
         parts.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         parts.append(render(args.output_format, diagnostics, sources))
-    text_format = args.output_format in ("text", "concise") and not args.statistics
+    text_format = args.output_format in ("text", "concise", "full") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
         unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
         rolled_back = sum(1 for outcome in outcomes if outcome.rolled_back)

@@ -36,14 +36,16 @@ def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: b
     `--fix --verify` checked and refused (left unchanged, their findings still found).
     """
     safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
-    hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
+    hidden = hidden_fixes(diagnostics, unsafe=False)
     parts = []
-    if fixed:
-        parts.append(f"Fixed {plural(fixed, 'finding')}.")
-    if diagnostics:
+    if fixed:  # ruff's fix summary: what was there before --fix, and what of it is left
+        parts.append(f"Found {plural(fixed + len(diagnostics), 'finding')} "
+                     f"({fixed} fixed, {len(diagnostics)} remaining).")
+    if diagnostics and not fixed:
         with_findings = len({d.path for d in diagnostics})
         where = plural(files, "file") if with_findings == files else f"{with_findings} of {plural(files, 'file')}"
         parts.append(f"Found {plural(len(diagnostics), 'finding')} in {where}.")
+    if diagnostics:
         # With --unsafe-fixes on the command line already, unsafe fixes only need --fix.
         fixable = safe + hidden if unsafe else safe
         if fixable:

@@ -15,7 +15,7 @@ from compile_lint.frontends.arguments import STDIN, reads_stdin
 from compile_lint.settings.config import Config
 
 # Formats a program reads: nothing but the report may be printed beside them.
-MACHINE_FORMATS = ("json", "github", "sarif")
+MACHINE_FORMATS = ("json", "github", "sarif", "junit", "gitlab")
 
 
 def usage_problem(args: argparse.Namespace) -> Optional[str]:
@@ -25,7 +25,7 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
         return "--jobs must be at least 1"
     if args.diff and machine:
         return f"--diff prints a unified diff, not findings: drop --output-format {args.output_format}"
-    if args.statistics and args.output_format in ("github", "sarif"):
+    if args.statistics and args.output_format not in ("text", "concise", "full", "json"):
         return f"--statistics prints text or JSON: use --output-format text or json, not {args.output_format}"
     if STDIN in (args.paths or []) and args.paths != [STDIN]:
         return "- (stdin) cannot be combined with other paths"
