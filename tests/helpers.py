@@ -218,7 +218,7 @@ def rule_text(diagnostic) -> str:
         suffixes.append(f" (breaks only when `{diagnostic.condition}`)")
     if diagnostic.reached_from:
         path, line, function = diagnostic.reached_from[0]
-        suffixes.append(f" (reached from {os.path.basename(path)}:{line} in {function})")
+        suffixes.append(f" (reached from {path}:{line} in {function})")
     for suffix in reversed(suffixes):
         assert message.endswith(suffix), (message, suffix)
         message = message[: -len(suffix)]

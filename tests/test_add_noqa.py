@@ -43,13 +43,13 @@ def test_every_finding_gets_a_directive_and_a_second_run_changes_nothing(tmp_pat
     assert lines[6] == "        if x.sum() > 0:  # hot path  # noqa: JIT101"  # after the comment already there
     assert lines[8] == "        while x.norm() > 1:  # noqa: JIT1O1"  # a malformed directive is left to the user
     assert lines[10] == "        if x.max() > \\"  # a comment cannot follow a backslash continuation
-    assert code == 1  # two findings could not get a directive
+    assert code == 0  # as ruff: two findings could not get a directive, and are listed
     assert f"{path}:9:15: JIT102 no `# noqa` added: its line has a malformed `# noqa`" in err
     assert f"{path}:11:12: JIT101 no `# noqa` added: its line ends inside a string or a backslash continuation" in err
     assert "Added `# noqa` for 1 finding on 1 line. 2 findings left as is." in err
     assert [(d.line, d.code) for d in lint_text(text, str(path), Config())] == [(9, "JIT102"), (11, "JIT101")]
 
-    assert run(capsys, "--add-noqa", str(tmp_path))[0] == 1
+    assert run(capsys, "--add-noqa", str(tmp_path))[0] == 0
     assert path.read_text() == text  # idempotent
 
 
@@ -91,7 +91,7 @@ def test_multi_line_strings_and_unparsable_files_are_left_alone(tmp_path, capsys
     broken = tmp_path / "broken.py"
     broken.write_text("def f(:\n    pass\n")
     code, err = run(capsys, "--add-noqa", str(broken))
-    assert code == 1 and "JIT000 no `# noqa` added: the file does not parse" in err
+    assert code == 0 and "JIT000 no `# noqa` added: the file does not parse" in err
     assert broken.read_text() == "def f(:\n    pass\n"
 
 

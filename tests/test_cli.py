@@ -1,5 +1,6 @@
 """The command line, as users run it: flags, exit codes, the JSON contract, bad input."""
 
+import json
 import os
 import stat
 
@@ -165,3 +166,43 @@ def test_parallel_run_matches_serial_order(tmp_path):
     assert serial.stdout == parallel.stdout
     assert len(assert_findings_json(parallel.stdout)) == 12
     assert run_cli("-j", "0", str(tmp_path)).returncode == 2
+
+
+def test_explain_names_each_code_once():
+    result = run_cli("--explain", "JIT101", "JIT001", "jit101")
+    assert result.returncode == 0
+    assert result.stdout.count("JIT101 (tensor-valued-if)") == 1
+    assert result.stdout.index("JIT101 (") < result.stdout.index("JIT001 (")
+
+
+@pytest.mark.parametrize("argv", [["--bogus-flag"], ["--output-format", "nope"], ["clean", "--bogus"]])
+def test_a_usage_error_is_one_line_and_a_pointer_to_help(argv):
+    result = run_cli(*argv)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("compile-lint: error: "), result.stderr
+    assert "--help" in lines[1] and "usage:" not in result.stderr
+
+
+def test_diff_points_to_unsafe_fixes_when_only_those_exist(project):
+    result = run_cli("--diff", str(project / "bad.py"))  # its one fix (torch.where) is unsafe
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr == "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
+    assert run_cli("--diff", str(project / "good.py")).stderr == "No fixes available.\n"
+
+
+def test_rule_explains_one_code_or_all_as_ruff_does():
+    from compile_lint.frontends.rule_command import all_codes, explain
+
+    one = run_cli("rule", "JIT101")
+    assert one.returncode == 0 and one.stdout == explain("JIT101")
+    every = run_cli("rule", "--all")
+    assert every.returncode == 0 and every.stdout == "\n".join(explain(code) for code in all_codes())
+    assert run_cli("--explain", "ALL").stdout == every.stdout  # not "drop the paths"
+    assert {"JIT101", "JIT000", "JIT900"} <= set(all_codes())
+    listed = json.loads(run_cli("rule", "--all", "--output-format", "json").stdout)
+    assert [entry["code"] for entry in listed] == all_codes()
+    described = json.loads(run_cli("rule", "JIT101", "--output-format", "json").stdout)
+    assert described["name"] == "tensor-valued-if" and described["fix"] == "unsafe"
+    assert described["explanation"] == explain("JIT101")
+    assert run_cli("rule").returncode == 2 and run_cli("rule", "JIT999").returncode == 2

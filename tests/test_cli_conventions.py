@@ -12,7 +12,8 @@ import pytest
 
 from compile_lint.core.codes import OTHER_CODES
 from compile_lint.core.diagnostics import RULES_PAGE
-from compile_lint.frontends.cli import explain, main
+from compile_lint.frontends.cli import main
+from compile_lint.frontends.rule_command import explain
 from compile_lint.rules import ALL_RULES
 from tests.helpers import BREAKING_GATE, assert_findings_json, run_cli
 
@@ -127,7 +128,7 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path):
     fixed = run_cli("--fix", "--stdin-filename", "model.py", "-", cwd=tmp_path, input_text=SAFE_EXAMPLE.code)
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout == SAFE_EXAMPLE.fixed
-    assert "Fixed 1 finding." in fixed.stderr
+    assert "Found 1 finding (1 fixed, 0 remaining)." in fixed.stderr
     unsafe_left = run_cli("--fix", "-", cwd=tmp_path, input_text=BREAKING_GATE)
     assert unsafe_left.returncode == 1 and unsafe_left.stdout == BREAKING_GATE
     assert "-:7:12: JIT101 [unsafe fix]" in unsafe_left.stderr
@@ -255,9 +256,9 @@ def test_explain_explains_every_code_given():
 
 @pytest.mark.parametrize("flags, message", [
     (["--explain", "JIT101", "src"],
-     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+     "--explain explains rule codes and lints nothing: 'src' is not a code (JIT101, or ALL)"),
     (["src", "--explain", "JIT101"],
-     "--explain explains rule codes and lints nothing: 'src' is not a code (drop the paths)"),
+     "--explain explains rule codes and lints nothing: 'src' is not a code (JIT101, or ALL)"),
     (["--explain", "JIT101", "--fix"], "--explain explains rule codes and lints nothing: drop --fix"),
     (["--statistics", "--diff", "src"], "--statistics counts findings and --diff prints a diff: use one of them"),
 ])
@@ -376,3 +377,16 @@ def test_a_file_level_noqa_exempts_the_file(tmp_path, directive, left):
     (tmp_path / "m.py").write_text(directive + "\n" + BREAKING_GATE)
     result = run_cli("--no-cache", "--output-format", "json", "m.py", cwd=tmp_path)
     assert [finding["code"] for finding in assert_findings_json(result.stdout)] == left
+
+
+@pytest.mark.parametrize("exemption, warned", [
+    ("# compile-lint: noqa", False),
+    ("# flake8: noqa", False),
+    ("# compile-lint: noqa: JIT1", True),  # exempts some codes: a directive for the others still counts
+])
+def test_no_malformed_noqa_warning_in_a_file_exempted_as_a_whole(tmp_path, exemption, warned):
+    # Issue 35 item 10: nothing in an exempted file is reported, so its malformed `# noqa` changes nothing.
+    (tmp_path / "m.py").write_text(exemption + "\n" + BREAKING_GATE.replace("if x.sum() > 0:",
+                                                                            "if x.sum() > 0:  # noqa: JIT1O1"))
+    result = run_cli("--no-cache", "m.py", cwd=tmp_path)
+    assert ("malformed # noqa" in result.stderr) == warned, result.stderr

@@ -250,8 +250,8 @@ def test_helpers_of_other_files_return_kinds_for_the_arguments_they_get(helpers)
     findings = lint_text((helpers / "pkg" / "helpers.py").read_text(), helper,
                          Config(select=("ALL",), root=str(helpers)), project=ProjectIndex())
     assert [(d.line, d.code) for d in findings] == [(2, "JIT201")]
-    assert findings[0].message.endswith("(reached from pad.py:9 in Pad.forward)")
-    # Outside the cwd: an absolute path.
+    # Outside the cwd: an absolute path, in the message as in the chain.
+    assert findings[0].message.endswith(f"(reached from {helpers / 'pkg' / 'pad.py'}:9 in Pad.forward)")
     assert findings[0].reached_from == ((str(helpers / "pkg" / "pad.py"), 9, "Pad.forward"),)
 
 

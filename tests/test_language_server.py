@@ -208,7 +208,7 @@ def test_opening_a_file_other_code_reaches_publishes_its_own_findings_then_the_r
     assert client.diagnostics(uri, 1)["diagnostics"] == []
     reached = client.diagnostics(uri, 1)["diagnostics"]
     assert _lsp_findings(reached) == _cli_findings(helpers.read_text(), helpers) == [("JIT101", 4, 7)]
-    assert reached[0]["message"].endswith("(reached from model.py:9 in Net.forward)")
+    assert reached[0]["message"].endswith("(reached from pkg/model.py:9 in Net.forward)")
     assert client.close() == 0
 
 

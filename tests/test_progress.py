@@ -104,4 +104,4 @@ def test_summary_counts_findings_fixable_findings_and_files(tmp_path):
     assert run() == "Found 1 finding in 1 of 2 files. 1 fixable with --unsafe-fixes."
     assert run("--unsafe-fixes") == "Found 1 finding in 1 of 2 files. 1 fixable with --fix."
     assert run("--select", "JIT102") == "All checks passed (2 files)."
-    assert run("--fix", "--unsafe-fixes") == "Fixed 1 finding."
+    assert run("--fix", "--unsafe-fixes") == "Found 1 finding (1 fixed, 0 remaining)."  # ruff's fix summary

@@ -206,7 +206,8 @@ def test_the_cli_reports_helpers_once_in_their_own_files_with_the_chain(project)
     by_line = {(f["path"], f["line"]): f for f in findings}
     alias = by_line[("pkg/commons.py", 5)]
     assert alias["reached_from"] == [{"path": "pkg/model.py", "line": 16, "function": "Net.forward"}]
-    assert alias["message"].endswith("(reached from model.py:16 in Net.forward)")
+    # Named as the report names files (relative to the cwd), not by its base name (issue 35 item 6).
+    assert alias["message"].endswith("(reached from pkg/model.py:16 in Net.forward)")
     infer = by_line[("pkg/heads.py", 18)]
     assert infer["reached_from"] == [{"path": "pkg/model.py", "line": 20, "function": "Net.infer"}]
     # The torch.cond branch is traced from the forward that calls torch.cond.

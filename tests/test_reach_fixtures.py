@@ -265,10 +265,9 @@ def _check_chains(project: str, root: Path, findings: list[dict]) -> None:
         first = chain[0]
         assert (_relative(root, first["path"]), first["line"], first["function"]) == (path, line, function), (
             finding, site)
-        # The message names the entry point's file as JSON does, or by its base name.
-        endings = {f"(reached from {name}:{line} in {function})"
-                   for name in (first["path"], path, os.path.basename(path))}
-        assert any(finding["message"].endswith(ending) for ending in endings), (finding["message"], endings)
+        # The message names the entry point's file as JSON does (relative to the cwd), not by its base name.
+        ending = f"(reached from {first['path']}:{line} in {function})"
+        assert finding["message"].endswith(ending), (finding["message"], ending)
 
 
 def _findings_set(findings) -> set[tuple[str, int, str]]:

@@ -80,7 +80,7 @@ def test_malformed_directives_say_why():
     's = """\n# noqa: foo\n"""\n',
     "x = 1  # see # noqa: JIT1O1\r\ny = 2  # NOQA\r\n",
     "# flake8: noqa: foo\n",
-    "# compile-lint: noqa\nx = 1  # noqa:\n",
+    "# compile-lint: noqa: JIT1\nx = 1  # noqa:\n",
     "x = 1  # noqa: JIT101\x0cnoqa: foo\n",
 ])
 def test_malformed_noqa_shortcut_agrees_with_the_tokenizer(text):

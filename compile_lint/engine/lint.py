@@ -196,11 +196,15 @@ def _link_path(path: str) -> str:
 
 
 def _reached(message: str, reached_from: tuple) -> str:
-    """The message of a finding in code other code reaches, ending with the entry point's call."""
+    """The message of a finding in code other code reaches, ending with the entry point's call.
+
+    The call's file is named as the report names files (relative to the working directory when
+    under it), so that two `base.py` of a project are told apart and the path can be opened.
+    """
     if not reached_from:
         return message
     path, line, function = reached_from[0]
-    return f"{message} (reached from {os.path.basename(path)}:{line} in {function})"
+    return f"{message} (reached from {path}:{line} in {function})"
 
 
 def _with_conditions(message: str, mode: Optional[str], condition: Optional[str]) -> str:

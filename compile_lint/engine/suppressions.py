@@ -118,10 +118,15 @@ def file_noqa(line: str) -> Optional[Noqa]:
 def without_suppressed(diagnostics: Iterable[Diagnostic], source: SourceIndex) -> list[Diagnostic]:
     """The findings that no file-level directive and no noqa on their line (as the parser counts lines) cover."""
     lines = source.lines
-    exemptions = [found for line in lines if line.startswith("#") for found in (file_noqa(line),) if found]
+    exemptions = _file_exemptions(source)
     return [d for d in diagnostics
             if not any(exemption.covers(d.code) for exemption in exemptions)
             and not (0 < d.line <= len(lines) and is_suppressed(d.code, lines[d.line - 1]))]
+
+
+def _file_exemptions(source: SourceIndex) -> list[Noqa]:
+    """The file-level directives of the text (comment lines at column 1)."""
+    return [found for line in source.lines if line.startswith("#") for found in (file_noqa(line),) if found]
 
 
 UNUSED_NOQA_CODE = CODE_PREFIX + "001"
@@ -147,8 +152,14 @@ def _directives(source: SourceIndex) -> list[tuple[int, int, str, Noqa, bool]]:
 
 
 def malformed_noqa(source: SourceIndex) -> list[tuple[int, str]]:
-    """(line, why) of every malformed directive in the text: each suppresses nothing."""
+    """(line, why) of every malformed directive in the text: each suppresses nothing.
+
+    None in a file a blanket `# compile-lint: noqa` exempts: nothing in it is reported, so a
+    directive there that suppresses nothing changes nothing (ruff does not lint such a file).
+    """
     if "noqa" not in source.text.lower() or not _may_hold_malformed(source):
+        return []
+    if any(exemption.codes is None and exemption.problem is None for exemption in _file_exemptions(source)):
         return []
     return [(line, directive.problem) for line, _, _, directive, _ in _directives(source)
             if directive.problem is not None]

@@ -46,9 +46,19 @@ def _per_file_ignores(values: Optional[list[str]]) -> Optional[tuple[tuple[str, 
     return tuple(table)
 
 
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose usage error is one line and a pointer to `--help`, as ruff's is.
+
+    argparse prints the whole usage block first, which buries the one line that says what is wrong.
+    """
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"compile-lint: error: {message}\nFor more information, try '{self.prog} --help'.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for `compile-lint [check] [PATHS...]`."""
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="compile-lint",
         description=(
             "Find torch.compile graph breaks and recompiles before they cost you, and fix them, in everything "
@@ -57,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
             "'reached from FILE:LINE in FUNCTION'). "
             "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
             "`compile-lint explain-log LOG` maps a run's logged graph breaks and recompiles to your lines; "
-            "`compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
+            "`compile-lint rule CODE|--all` explains rules; `compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",
@@ -108,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--watch", action="store_true",
                         help="lint again whenever a Python file or the config changes (needs compile-lint[watch])")
     parser.add_argument("--explain", nargs="+", metavar="CODE",
-                        help="explain rules (one or more codes): what breaks, why, examples; lints nothing")
+                        help="explain rules (one or more codes, or ALL): what breaks, why, examples; lints nothing "
+                             "(as `compile-lint rule CODE|--all`; JSON with --output-format json)")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--config", action="append", metavar="PATH | 'KEY = VALUE'",
                         help="a pyproject.toml or compile-lint.toml to use, or a TOML `key = value` that overrides "

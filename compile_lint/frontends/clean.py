@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import Sequence
 
 from compile_lint.engine.cache import INDUCTOR_CACHE_NAME, cache_root, clean
+from compile_lint.frontends.arguments import UsageParser
 from compile_lint.frontends.report import EXIT_CLEAN, EXIT_ERROR, error
 from compile_lint.settings.config import ConfigError, load_config
 
 
 def clean_command(argv: Sequence[str]) -> int:
     """`compile-lint clean`: remove the project's lint cache."""
-    parser = argparse.ArgumentParser(prog="compile-lint clean", description=(
+    parser = UsageParser(prog="compile-lint clean", description=(
         "Remove the lint cache: the project's .compile-lint-cache/, or outside a project the user's cache directory "
         f"(there the verifier's Inductor kernels, in {INDUCTOR_CACHE_NAME}/, are kept)."))
     parser.add_argument("--config", metavar="PATH", help="a pyproject.toml or compile-lint.toml to use")

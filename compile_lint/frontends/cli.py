@@ -20,8 +20,9 @@ from compile_lint.engine import api
 from compile_lint.frontends.arguments import STDIN, build_parser, configure, reads_stdin
 from compile_lint.frontends.progress import track
 from compile_lint.frontends.report import (
-    EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, error, report, report_diff, warn,
+    EXIT_CLEAN, EXIT_ERROR, emit, error, report, report_diff, warn,
 )
+from compile_lint.frontends.rule_command import print_explanations
 from compile_lint.frontends.summary import plural
 from compile_lint.frontends.usage import (
     explain_codes, output_file_problem, usage_problem, usage_warnings, verify_usage_error,
@@ -29,35 +30,13 @@ from compile_lint.frontends.usage import (
 from compile_lint.settings.config import Config, ConfigError, describe_settings
 
 
-def explain(code: str) -> Optional[str]:
-    """The documentation of `code` (a rule, JIT000 or a verifier finding), or None if there is none."""
-    from compile_lint.core.codes import OTHER_CODES_BY_CODE
-    from compile_lint.reporters.docs import explain as render_explanation
-    from compile_lint.reporters.docs import explain_other
-    from compile_lint.rules import RULES_BY_CODE
-
-    rule = RULES_BY_CODE.get(code.upper())
-    if rule is not None:
-        return render_explanation(rule)
-    other = OTHER_CODES_BY_CODE.get(code.upper())
-    return explain_other(other) if other is not None else None
-
-
 def _explain_command(args: argparse.Namespace) -> int:
-    """`--explain CODE...`: each code's documentation, separated by a blank line."""
+    """`--explain CODE... | ALL`: each code's documentation, separated by a blank line (JSON with json)."""
     codes, problem = explain_codes(args)
     if problem:
         error(problem)
         return EXIT_ERROR
-    texts = []
-    for code in codes:
-        text = explain(code)
-        if text is None:
-            error(f"unknown rule code '{code}'")
-            return EXIT_ERROR
-        texts.append(text)
-    sys.stdout.write("\n".join(texts))
-    return EXIT_CLEAN
+    return print_explanations(codes, "json" if args.output_format == "json" else "text")
 
 
 def _run_options(args: argparse.Namespace, config: Config) -> api.RunOptions:
@@ -129,7 +108,7 @@ def _check_stdin(args: argparse.Namespace, config: Config) -> int:
 
 
 def _report_add_noqa(results: Sequence[LintResult], errors: list[str], args: argparse.Namespace) -> int:
-    """`--add-noqa`'s lines; exit 1 when some findings could not get a directive."""
+    """`--add-noqa`'s lines; exit 0 as ruff does (the findings left as is are listed), 2 on an error."""
     errors.extend(result.error for result in results if result.error)
     for message in errors:
         error(message)
@@ -142,9 +121,7 @@ def _report_add_noqa(results: Sequence[LintResult], errors: list[str], args: arg
         added = sum(len(result.applied) for result in results)
         sys.stderr.write(f"Added `# noqa` for {plural(added, 'finding')} on {plural(lines, 'line')}."
                          + (f" {plural(len(skipped), 'finding')} left as is." if skipped else "") + "\n")
-    if errors:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if skipped and not args.exit_zero else EXIT_CLEAN
+    return EXIT_ERROR if errors else EXIT_CLEAN
 
 
 def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
@@ -245,6 +222,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.verifier.runtime_log.command import explain_log_main
 
             return explain_log_main(argv[1:])
+        if argv and argv[0] == "rule":
+            from compile_lint.frontends.rule_command import rule_command
+
+            return rule_command(argv[1:])
         if argv and argv[0] == "clean":
             from compile_lint.frontends.clean import clean_command
 

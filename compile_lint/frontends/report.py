@@ -11,7 +11,7 @@ from typing import Sequence
 
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintResult
-from compile_lint.frontends.summary import plural, statistics, summary
+from compile_lint.frontends.summary import hidden_fixes, no_fixes_line, plural, statistics, summary
 from compile_lint.frontends.usage import MACHINE_FORMATS
 from compile_lint.reporters.formats import render
 
@@ -37,8 +37,12 @@ def report_diff(outcomes: Sequence[LintResult], errors: Sequence[str], args: arg
     """What --fix would change, as a unified diff (written nowhere else), and the exit code."""
     fixed = sum(len(outcome.applied) for outcome in outcomes)
     diff = "".join(_unified_diff(o.path, o.original, o.text) for o in outcomes if o.applied)
-    if not args.quiet:
-        sys.stderr.write(f"Would fix {plural(fixed, 'finding')}.\n" if fixed else "No fixes available.\n")
+    hidden = hidden_fixes([d for outcome in outcomes for d in outcome.diagnostics], args.unsafe_fixes)
+    if not args.quiet and fixed:
+        more = f" ({hidden} more with --unsafe-fixes)" if hidden else ""
+        sys.stderr.write(f"Would fix {plural(fixed, 'finding')}{more}.\n")
+    elif not args.quiet:
+        sys.stderr.write(no_fixes_line(hidden))
     if errors:
         return diff, EXIT_ERROR
     return diff, EXIT_FINDINGS if fixed and not args.exit_zero else EXIT_CLEAN
@@ -63,7 +67,7 @@ def report(
         parts.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         parts.append(render(args.output_format, diagnostics, sources))
-    text_format = args.output_format in ("text", "concise") and not args.statistics
+    text_format = args.output_format in ("text", "concise", "full") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
         unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
         rolled_back = sum(1 for outcome in outcomes if outcome.rolled_back)

@@ -13,6 +13,19 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def hidden_fixes(diagnostics: Sequence[Diagnostic], unsafe: bool) -> int:
+    """How many findings have an unsafe fix that only `--unsafe-fixes` applies (none when it is given)."""
+    return 0 if unsafe else sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
+
+
+def no_fixes_line(hidden: int) -> str:
+    """Ruff's line when nothing can be fixed as asked, pointing to `--unsafe-fixes` when that would fix some."""
+    if not hidden:
+        return "No fixes available.\n"
+    enabled = "hidden fix can" if hidden == 1 else "hidden fixes can"
+    return f"No fixes available ({hidden} {enabled} be enabled with the `--unsafe-fixes` option).\n"
+
+
 def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,
              unwritten: int = 0, rolled_back: int = 0) -> str:
     """One closing line: what was fixed, what was found, what could not be checked, what --fix can do.
@@ -23,14 +36,16 @@ def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: b
     `--fix --verify` checked and refused (left unchanged, their findings still found).
     """
     safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
-    hidden = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "unsafe")
+    hidden = hidden_fixes(diagnostics, unsafe=False)
     parts = []
-    if fixed:
-        parts.append(f"Fixed {plural(fixed, 'finding')}.")
-    if diagnostics:
+    if fixed:  # ruff's fix summary: what was there before --fix, and what of it is left
+        parts.append(f"Found {plural(fixed + len(diagnostics), 'finding')} "
+                     f"({fixed} fixed, {len(diagnostics)} remaining).")
+    if diagnostics and not fixed:
         with_findings = len({d.path for d in diagnostics})
         where = plural(files, "file") if with_findings == files else f"{with_findings} of {plural(files, 'file')}"
         parts.append(f"Found {plural(len(diagnostics), 'finding')} in {where}.")
+    if diagnostics:
         # With --unsafe-fixes on the command line already, unsafe fixes only need --fix.
         fixable = safe + hidden if unsafe else safe
         if fixable:

@@ -15,7 +15,7 @@ from compile_lint.frontends.arguments import STDIN, reads_stdin
 from compile_lint.settings.config import Config
 
 # Formats a program reads: nothing but the report may be printed beside them.
-MACHINE_FORMATS = ("json", "github", "sarif")
+MACHINE_FORMATS = ("json", "github", "sarif", "junit", "gitlab")
 
 
 def usage_problem(args: argparse.Namespace) -> Optional[str]:
@@ -25,7 +25,7 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
         return "--jobs must be at least 1"
     if args.diff and machine:
         return f"--diff prints a unified diff, not findings: drop --output-format {args.output_format}"
-    if args.statistics and args.output_format in ("github", "sarif"):
+    if args.statistics and args.output_format not in ("text", "concise", "full", "json"):
         return f"--statistics prints text or JSON: use --output-format text or json, not {args.output_format}"
     if STDIN in (args.paths or []) and args.paths != [STDIN]:
         return "- (stdin) cannot be combined with other paths"
@@ -57,13 +57,15 @@ CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
 def explain_codes(args: argparse.Namespace) -> tuple[list[str], Optional[str]]:
     """The codes `--explain` was given (commas split), or why the command line is not only codes."""
     values = [code.strip() for value in args.explain for code in value.split(",") if code.strip()]
-    not_codes = [value for value in values if not CODE_SHAPE.match(value)] + list(args.paths or ())
+    not_codes = [value for value in values
+                 if not CODE_SHAPE.match(value) and value.upper() != "ALL"] + list(args.paths or ())
     if not_codes:
-        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (drop the paths)"
+        return [], f"--explain explains rule codes and lints nothing: '{not_codes[0]}' is not a code (JIT101, or ALL)"
     flags = [f"--{name.replace('_', '-')}" for name in EXPLAIN_EXCLUSIVE if getattr(args, name)]
     if flags:
         return [], f"--explain explains rule codes and lints nothing: drop {', '.join(flags)}"
-    return values, None
+    # Each code once, in the order first given: `--explain A B A` explains A once.
+    return list(dict.fromkeys(value.upper() for value in values)), None
 
 
 def verify_usage_error(args: argparse.Namespace, config: Config) -> Optional[str]:

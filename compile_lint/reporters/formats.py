@@ -1,4 +1,5 @@
-"""Output formats: full text, concise text, JSON (the contract), GitHub annotations, SARIF."""
+"""Output formats: text, concise text, JSON (the contract), GitHub annotations, SARIF; ruff's `full`,
+`junit` and `gitlab` are in their own modules (reporters/full.py, junit.py, gitlab.py)."""
 
 from __future__ import annotations
 
@@ -10,33 +11,24 @@ from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.reporters.finding_line import finding_line
+from compile_lint.reporters.full import format_full
+from compile_lint.reporters.gitlab import format_gitlab
+from compile_lint.reporters.junit import format_junit
 
-FORMATS = ("text", "concise", "json", "github", "sarif")
-
-
-def _fix_marker(diagnostic: Diagnostic) -> str:
-    if diagnostic.fix is None:
-        return ""
-    return " [*]" if diagnostic.fix.applicability == "safe" else " [unsafe fix]"
-
-
-def _confirmed(diagnostic: Diagnostic) -> str:
-    return " (confirmed at runtime)" if diagnostic.confirmed else ""
+FORMATS = ("text", "concise", "full", "json", "github", "sarif", "junit", "gitlab")
 
 
 def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """`path:line:col: CODE message`, one line per finding (editors' problem matchers)."""
-    return "".join(
-        f"{d.path}:{d.line}:{d.column}: {d.code}{_fix_marker(d)} {d.message}{_confirmed(d)}\n"
-        for d in diagnostics
-    )
+    return "".join(finding_line(d) for d in diagnostics)
 
 
 def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """The concise line, then the source line with a caret under the finding."""
     out = []
     for d in diagnostics:
-        out.append(f"{d.path}:{d.line}:{d.column}: {d.code}{_fix_marker(d)} {d.message}{_confirmed(d)}\n")
+        out.append(finding_line(d))
         lines = sources.get(d.path, "").splitlines()
         if 0 < d.line <= len(lines):
             line = lines[d.line - 1].expandtabs(1)
@@ -190,6 +182,9 @@ REPORTERS: dict[str, Callable[[Sequence[Diagnostic], dict[str, str]], str]] = {
     "json": format_json,
     "github": format_github,
     "sarif": format_sarif,
+    "full": format_full,
+    "junit": format_junit,
+    "gitlab": format_gitlab,
 }
 
 

@@ -145,7 +145,7 @@ def _verify(args: argparse.Namespace) -> int:
     remove_stale()  # what runs killed by SIGKILL left behind
     results = []
     for target in targets:
-        if args.output_format in ("text", "concise"):
+        if args.output_format in ("text", "concise", "full"):
             sys.stderr.write(f"verifying {target} ...\n")
         results.append(run_isolated(make_request(target, args, args.mode or config.verify_mode),
                                     timeout_s=args.timeout))
@@ -164,7 +164,7 @@ def _verify(args: argparse.Namespace) -> int:
             pass
 
     sys.stdout.write(render(args.output_format, diagnostics, sources))
-    if args.output_format in ("text", "concise"):
+    if args.output_format in ("text", "concise", "full"):
         for result in results:
             sys.stdout.write("\n".join(summary_lines(result)) + "\n")
     if args.report:

@@ -4,7 +4,7 @@ From every entry point (`entry_points.py`) the call graph (`callgraph.py`) is fo
 breadth first, skipping calls in eager-only branches and functions Dynamo never traces
 (`@torch.compiler.disable`, custom-op bodies). Each reached function keeps the shortest
 chain of calls that reaches it (from the entry point's call to the helper's caller: a
-finding in it ends "(reached from model.py:42 in Net.forward)") and what its traced
+finding in it ends "(reached from pkg/model.py:42 in Net.forward)") and what its traced
 callers pass to each parameter, joined over every call: "tensor" when every caller passes
 an untyped parameter of an entry point (a tensor by the same default as `forward`'s own
 parameters, never by evidence), "py" when every caller passes a literal or a size;

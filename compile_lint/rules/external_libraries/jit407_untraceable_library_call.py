@@ -141,13 +141,40 @@ class UntraceableLibraryCall(Rule):
             """,
             entry="Gate",
         ),
+        Valid(
+            """
+            import torch
+            from scipy import __version__ as SCIPY_VERSION_STRING
+            from torch import nn
+
+            class Scale(nn.Module):
+                def forward(self, x):
+                    major = tuple(int(part) for part in SCIPY_VERSION_STRING.split(".")[:2])[0]
+                    return x * major
+            """,
+            entry="Scale",
+            note="a `str` method on the library's version string (torchvision's `PILLOW_VERSION_STRING.split('.')`)",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func) or ""
-        if name.startswith(_UNTRACEABLE_LIBRARIES):
+        if name.startswith(_UNTRACEABLE_LIBRARIES) and not self._str_method(node.func):
             self.report(node)
 
+    def _str_method(self, func: cst.BaseExpression) -> bool:
+        """A method of a value known to be a `str` (`PIL.__version__.split(".")`): Dynamo folds it as a constant."""
+        if not isinstance(func, cst.Attribute):
+            return False
+        receiver = func.value
+        if isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        qualified = self.context.qualname(receiver) or ""
+        return qualified.rpartition(".")[2] in _STR_MODULE_ATTRIBUTES
+
+
+# Module attributes that are strings in every library (a package's version, its name and file).
+_STR_MODULE_ATTRIBUTES = frozenset({"__version__", "__name__", "__file__", "__doc__", "__package__"})
 
 # Dynamo's third-party skip list (trace_rules.THIRDPARTY_SKIPLIST, from the generated table),
 # less numpy, whose calls Dynamo traces through its own torch._numpy model; plus libraries

@@ -137,7 +137,7 @@ def _explain(args: argparse.Namespace) -> int:
     grouping = group_records(records, Project(roots, config))
     diagnostics, sources = runtime_findings(grouping.groups, _text_only if args.no_lint else static_lint(config))
     sys.stdout.write(render(args.output_format, diagnostics, sources))
-    if args.output_format in ("text", "concise") and not args.quiet:
+    if args.output_format in ("text", "concise", "full") and not args.quiet:
         sys.stdout.write(summary_line(grouping, diagnostics))
     if not records and not args.quiet:
         sys.stderr.write(f"{PROG}: warning: no graph break or recompile in {', '.join(args.logs)}: was the run "
