@@ -19,6 +19,8 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.classes import ClassResolver
+from compile_lint.analysis.project.dispatch import class_table, element_targets, matching, pattern_attribute, table_values
+from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.summary import (
     MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
@@ -112,8 +114,8 @@ class CallGraph:
         found = []
         for sub_path, sub_name in self.subclasses(path, qualname):
             info = self.cls(sub_path, sub_name)
-            if info is not None and name in info.methods:
-                found.append((sub_path, info.methods[name]))
+            for method in matching(info.methods, name) if info is not None else ():  # `name` may be a getattr pattern
+                found.append((sub_path, info.methods[method]))
         return found
 
     def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:
@@ -135,6 +137,8 @@ class CallGraph:
         """What `spelling` names in file `path`, inside function `scope` (None: at module level)."""
         if depth > _MAX_DEPTH or not spelling or spelling == UNKNOWN:
             return []
+        if spelling.startswith(TABLE_ENTRY):
+            return table_values(self.resolve(path, scope, spelling[len(TABLE_ENTRY):], depth + 1))
         if spelling.startswith("[]"):
             return [("elements", p, q) for kind, p, q in self.resolve(path, scope, spelling[2:], depth + 1)
                     if kind == "class"]
@@ -148,8 +152,7 @@ class CallGraph:
                     if kind == "class"]
         if "[]" in spelling:
             container, _, rest = spelling.partition("[]")
-            elements = [("instance", p, q) for kind, p, q in self.resolve(path, scope, container, depth + 1)
-                        if kind == "elements"]
+            elements = element_targets(self.resolve(path, scope, container, depth + 1))
             return self._continue(elements, [part for part in rest.split(".") if part], depth)
         head, *rest = spelling.split(".")
         return self._continue(self._name(path, scope, head, depth), rest, depth)
@@ -176,7 +179,8 @@ class CallGraph:
             if name in current.aliases:
                 found: list[Target] = []
                 for spelling in current.aliases[name]:
-                    if spelling != UNKNOWN and spelling.split(".")[0].partition("(")[0].partition("[")[0] != name:
+                    head = spelling.removeprefix(TABLE_ENTRY).split(".")[0].partition("(")[0].partition("[")[0]
+                    if spelling != UNKNOWN and head != name:
                         found.extend(self.resolve(path, current, spelling, depth + 1))
                 return found
             if any(param == name for param, _, _ in current.params):
@@ -226,6 +230,8 @@ class CallGraph:
             return []
         if kind == "module":
             return self._module_name(path, name, depth)
+        if PATTERN in name:
+            return pattern_attribute(self, kind, path, qualname, name)
         if kind in ("class", "instance"):
             found = self.method(path, qualname, name)
             if found is not None:
@@ -235,6 +241,7 @@ class CallGraph:
                 return [("class", path, nested)]
             if kind == "instance":
                 return self._makers(path, qualname, name)
+            return class_table(self, path, qualname, name)  # `cls.TABLE[key]`
         return []
 
     # ----- calls -----

@@ -17,6 +17,9 @@ import sys
 import tokenize
 from typing import Iterable, Iterator, Optional, Sequence
 
+from compile_lint.analysis.project.dispatch_spellings import (
+    TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, table_spellings,
+)
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
 from compile_lint.analysis.project.summary import (
     LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
@@ -178,7 +181,7 @@ class _Summariser:
                 for local, qualified in import_bindings(stmt):
                     summary.imports[_intern(local)] = _intern(qualified)
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                spellings = value_spellings(stmt.value)
+                spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
                 if spellings:
                     summary.aliases[_intern(stmt.targets[0].id)] = self._binding(spellings, stmt.value)
         summary.import_spans = tuple(spans)
@@ -263,7 +266,7 @@ class _Summariser:
             self._add_alias(scope, target.id, (f"{container}[]",))
 
     def _assignment(self, targets: list[ast.AST], value: ast.AST, scope: FunctionInfo, owner: Optional[str]) -> None:
-        spellings = value_spellings(value)
+        spellings = dispatched_spellings(value) or value_spellings(value)
         for target in targets:
             if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
                 params = frozenset(name for name, _, _ in scope.params)
@@ -273,7 +276,8 @@ class _Summariser:
                     if isinstance(element, ast.Name):
                         self._add_tag(scope, element.id, OTHER)
             if isinstance(target, ast.Name) and scope.qualname != MODULE_SCOPE:
-                self._add_alias(scope, target.id, spellings or (UNKNOWN,))
+                # A local table of functions or classes: `fns = {"a": f, "b": g}; fns[key](x)`.
+                self._add_alias(scope, target.id, spellings or table_spellings(value, lists=False) or (UNKNOWN,))
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and target.value.id == "self" and owner is not None):
                 cls = self.summary.classes.get(owner)
@@ -322,7 +326,7 @@ class _Summariser:
         if (self._self_calls is not None and type(func) is ast.Attribute and type(func.value) is ast.Name
                 and func.value.id == "self"):
             self._self_calls.add(func.attr)
-        callee = callee_spelling(func)
+        callee = callee_spelling(func) or dispatched_callee(func)
         if callee is None:
             return
         qualified = self._qualified(callee)
@@ -335,7 +339,9 @@ class _Summariser:
         args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None) for a in call.args]
         args += [self._argument(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
-        self._calls_of(scope).append(CallSite(_intern(callee), call.lineno, self._share(tuple(args)), eager, starred))
+        shared = self._share(tuple(args))
+        for spelling in (callee, *dispatch_defaults(func)):  # `T.get(k, default)(x)` may call the default
+            self._calls_of(scope).append(CallSite(_intern(spelling), call.lineno, shared, eager, starred))
 
     def _calls_of(self, scope: FunctionInfo) -> list[CallSite]:
         entry = self._calls.get(id(scope))
@@ -431,9 +437,9 @@ class _Summariser:
                 continue
             self._text_self_calls(stmt)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                spellings = value_spellings(stmt.value)
-                if spellings and all(not s.endswith("()") for s in spellings):
-                    # a class attribute alias: `act = staticmethod(gelu)`
+                spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
+                if spellings and all(s.startswith(TABLE_ENTRY) or not s.endswith("()") for s in spellings):
+                    # a class attribute alias: `act = staticmethod(gelu)`, or a table `SOLVERS = {"a": A}`
                     cls.makers[_intern(stmt.targets[0].id)] = (self._binding(spellings, stmt.value, class_attribute=True),)
 
 
