@@ -215,6 +215,14 @@ class CallGraph:
         file, rest = located
         return self._continue([("module", file, "")], list(rest), depth)
 
+    def qualified_targets(self, path: str, qualified: str) -> list[Target]:
+        """What a name qualified by file `path`'s imports (`..utils.memoize.cached`, or a name of the file) names."""
+        found = self.resolve(path, None, qualified)
+        if found or "." not in qualified:
+            return found
+        located = self._module_file(qualified, path)
+        return self._continue([("module", located[0], "")], list(located[1]), 0) if located is not None else []
+
     def _continue(self, targets: list[Target], rest: list[str], depth: int) -> list[Target]:
         for part in rest:
             following: list[Target] = []
