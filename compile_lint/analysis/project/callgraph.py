@@ -22,6 +22,7 @@ from compile_lint.analysis.project.classes import ClassResolver
 from compile_lint.analysis.project.dispatch import class_table, element_targets, matching, pattern_attribute, table_values
 from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
 from compile_lint.analysis.project.modules import ModuleResolver
+from compile_lint.analysis.project.properties import READ, getter_targets, is_property
 from compile_lint.analysis.project.summary import (
     MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
 )
@@ -58,6 +59,7 @@ class CallGraph:
         self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
+        self._property_names: Optional[frozenset[str]] = None
 
     # ----- lookups -----
     def function(self, key: Key) -> Optional[FunctionInfo]:
@@ -108,6 +110,14 @@ class CallGraph:
                         table.setdefault(base, []).append((file, name))
             self._subclasses = table
         return self._subclasses.get((path, qualname), [])
+
+    def property_names(self) -> frozenset[str]:
+        """The names of the project's property getters (a read of any other attribute calls nothing)."""
+        if self._property_names is None:
+            self._property_names = frozenset(
+                function.name for summary in self.summaries.values() for function in summary.functions.values()
+                if function.owner and function.decorators and is_property(function))
+        return self._property_names
 
     def overrides(self, path: str, qualname: str, name: str) -> list[Key]:
         """`name` as the project's subclasses of the class define it: what `self.name()` may run."""
@@ -275,6 +285,8 @@ class CallGraph:
         (operands are tensors), and a project callee that calls its parameter (`apply(fn, x)`
         making `fn(x)`) calls it with what that inner call passes.
         """
+        if call.callee.startswith(READ):  # an attribute read: a property's getter, if any
+            return [(getter, key, call) for getter in getter_targets(self, key, scope, call)]
         path = key[0]
         found: list[tuple[Key, Key, CallSite]] = []
         for target in self.resolve(path, scope, call.callee):

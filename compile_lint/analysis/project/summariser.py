@@ -21,6 +21,7 @@ from compile_lint.analysis.project.dispatch_spellings import (
     TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, table_spellings,
 )
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
+from compile_lint.analysis.project.properties import read_spelling
 from compile_lint.analysis.project.summary import (
     LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
     FunctionInfo,
@@ -102,6 +103,8 @@ class _Summariser:
         self.summary = summary
         self.tree = tree
         self._calls: dict[int, tuple[FunctionInfo, list[CallSite]]] = {}  # id(scope) -> the scope, its calls
+        self._reads: dict[int, set[str]] = {}  # id(scope) -> the attribute reads kept
+        self._module_level: set[str] = set()
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
         self._args: dict[tuple[Optional[str], str, Optional[str]], Arg] = {}  # one object for equal arguments
@@ -164,6 +167,9 @@ class _Summariser:
     # ----- module -----
     def run(self) -> FileSummary:
         self._module_names(self.tree.body)
+        self._module_level = set(self.summary.imports) | set(self.summary.aliases) | {
+            stmt.name for stmt in module_statements(self.tree.body)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         module = FunctionInfo(MODULE_SCOPE, MODULE_SCOPE, None, 0, 0, 0)
         self.summary.functions[MODULE_SCOPE] = module
         self._body(self.tree.body, module, None, prefix="", eager=False, bindings={}, params=frozenset())
@@ -304,6 +310,7 @@ class _Summariser:
 
     def _expression(self, node: ast.AST, scope: FunctionInfo, eager: bool, params: frozenset[str]) -> None:
         pending = [(node, eager)]
+        callees: set[int] = set()  # a call's callee is no attribute read (`self.m(x)`)
         while pending:
             current, branch_eager = pending.pop()
             kind = type(current)
@@ -318,6 +325,9 @@ class _Summariser:
                 continue
             if kind is ast.Call:
                 self._call(current, scope, branch_eager, params)
+                callees.add(id(current.func))
+            elif kind is ast.Attribute and id(current) not in callees:
+                self._read(current, scope, branch_eager)
             for child in ast.iter_child_nodes(current):
                 pending.append((child, branch_eager))
 
@@ -342,6 +352,16 @@ class _Summariser:
         shared = self._share(tuple(args))
         for spelling in (callee, *dispatch_defaults(func)):  # `T.get(k, default)(x)` may call the default
             self._calls_of(scope).append(CallSite(_intern(spelling), call.lineno, shared, eager, starred))
+
+    def _read(self, node: ast.Attribute, scope: FunctionInfo, eager: bool) -> None:
+        """Keep an attribute read (maybe a property's getter: `properties.py`), once per function."""
+        spelling = read_spelling(node, self._module_level)
+        if spelling is None:
+            return
+        reads = self._reads.setdefault(id(scope), set())
+        if spelling not in reads:
+            reads.add(spelling)
+            self._calls_of(scope).append(CallSite(_intern(spelling), node.lineno, (), eager))
 
     def _calls_of(self, scope: FunctionInfo) -> list[CallSite]:
         entry = self._calls.get(id(scope))
