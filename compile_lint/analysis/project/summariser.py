@@ -103,7 +103,7 @@ class _Summariser:
         self.summary = summary
         self.tree = tree
         self._calls: dict[int, tuple[FunctionInfo, list[CallSite]]] = {}  # id(scope) -> the scope, its calls
-        self._reads: dict[int, set[str]] = {}  # id(scope) -> the attribute reads kept
+        self._reads: dict[int, dict[str, tuple[FunctionInfo, CallSite]]] = {}  # id(scope) -> its attribute reads
         self._module_level: set[str] = set()
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
@@ -173,6 +173,7 @@ class _Summariser:
         module = FunctionInfo(MODULE_SCOPE, MODULE_SCOPE, None, 0, 0, 0)
         self.summary.functions[MODULE_SCOPE] = module
         self._body(self.tree.body, module, None, prefix="", eager=False, bindings={}, params=frozenset())
+        self._keep_reads()
         for function in self.summary.functions.values():
             function.calls = tuple(self._calls_of(function))
         self.summary.compiled = tuple(self._compiled)
@@ -354,14 +355,28 @@ class _Summariser:
             self._calls_of(scope).append(CallSite(_intern(spelling), call.lineno, shared, eager, starred))
 
     def _read(self, node: ast.Attribute, scope: FunctionInfo, eager: bool) -> None:
-        """Keep an attribute read (maybe a property's getter: `properties.py`), once per function."""
+        """Note an attribute read (maybe a property's getter: `properties.py`), once per function.
+
+        A constructor's reads are not kept: an `__init__` runs where its object is made, mostly
+        outside compiled code (a property read there is rare, its object made in traced code rarer).
+        """
+        if scope.name == "__init__":
+            return
         spelling = read_spelling(node, self._module_level)
         if spelling is None:
             return
-        reads = self._reads.setdefault(id(scope), set())
+        reads = self._reads.setdefault(id(scope), {})
         if spelling not in reads:
-            reads.add(spelling)
-            self._calls_of(scope).append(CallSite(_intern(spelling), node.lineno, (), eager))
+            reads[spelling] = (scope, CallSite(_intern(spelling), node.lineno, (), eager))
+
+    def _keep_reads(self) -> None:
+        """Keep the reads of attributes that no `self.NAME = value` of the file assigns: an attribute
+        the file's classes assign is data there (a project keeps few reads: its index stays small)."""
+        assigned = {name for cls in self.summary.classes.values() for name in cls.makers}
+        for reads in self._reads.values():
+            for spelling, (scope, read) in reads.items():
+                if spelling.rpartition(".")[2] not in assigned:
+                    self._calls_of(scope).append(read)
 
     def _calls_of(self, scope: FunctionInfo) -> list[CallSite]:
         entry = self._calls.get(id(scope))
