@@ -34,6 +34,35 @@ def test_getattr_spellings(source, spelling):
     assert getattr_spelling(_call(source)) == spelling
 
 
+@pytest.mark.parametrize("source, spelling", [
+    ("T.get(key, default)(x)", "T[]"),
+    ('getattr(self, "_reduce_" + name)(x)', "self._reduce_*"),
+    ("self.reduction_for(kind)(x)", "self.reduction_for()"),  # what the method returns is called
+    ("getattr(self, name)(x)", None),
+    ("f(x)", None),
+])
+def test_dispatched_callee_spellings(source, spelling):
+    from compile_lint.analysis.project.dispatch_spellings import dispatched_callee
+
+    assert dispatched_callee(_call(source).func) == spelling
+
+
+def test_a_function_returning_a_dispatch_keeps_it_as_its_returned_alias():
+    from compile_lint.analysis.project.dispatch_spellings import RETURNED
+    from compile_lint.analysis.project.summariser import summarise_source
+
+    summary = summarise_source("r.py", b"""
+class Reducer:
+    def reduction_for(self, kind):
+        return getattr(self, f"{kind}_reduction")
+
+    def made(self, kind):
+        return TABLE[kind](self)
+""")
+    assert summary.functions["Reducer.reduction_for"].aliases[RETURNED] == ("self.*_reduction",)
+    assert RETURNED not in summary.functions["Reducer.made"].aliases  # an instance made: not this shape
+
+
 def test_table_spellings_keep_classes_and_functions_of_short_literals_only():
     from compile_lint.analysis.project.dispatch_spellings import table_spellings
 

@@ -19,7 +19,9 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.classes import ClassResolver
-from compile_lint.analysis.project.dispatch import class_table, element_targets, matching, pattern_attribute, table_values
+from compile_lint.analysis.project.dispatch import (
+    MAX_MATCHES, class_table, element_targets, matching, pattern_attribute, returned_targets, table_values,
+)
 from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.properties import READ, getter_targets, is_property
@@ -124,8 +126,9 @@ class CallGraph:
         found = []
         for sub_path, sub_name in self.subclasses(path, qualname):
             info = self.cls(sub_path, sub_name)
-            for method in matching(info.methods, name) if info is not None else ():  # `name` may be a getattr pattern
-                found.append((sub_path, info.methods[method]))
+            methods = matching(info.methods, name) if info is not None else []  # `name` may be a getattr pattern
+            if len(methods) <= MAX_MATCHES:  # a pattern matching more of one class's methods enumerates nothing
+                found += [(sub_path, info.methods[method]) for method in methods]
         return found
 
     def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:
@@ -158,8 +161,13 @@ class CallGraph:
             made, _, rest = spelling.partition("().")
             return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)
         if spelling.endswith("()"):
-            return [("instance", p, q) for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1)
-                    if kind == "class"]
+            made: list[Target] = []
+            for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1):
+                if kind == "class":
+                    made.append(("instance", p, q))
+                elif kind == "function":  # a function that returns a dispatch (`getattr(self, ...)`)
+                    made += returned_targets(self, p, q, depth + 1)
+            return made
         if "[]" in spelling:
             container, _, rest = spelling.partition("[]")
             elements = element_targets(self.resolve(path, scope, container, depth + 1))

@@ -44,7 +44,7 @@ def decorator_wrappers(graph: "CallGraph", key: "Key", memo: dict) -> tuple["Key
 
 
 def _wrappers_of_decorator(graph: "CallGraph", path: str, decorator: str) -> tuple["Key", ...]:
-    """The wrappers of the decorator spelled (qualified) `decorator` in file `path`; () when it is no project function."""
+    """The wrappers of the decorator spelled (qualified) `decorator` in file `path` (none for a non-project one)."""
     if decorator.startswith(("torch.", "functools.", "typing.")) or decorator in ("property", "staticmethod",
                                                                                    "classmethod"):
         return ()

@@ -11,6 +11,8 @@
   (`getattr(self, name)` names nothing).
 - A local bound to a dispatched call, `solver = SOLVERS[method](...)`, holds an instance of
   any of the values: `SOLVERS[]()`.
+- A function that returns a dispatch (`return getattr(self, f"{kind}_reduction")`) keeps it
+  as its local alias `RETURNED`: calling what the function returns calls any of those.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Optional
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings
 
 TABLE_ENTRY = "{}"  # the prefix of a spelling that is one value of a literal table
+RETURNED = "<return>"  # the local alias that holds what a function returns through a dispatch
 PATTERN = "*"  # stands for the part of an attribute name `getattr` builds at run time
 _MAX_TABLE = 64  # a longer literal is data, not a dispatch table
 _MIN_CONSTANT = 2  # letters and digits a `getattr` pattern must fix to be enumerable
@@ -49,14 +52,15 @@ def table_spellings(value: ast.AST, lists: bool = True) -> tuple[str, ...]:
 
 def dispatched_callee(func: ast.AST) -> Optional[str]:
     """The callee spelling of a call whose callee is itself a dispatch: `T.get(k, d)(...)` -> `T[]`,
-    `getattr(self, "_a_" + n)(...)` -> `self._a_*`; None for any other callee."""
+    `getattr(self, "_a_" + n)(...)` -> `self._a_*`, `self.pick(kind)(...)` -> `self.pick()`; else None."""
     if not isinstance(func, ast.Call):
         return None
-    return _table_get(func) or getattr_spelling(func)
+    made = dotted(func.func)  # `self._reduction()(x)`: what the function returns is called
+    return _table_get(func) or getattr_spelling(func) or (f"{made}()" if made and made != "getattr" else None)
 
 
 def dispatch_defaults(func: ast.AST) -> tuple[str, ...]:
-    """What the default of a dispatch callee makes the call run: `d` of `T.get(k, d)(...)`, of `getattr(o, n, d)(...)`."""
+    """What the default of a dispatch callee makes the call run: `d` of `T.get(k, d)(...)`, `getattr(o, n, d)(...)`."""
     if not isinstance(func, ast.Call) or len(func.args) != (2 if _table_get(func) else 3):
         return ()
     if _table_get(func) is None and getattr_spelling(func) is None:
@@ -77,6 +81,12 @@ def dispatched_spellings(value: ast.AST) -> tuple[str, ...]:
     if element is None:
         return ()
     return (element,) + dispatch_defaults(value)
+
+
+def returned_dispatch(value: ast.AST) -> tuple[str, ...]:
+    """What a function returning a dispatch hands back to call: `return getattr(self, "_a_" + n)` -> `self._a_*`,
+    `return T.get(k, d)` -> `T[]`, `d` (not an instance made: that is a factory's business)."""
+    return tuple(spelling for spelling in dispatched_spellings(value) if not spelling.endswith("()"))
 
 
 def _table_get(call: ast.Call) -> Optional[str]:

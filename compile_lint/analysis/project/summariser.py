@@ -18,7 +18,8 @@ import tokenize
 from typing import Iterable, Iterator, Optional, Sequence
 
 from compile_lint.analysis.project.dispatch_spellings import (
-    TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, table_spellings,
+    RETURNED, TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, returned_dispatch,
+    table_spellings,
 )
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
 from compile_lint.analysis.project.properties import read_spelling
@@ -233,6 +234,10 @@ class _Summariser:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self._untagged(item.optional_vars, scope)
+        if isinstance(stmt, ast.Return) and stmt.value is not None and scope.qualname != MODULE_SCOPE:
+            returned = returned_dispatch(stmt.value)
+            if returned:  # `return getattr(self, f"{kind}_reduction")`: what calling the result runs
+                self._add_alias(scope, RETURNED, returned)
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -475,7 +480,8 @@ class _Summariser:
                 spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
                 if spellings and all(s.startswith(TABLE_ENTRY) or not s.endswith("()") for s in spellings):
                     # a class attribute alias: `act = staticmethod(gelu)`, or a table `SOLVERS = {"a": A}`
-                    cls.makers[_intern(stmt.targets[0].id)] = (self._binding(spellings, stmt.value, class_attribute=True),)
+                    binding = self._binding(spellings, stmt.value, class_attribute=True)
+                    cls.makers[_intern(stmt.targets[0].id)] = (binding,)
 
 
 def _single_bindings(function: ast.FunctionDef) -> dict[str, ast.AST]:
