@@ -19,7 +19,12 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.classes import ClassResolver
+from compile_lint.analysis.project.dispatch import (
+    MAX_MATCHES, class_table, element_targets, matching, pattern_attribute, returned_targets, table_values,
+)
+from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
 from compile_lint.analysis.project.modules import ModuleResolver
+from compile_lint.analysis.project.properties import READ, getter_targets, is_property
 from compile_lint.analysis.project.summary import (
     MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
 )
@@ -56,6 +61,7 @@ class CallGraph:
         self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
+        self._property_names: Optional[frozenset[str]] = None
 
     # ----- lookups -----
     def function(self, key: Key) -> Optional[FunctionInfo]:
@@ -107,13 +113,22 @@ class CallGraph:
             self._subclasses = table
         return self._subclasses.get((path, qualname), [])
 
+    def property_names(self) -> frozenset[str]:
+        """The names of the project's property getters (a read of any other attribute calls nothing)."""
+        if self._property_names is None:
+            self._property_names = frozenset(
+                function.name for summary in self.summaries.values() for function in summary.functions.values()
+                if function.owner and function.decorators and is_property(function))
+        return self._property_names
+
     def overrides(self, path: str, qualname: str, name: str) -> list[Key]:
         """`name` as the project's subclasses of the class define it: what `self.name()` may run."""
         found = []
         for sub_path, sub_name in self.subclasses(path, qualname):
             info = self.cls(sub_path, sub_name)
-            if info is not None and name in info.methods:
-                found.append((sub_path, info.methods[name]))
+            methods = matching(info.methods, name) if info is not None else []  # `name` may be a getattr pattern
+            if len(methods) <= MAX_MATCHES:  # a pattern matching more of one class's methods enumerates nothing
+                found += [(sub_path, info.methods[method]) for method in methods]
         return found
 
     def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:
@@ -135,6 +150,8 @@ class CallGraph:
         """What `spelling` names in file `path`, inside function `scope` (None: at module level)."""
         if depth > _MAX_DEPTH or not spelling or spelling == UNKNOWN:
             return []
+        if spelling.startswith(TABLE_ENTRY):
+            return table_values(self.resolve(path, scope, spelling[len(TABLE_ENTRY):], depth + 1))
         if spelling.startswith("[]"):
             return [("elements", p, q) for kind, p, q in self.resolve(path, scope, spelling[2:], depth + 1)
                     if kind == "class"]
@@ -144,12 +161,16 @@ class CallGraph:
             made, _, rest = spelling.partition("().")
             return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)
         if spelling.endswith("()"):
-            return [("instance", p, q) for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1)
-                    if kind == "class"]
+            made: list[Target] = []
+            for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1):
+                if kind == "class":
+                    made.append(("instance", p, q))
+                elif kind == "function":  # a function that returns a dispatch (`getattr(self, ...)`)
+                    made += returned_targets(self, p, q, depth + 1)
+            return made
         if "[]" in spelling:
             container, _, rest = spelling.partition("[]")
-            elements = [("instance", p, q) for kind, p, q in self.resolve(path, scope, container, depth + 1)
-                        if kind == "elements"]
+            elements = element_targets(self.resolve(path, scope, container, depth + 1))
             return self._continue(elements, [part for part in rest.split(".") if part], depth)
         head, *rest = spelling.split(".")
         return self._continue(self._name(path, scope, head, depth), rest, depth)
@@ -176,7 +197,8 @@ class CallGraph:
             if name in current.aliases:
                 found: list[Target] = []
                 for spelling in current.aliases[name]:
-                    if spelling != UNKNOWN and spelling.split(".")[0].partition("(")[0].partition("[")[0] != name:
+                    head = spelling.removeprefix(TABLE_ENTRY).split(".")[0].partition("(")[0].partition("[")[0]
+                    if spelling != UNKNOWN and head != name:
                         found.extend(self.resolve(path, current, spelling, depth + 1))
                 return found
             if any(param == name for param, _, _ in current.params):
@@ -211,6 +233,14 @@ class CallGraph:
         file, rest = located
         return self._continue([("module", file, "")], list(rest), depth)
 
+    def qualified_targets(self, path: str, qualified: str) -> list[Target]:
+        """What a name qualified by file `path`'s imports (`..utils.memoize.cached`, or a name of the file) names."""
+        found = self.resolve(path, None, qualified)
+        if found or "." not in qualified:
+            return found
+        located = self._module_file(qualified, path)
+        return self._continue([("module", located[0], "")], list(located[1]), 0) if located is not None else []
+
     def _continue(self, targets: list[Target], rest: list[str], depth: int) -> list[Target]:
         for part in rest:
             following: list[Target] = []
@@ -226,6 +256,8 @@ class CallGraph:
             return []
         if kind == "module":
             return self._module_name(path, name, depth)
+        if PATTERN in name:
+            return pattern_attribute(self, kind, path, qualname, name)
         if kind in ("class", "instance"):
             found = self.method(path, qualname, name)
             if found is not None:
@@ -235,6 +267,7 @@ class CallGraph:
                 return [("class", path, nested)]
             if kind == "instance":
                 return self._makers(path, qualname, name)
+            return class_table(self, path, qualname, name)  # `cls.TABLE[key]`
         return []
 
     # ----- calls -----
@@ -260,6 +293,8 @@ class CallGraph:
         (operands are tensors), and a project callee that calls its parameter (`apply(fn, x)`
         making `fn(x)`) calls it with what that inner call passes.
         """
+        if call.callee.startswith(READ):  # an attribute read: a property's getter, if any
+            return [(getter, key, call) for getter in getter_targets(self, key, scope, call)]
         path = key[0]
         found: list[tuple[Key, Key, CallSite]] = []
         for target in self.resolve(path, scope, call.callee):

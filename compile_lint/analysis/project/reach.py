@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
+from compile_lint.analysis.project.decorators import decorator_wrappers
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
@@ -85,6 +86,7 @@ class ProjectReach:
         # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
         self._hints: dict[tuple[Key, str], Optional[str]] = {}
+        self._decorators: dict = {}  # (file, decorator) -> its wrappers (decorators.py)
         self._files: dict[str, FileReach] = {}
         self._by_file: Optional[dict[str, list[Key]]] = None
         self._walk()
@@ -105,6 +107,12 @@ class ProjectReach:
             function = graph.function(key)
             if function is None:
                 continue
+            # A call of a decorated function runs the decorator's wrapper first, from the same call.
+            for wrapper in decorator_wrappers(graph, key, self._decorators):
+                if wrapper not in self.reached and not is_disabled(graph, wrapper):
+                    self.reached.add(wrapper)
+                    self.parents[wrapper] = self.parents.get(key, (key, function.line))
+                    pending.append(wrapper)
             for call in function.calls:
                 if call.eager:
                     continue

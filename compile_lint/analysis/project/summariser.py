@@ -17,7 +17,12 @@ import sys
 import tokenize
 from typing import Iterable, Iterator, Optional, Sequence
 
+from compile_lint.analysis.project.dispatch_spellings import (
+    RETURNED, TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, returned_dispatch,
+    table_spellings,
+)
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
+from compile_lint.analysis.project.properties import read_spelling
 from compile_lint.analysis.project.summary import (
     LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
     FunctionInfo,
@@ -99,6 +104,8 @@ class _Summariser:
         self.summary = summary
         self.tree = tree
         self._calls: dict[int, tuple[FunctionInfo, list[CallSite]]] = {}  # id(scope) -> the scope, its calls
+        self._reads: dict[int, dict[str, tuple[FunctionInfo, CallSite]]] = {}  # id(scope) -> its attribute reads
+        self._module_level: set[str] = set()
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
         self._args: dict[tuple[Optional[str], str, Optional[str]], Arg] = {}  # one object for equal arguments
@@ -161,9 +168,13 @@ class _Summariser:
     # ----- module -----
     def run(self) -> FileSummary:
         self._module_names(self.tree.body)
+        self._module_level = set(self.summary.imports) | set(self.summary.aliases) | {
+            stmt.name for stmt in module_statements(self.tree.body)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         module = FunctionInfo(MODULE_SCOPE, MODULE_SCOPE, None, 0, 0, 0)
         self.summary.functions[MODULE_SCOPE] = module
         self._body(self.tree.body, module, None, prefix="", eager=False, bindings={}, params=frozenset())
+        self._keep_reads()
         for function in self.summary.functions.values():
             function.calls = tuple(self._calls_of(function))
         self.summary.compiled = tuple(self._compiled)
@@ -178,7 +189,7 @@ class _Summariser:
                 for local, qualified in import_bindings(stmt):
                     summary.imports[_intern(local)] = _intern(qualified)
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                spellings = value_spellings(stmt.value)
+                spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
                 if spellings:
                     summary.aliases[_intern(stmt.targets[0].id)] = self._binding(spellings, stmt.value)
         summary.import_spans = tuple(spans)
@@ -223,6 +234,10 @@ class _Summariser:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self._untagged(item.optional_vars, scope)
+        if isinstance(stmt, ast.Return) and stmt.value is not None and scope.qualname != MODULE_SCOPE:
+            returned = returned_dispatch(stmt.value)
+            if returned:  # `return getattr(self, f"{kind}_reduction")`: what calling the result runs
+                self._add_alias(scope, RETURNED, returned)
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -263,7 +278,7 @@ class _Summariser:
             self._add_alias(scope, target.id, (f"{container}[]",))
 
     def _assignment(self, targets: list[ast.AST], value: ast.AST, scope: FunctionInfo, owner: Optional[str]) -> None:
-        spellings = value_spellings(value)
+        spellings = dispatched_spellings(value) or value_spellings(value)
         for target in targets:
             if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
                 params = frozenset(name for name, _, _ in scope.params)
@@ -273,7 +288,8 @@ class _Summariser:
                     if isinstance(element, ast.Name):
                         self._add_tag(scope, element.id, OTHER)
             if isinstance(target, ast.Name) and scope.qualname != MODULE_SCOPE:
-                self._add_alias(scope, target.id, spellings or (UNKNOWN,))
+                # A local table of functions or classes: `fns = {"a": f, "b": g}; fns[key](x)`.
+                self._add_alias(scope, target.id, spellings or table_spellings(value, lists=False) or (UNKNOWN,))
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and target.value.id == "self" and owner is not None):
                 cls = self.summary.classes.get(owner)
@@ -300,6 +316,7 @@ class _Summariser:
 
     def _expression(self, node: ast.AST, scope: FunctionInfo, eager: bool, params: frozenset[str]) -> None:
         pending = [(node, eager)]
+        callees: set[int] = set()  # a call's callee is no attribute read (`self.m(x)`)
         while pending:
             current, branch_eager = pending.pop()
             kind = type(current)
@@ -314,6 +331,9 @@ class _Summariser:
                 continue
             if kind is ast.Call:
                 self._call(current, scope, branch_eager, params)
+                callees.add(id(current.func))
+            elif kind is ast.Attribute and id(current) not in callees:
+                self._read(current, scope, branch_eager)
             for child in ast.iter_child_nodes(current):
                 pending.append((child, branch_eager))
 
@@ -322,7 +342,7 @@ class _Summariser:
         if (self._self_calls is not None and type(func) is ast.Attribute and type(func.value) is ast.Name
                 and func.value.id == "self"):
             self._self_calls.add(func.attr)
-        callee = callee_spelling(func)
+        callee = callee_spelling(func) or dispatched_callee(func)
         if callee is None:
             return
         qualified = self._qualified(callee)
@@ -335,7 +355,33 @@ class _Summariser:
         args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None) for a in call.args]
         args += [self._argument(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
-        self._calls_of(scope).append(CallSite(_intern(callee), call.lineno, self._share(tuple(args)), eager, starred))
+        shared = self._share(tuple(args))
+        for spelling in (callee, *dispatch_defaults(func)):  # `T.get(k, default)(x)` may call the default
+            self._calls_of(scope).append(CallSite(_intern(spelling), call.lineno, shared, eager, starred))
+
+    def _read(self, node: ast.Attribute, scope: FunctionInfo, eager: bool) -> None:
+        """Note an attribute read (maybe a property's getter: `properties.py`), once per function.
+
+        A constructor's reads are not kept: an `__init__` runs where its object is made, mostly
+        outside compiled code (a property read there is rare, its object made in traced code rarer).
+        """
+        if scope.name == "__init__":
+            return
+        spelling = read_spelling(node, self._module_level)
+        if spelling is None:
+            return
+        reads = self._reads.setdefault(id(scope), {})
+        if spelling not in reads:
+            reads[spelling] = (scope, CallSite(_intern(spelling), node.lineno, (), eager))
+
+    def _keep_reads(self) -> None:
+        """Keep the reads of attributes that no `self.NAME = value` of the file assigns: an attribute
+        the file's classes assign is data there (a project keeps few reads: its index stays small)."""
+        assigned = {name for cls in self.summary.classes.values() for name in cls.makers}
+        for reads in self._reads.values():
+            for spelling, (scope, read) in reads.items():
+                if spelling.rpartition(".")[2] not in assigned:
+                    self._calls_of(scope).append(read)
 
     def _calls_of(self, scope: FunctionInfo) -> list[CallSite]:
         entry = self._calls.get(id(scope))
@@ -431,10 +477,11 @@ class _Summariser:
                 continue
             self._text_self_calls(stmt)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                spellings = value_spellings(stmt.value)
-                if spellings and all(not s.endswith("()") for s in spellings):
-                    # a class attribute alias: `act = staticmethod(gelu)`
-                    cls.makers[_intern(stmt.targets[0].id)] = (self._binding(spellings, stmt.value, class_attribute=True),)
+                spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
+                if spellings and all(s.startswith(TABLE_ENTRY) or not s.endswith("()") for s in spellings):
+                    # a class attribute alias: `act = staticmethod(gelu)`, or a table `SOLVERS = {"a": A}`
+                    binding = self._binding(spellings, stmt.value, class_attribute=True)
+                    cls.makers[_intern(stmt.targets[0].id)] = (binding,)
 
 
 def _single_bindings(function: ast.FunctionDef) -> dict[str, ast.AST]:
