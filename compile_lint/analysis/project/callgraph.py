@@ -19,6 +19,7 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.classes import ClassResolver
+from compile_lint.analysis.project.libraries import LibraryIndex
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.summary import (
     MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
@@ -50,12 +51,28 @@ class CallGraph:
 
     def __init__(self, summaries: dict[str, FileSummary], modules: ModuleResolver,
                  module_bases: Iterable[str] = ()) -> None:
-        self.summaries = summaries
+        # A copy: installed libraries' files join it while the traced set is walked (`follow_libraries`).
+        self.summaries = dict(summaries)
+        self.project_files = tuple(summaries)
         self.modules = modules
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(module_bases))
         self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
+        self.libraries: Optional[LibraryIndex] = None
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
+        self._starred: dict[tuple[str, str], list[Target]] = {}
+
+    def follow_libraries(self, libraries: LibraryIndex) -> None:
+        """From now on, resolve names into installed libraries' files too (summarised when first named).
+
+        What was resolved before without them (the entry points) is resolved again: a class's
+        order may now hold a library base.
+        """
+        self.libraries = libraries
+        self._files = {key: found for key, found in self._files.items() if found is not None}
+        self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
+        self._subclasses = None
+        self._starred = {key: found for key, found in self._starred.items() if found}
 
     # ----- lookups -----
     def function(self, key: Key) -> Optional[FunctionInfo]:
@@ -71,6 +88,10 @@ class CallGraph:
         if key not in self._files:
             file, rest = self.modules.module_file(qualified, path)
             file = os.path.abspath(file) if file else None
+            if file is not None and file not in self.summaries and self.libraries is not None:
+                library = self.libraries.summary(file)
+                if library is not None:
+                    self.summaries[file] = library
             self._files[key] = (file, rest) if file in self.summaries else None
         return self._files[key]
 
@@ -100,7 +121,8 @@ class CallGraph:
         """The project's classes that derive from the class, directly or not."""
         if self._subclasses is None:
             table: dict[tuple[str, str], list[tuple[str, str]]] = {}
-            for file, summary in self.summaries.items():
+            for file in self.project_files:  # a library's classes never derive from the project's
+                summary = self.summaries[file]
                 for name in summary.classes:
                     for base in self.mro(file, name)[1:]:
                         table.setdefault(base, []).append((file, name))
@@ -204,12 +226,56 @@ class CallGraph:
                 located = self._module_file("." + name, path)
                 if located is not None and located[0] != path:
                     return self._continue([("module", located[0], "")], list(located[1]), depth)
-            return []
+            return self._star_imported(path, summary, name, depth) if summary.star_imports else []
         located = self._module_file(qualified, path)
         if located is None:
             return []
         file, rest = located
+        if not rest:
+            bound = self._package_attribute(qualified, path, file, depth)
+            if bound is not None:
+                return bound
         return self._continue([("module", file, "")], list(rest), depth)
+
+    def _star_imported(self, path: str, summary: FileSummary, name: str, depth: int) -> list[Target]:
+        """What `from MODULE import *` binds `name` to (the last such import that binds it, as Python
+        binds them); a name with a leading underscore is never star-imported."""
+        if name.startswith("_"):
+            return []
+        memo = (path, name)
+        if memo in self._starred:
+            return self._starred[memo]
+        self._starred[memo] = []  # a cycle of star imports finds nothing more
+        found: list[Target] = []
+        for module in reversed(summary.star_imports):
+            located = self._module_file(module, path)
+            if located is not None and not located[1] and located[0] != path:
+                found = self._module_name(located[0], name, depth + 1)
+                if found:
+                    break
+        self._starred[memo] = found
+        return found
+
+    def _package_attribute(self, qualified: str, path: str, module: str, depth: int) -> Optional[list[Target]]:
+        """`from pkg import name` takes the package's attribute `name` before its submodule `name`:
+        what `pkg/__init__.py` binds `name` to when that is not the submodule `module`
+        (`from .odeint import odeint` there), else None."""
+        dots = len(qualified) - len(qualified.lstrip("."))
+        parts = qualified[dots:].split(".")
+        if len(parts) < 2 and not dots:
+            return None
+        package = self._module_file("." * dots + ".".join(parts[:-1]), path)
+        if package is None or package[1] or package[0] == path or os.path.basename(package[0]) != "__init__.py":
+            return None
+        init, name = package[0], parts[-1]
+        summary = self.summaries[init]
+        if name in summary.imports:
+            named = self._module_file(summary.imports[name], init)
+            if named is None or named == (module, ()):
+                return None
+        elif name not in summary.functions and name not in summary.classes and name not in summary.aliases:
+            return None
+        return self._module_name(init, name, depth + 1)
 
     def _continue(self, targets: list[Target], rest: list[str], depth: int) -> list[Target]:
         for part in rest:
