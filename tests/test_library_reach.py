@@ -179,6 +179,16 @@ def test_cli_text_names_the_library_line_and_notes_an_extension_once(installed):
     assert len(notes) == 1 and "ext.py:9" in notes[0], result.stderr
 
 
+def test_cli_on_each_file_alone_agrees(installed):
+    project, site, env = installed
+    findings = []
+    for file in sorted({file for file, _ in expected()}):
+        result = _cli(project, env, "--no-cache", "--output-format", "json", file)
+        assert result.returncode == 1, result.stderr
+        findings += assert_findings_json(result.stdout)
+    _assert_user_findings(findings, site)
+
+
 def test_show_library_findings_lists_the_librarys_sites_apart(installed):
     project, site, env = installed
     result = _cli(project, env, "--no-cache", "--show-library-findings", "--output-format", "json", ".")
@@ -218,4 +228,33 @@ def test_flake8_reports_the_users_lines(installed):
             path, line, _, rest = text.split(":", 3)
             found.add((Path(path).name, int(line), rest.split()[0]))
             assert "breaks the graph inside fakesolver 1.0.0" in rest
+    assert found == {(file, line, code) for (file, line), (code, _, _) in expected().items()}
+
+
+def test_language_server_reports_the_users_lines(installed):
+    pytest.importorskip("pygls")
+    from lsp_client import LspClient
+
+    project, _, env = installed
+    client = LspClient(str(project), env=env)
+    found = set()
+    try:
+        client.initialize(project.as_uri())
+        for file in sorted({file for file, _ in expected()}):
+            path = project / file
+            uri = path.as_uri()
+            client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": path.read_text(encoding="utf-8")}})
+            # The file's own findings come first, then, when they differ, those with the project's
+            # reach (into the library): the last of at most two publishes is the server's answer.
+            wanted = {(line, code) for (marked, line), (code, _, _) in expected().items() if marked == file}
+            publishes: list[set] = []
+            while not publishes or publishes[-1] != wanted:
+                assert len(publishes) < 2, (file, publishes, wanted)
+                diagnostics = client.diagnostics(uri, version=1)["diagnostics"]
+                publishes.append({(d["range"]["start"]["line"] + 1, d["code"]) for d in diagnostics})
+            found |= {(file, line, code) for line, code in publishes[-1]}
+        assert client.close() == 0
+    finally:
+        client.kill()
     assert found == {(file, line, code) for (file, line), (code, _, _) in expected().items()}
