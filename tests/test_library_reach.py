@@ -164,6 +164,12 @@ def test_cli_json_reports_each_break_at_the_users_call(installed):
     assert len(list(cache.glob("library-index/fakesolver-1.0.0-*.pickle"))) == 1, _listing(cache)
     warm = _cli(project, env, "--output-format", "json", ".")
     assert json.loads(warm.stdout) == json.loads(result.stdout)
+    # The library changes (a new release, an edit): the cached answers do not outlive it.
+    steps = site / "fakesolver" / "_impl" / "steps.py"
+    steps.write_text(steps.read_text(encoding="utf-8").replace('print("norm", y.norm())', "return y.norm()"),
+                     encoding="utf-8")
+    edited = _cli(project, env, "--output-format", "json", ".")
+    assert {f["code"] for f in json.loads(edited.stdout)} == {"JIT101", "JIT201"}, edited.stdout
 
 
 def test_cli_text_names_the_library_line_and_notes_an_extension_once(installed):
