@@ -58,6 +58,8 @@ class CallGraph:
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(module_bases))
         self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
         self.libraries: Optional[LibraryIndex] = None
+        # Installed libraries' classes the project makes objects of (library_reach.instantiated_classes).
+        self.instantiated: tuple[Key, ...] = ()
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
         self._starred: dict[tuple[str, str], list[Target]] = {}
@@ -130,12 +132,18 @@ class CallGraph:
         return self._subclasses.get((path, qualname), [])
 
     def overrides(self, path: str, qualname: str, name: str) -> list[Key]:
-        """`name` as the project's subclasses of the class define it: what `self.name()` may run."""
+        """`name` as the project's subclasses of the class define it, and as the installed libraries' classes the
+        project makes objects of resolve it when they derive from the class: what `self.name()` may run."""
         found = []
         for sub_path, sub_name in self.subclasses(path, qualname):
             info = self.cls(sub_path, sub_name)
             if info is not None and name in info.methods:
                 found.append((sub_path, info.methods[name]))
+        for made in self.instantiated:  # a library object the project makes runs its own class's `name`
+            if (path, qualname) in self.mro(*made)[1:]:
+                method = self.method(*made, name)
+                if method is not None and method != self.method(path, qualname, name) and method not in found:
+                    found.append(method)
         return found
 
     def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:

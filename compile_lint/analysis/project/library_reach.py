@@ -108,17 +108,36 @@ class LibraryWalk:
             targets = grouped.setdefault((function, line, callee), [])
             if target not in targets:
                 targets.append(target)
-        return tuple(LibraryCall(function, line, callee, self._reached(targets))
+        return tuple(LibraryCall(function, line, callee, self._reached(targets, self._receivers(path, function, callee)))
                      for (function, line, callee), targets in sorted(grouped.items()))
 
-    def _reached(self, targets: list[Key]) -> tuple[LibraryFunction, ...]:
+    def _receivers(self, path: str, function: str, callee: str) -> tuple[Key, ...]:
+        """The classes of the library objects a user's call calls (`loss_func(...)`: its class), if it names any."""
+        scope = self.graph.function((path, function))
+        return tuple(sorted({(file, qualname) for kind, file, qualname in self.graph.resolve(path, scope, callee)
+                             if kind == "instance"}))
+
+    def _other_class(self, caller: Key, callee: Key, receivers: tuple[Key, ...]) -> bool:
+        """Whether `callee` overrides, in a subclass, a method of the user's object's class that `caller` is
+        a method of, but the object is of no such subclass: `pair_miner(...)` does not run the mine() of
+        another miner class the project also makes (`CallGraph.overrides` joins them for the traced set)."""
+        made, base = self.graph.function(callee), self.graph.function(caller)
+        if not receivers or made is None or base is None or not made.owner or not base.owner:
+            return False
+        owner, base_class = (callee[0], made.owner), (caller[0], base.owner)
+        if owner == base_class or base_class not in self.graph.mro(*owner)[1:]:
+            return False
+        orders = [self.graph.mro(*receiver) for receiver in receivers]
+        return any(base_class in order for order in orders) and not any(owner in order for order in orders)
+
+    def _reached(self, targets: list[Key], receivers: tuple[Key, ...] = ()) -> tuple[LibraryFunction, ...]:
         """Breadth first from the functions a call runs, over the library's own calls: each with its chain."""
         via: dict[Key, tuple[tuple[str, int, str], ...]] = {target: () for target in targets}
         pending = deque(targets)
         while pending:
             key = pending.popleft()
             for callee, line in self._edges.get(key, ()):
-                if callee not in via:
+                if callee not in via and not self._other_class(key, callee, receivers):
                     via[callee] = via[key] + ((self._shown(key[0]), line, key[1]),)
                     pending.append(callee)
         found = []
@@ -139,6 +158,34 @@ class LibraryWalk:
 def _library_function(key: Key, function: FunctionInfo, package: str, version: str, shown: str,
                       via: tuple[tuple[str, int, str], ...]) -> LibraryFunction:
     return LibraryFunction(key[0], key[1], function.first_line, function.end_line, package, version, shown, via)
+
+
+def instantiated_classes(graph: CallGraph) -> tuple[Key, ...]:
+    """The installed libraries' classes the project's files make objects of, sorted: at module level
+    (`loss_func = losses.TripletMarginLoss(...)`), in a function, or as `self.x = lib.Cls(...)`.
+
+    A base class's method in the library calling `self.compute_loss()` runs the override of the
+    object's class (`CallGraph.overrides`). Only spellings whose head the file imports from an
+    installed module are resolved, so a project that makes no library object resolves nothing.
+    """
+    libraries = graph.libraries
+    if libraries is None:
+        return ()
+    found: set[Key] = set()
+    for path in graph.project_files:
+        summary = graph.summaries[path]
+        spellings = [spelling for binding in summary.aliases.values() for spelling in binding.spellings]
+        spellings += [spelling for cls in summary.classes.values() for bindings in cls.makers.values()
+                      for binding in bindings for spelling in binding.spellings]
+        spellings += [spelling for function in summary.functions.values() for made in function.aliases.values()
+                      for spelling in made]
+        for spelling in sorted(set(spellings)):
+            head = summary.imports.get(spelling.split(".", 1)[0].split("(", 1)[0], ".")
+            if not spelling.endswith("()") or head.startswith(".") or head.split(".")[0] in libraries.skipped:
+                continue
+            found.update((file, qualname) for kind, file, qualname in graph.resolve(path, None, spelling)
+                         if kind == "instance" and file in libraries.files)
+    return tuple(sorted(found))
 
 
 def library_notes(walk: Optional[LibraryWalk]) -> tuple[tuple[str, str, int], ...]:

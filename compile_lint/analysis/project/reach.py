@@ -29,7 +29,7 @@ from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
-from compile_lint.analysis.project.library_reach import LibraryCall, LibraryWalk, library_notes
+from compile_lint.analysis.project.library_reach import LibraryCall, LibraryWalk, instantiated_classes, library_notes
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
 from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, FileSummary
 from compile_lint.analysis.project.symbols import SymbolIndex
@@ -88,6 +88,7 @@ class ProjectReach:
         self.library: Optional[LibraryWalk] = None
         if libraries is not None:
             graph.follow_libraries(libraries)
+            graph.instantiated = instantiated_classes(graph)
             self.library = LibraryWalk(graph, libraries)
         self.parents: dict[Key, tuple[Key, int]] = {}
         self.sites: dict[Key, list[tuple[Key, object]]] = {}
