@@ -3,6 +3,7 @@
     python benchmarks/reach_score.py                                   # lint, score, print the summary
     python benchmarks/reach_score.py --out benchmarks/results/reach_score   # also write .md and .json
     python benchmarks/reach_score.py --libraries whisper,kornia --label "before reach"
+    python benchmarks/reach_score.py --user-projects --out benchmarks/results/reach_score_libraries
     make reach-score ARGS="--out benchmarks/results/reach_score"
 
 The ground truth (benchmarks/results/reach_ground_truth.json, made by benchmarks/reach_run.py)
@@ -336,6 +337,13 @@ def _environment(entry_points_known: bool, entry_points_passed: bool) -> dict:
             "entry_points_passed": entry_points_passed}
 
 
+def _rules() -> dict:
+    try:
+        return sweep_score.rule_table()
+    except Exception:  # another layout of compile-lint: the findings' own kinds and gb types do
+        return {}
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--truth", default=DEFAULT_TRUTH)
@@ -344,10 +352,18 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="do not pass the catalog's entry points even when compile-lint knows the setting")
     parser.add_argument("--label", help="what this run is, in the results' title (default: from the settings)")
     parser.add_argument("--out", help="write PREFIX.md and PREFIX.json")
+    parser.add_argument("--user-projects", action="store_true",
+                        help="lint the user projects of benchmarks/reach_users/ (the libraries installed) and count "
+                             "the library sites reached from the user's calls (benchmarks/reach_library_score.py)")
     args = parser.parse_args(argv)
     import reach_catalog
 
     truth = sweep_score.Truth(args.truth)
+    if args.user_projects:
+        import reach_library_score
+
+        command = "python benchmarks/reach_score.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+        return reach_library_score.main(args, truth, _rules(), score_all, _environment(False, False), command.strip())
     present = sorted({_library(s["file"]) for s in truth.sites}
                      | {_library(p) for m in truth.data.get("clean", {}).values() for p in m})
     packages = args.libraries.split(",") if args.libraries else present
@@ -361,11 +377,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         lint_runs[package] = {k: v for k, v in run.items() if k != "findings"}
         findings.extend(run["findings"])
         print(f"{package}: {len(run['findings'])} findings in {run['seconds']:.1f} s", file=sys.stderr)
-    try:
-        rules = sweep_score.rule_table()
-    except Exception:  # another layout of compile-lint: the findings' own kinds and gb types do
-        rules = {}
-    result = score_all(truth, findings, rules)
+    result = score_all(truth, findings, _rules())
     summary = tables(truth, result, packages, catalog_whole_module())
     environment = _environment(known, passed)
     label = args.label or ("with entry-points" if passed else "no entry-points")

@@ -71,6 +71,52 @@ class Fix:
         }
 
 
+Link = tuple[str, int, str]  # (path, line, calling function) of one call of a chain
+
+
+def _links_json(links: tuple[Link, ...]) -> list[dict]:
+    return [{"path": path, "line": line, "function": function} for path, line, function in links]
+
+
+@dataclass(frozen=True)
+class Inside:
+    """Where a break reported at the user's call into an installed library happens, in the library."""
+
+    path: str  # the library file (absolute)
+    package_path: str  # the same file as the package spells it (`somelib/_impl/steps.py`)
+    line: int
+    function: str  # the library function holding the break
+    code: str  # the rule that finds it there, and its message
+    message: str
+    package: str  # the distribution and its version
+    version: str
+    # The calls inside the library from the function the user calls to `function` (package paths).
+    via: tuple[Link, ...] = ()
+    count: int = 1  # how many sites of this code the user's call reaches inside the library
+
+    def to_json(self) -> dict:
+        """The `inside` object of docs/findings.schema.json."""
+        return {"path": self.path, "package_path": self.package_path, "line": self.line,
+                "function": self.function, "code": self.code, "message": self.message,
+                "package": self.package, "version": self.version, "via": _links_json(self.via),
+                "count": self.count}
+
+
+@dataclass(frozen=True)
+class InLibrary:
+    """A finding inside an installed library's file (listed by `--show-library-findings`): the
+    distribution, and the user's calls that reach it (each: the project file, the line, the
+    calling function)."""
+
+    package: str
+    version: str
+    called_from: tuple[Link, ...] = ()
+
+    def to_json(self) -> dict:
+        """The `library` object of docs/findings.schema.json."""
+        return {"package": self.package, "version": self.version, "called_from": _links_json(self.called_from)}
+
+
 @dataclass(frozen=True)
 class Observed:
     """What a runtime log showed at a finding's line (`compile-lint explain-log`).
@@ -113,6 +159,10 @@ class Diagnostic:
     reached_from: tuple[tuple[str, int, str], ...] = ()
     # Set on the findings `compile-lint explain-log` reads from a runtime log; None otherwise.
     observed: Optional[Observed] = field(default=None, compare=False)
+    # A finding at the user's call into an installed library: where the library breaks.
+    inside: Optional[Inside] = None
+    # A finding in an installed library's own file (`--show-library-findings`), not the user's code.
+    library: Optional[InLibrary] = None
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -137,8 +187,11 @@ class Diagnostic:
             "condition": self.condition,
         }
         if self.reached_from:
-            data["reached_from"] = [{"path": path, "line": line, "function": function}
-                                    for path, line, function in self.reached_from]
+            data["reached_from"] = _links_json(self.reached_from)
+        if self.inside is not None:
+            data["inside"] = self.inside.to_json()
+        if self.library is not None:
+            data["library"] = self.library.to_json()
         if self.confirmed is not None:
             data["confirmed"] = self.confirmed
         if self.observed is not None:

@@ -28,7 +28,7 @@ from compile_lint.engine.cache import cache_root
 from compile_lint.engine.files import is_excluded
 from compile_lint.engine.fixing import fix_file, fix_text, is_applicable
 from compile_lint.engine.pipeline import (
-    Fixing, RunOptions, discover_files, lint_files, lint_paths, prepare_project,
+    Fixing, RunOptions, discover_files, library_results, lint_files, lint_paths, prepare_project,
 )
 from compile_lint.engine.pool import Progress
 from compile_lint.engine.project import ProjectIndex
@@ -38,6 +38,6 @@ from compile_lint.engine.source import SourceError, SourceFile, decode_source
 __all__ = [
     "SYNTAX_ERROR_CODE", "EntryPointError", "Fixing", "LintCancelled", "LintResult", "Progress", "ProjectIndex",
     "RunOptions", "SourceError", "SourceFile", "cache_root", "decode_source", "dependencies", "discover_files",
-    "fix_file", "fix_text", "is_applicable", "is_excluded", "lint_file", "lint_files", "lint_paths", "lint_source",
-    "prepare_project",
+    "fix_file", "fix_text", "is_applicable", "is_excluded", "library_results", "lint_file", "lint_files", "lint_paths",
+    "lint_source", "prepare_project",
 ]

@@ -26,11 +26,11 @@ from typing import Iterable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.settings.config import Config
-from compile_lint.core.diagnostics import Diagnostic, Edit, Fix
+from compile_lint.core.diagnostics import Diagnostic, Edit, Fix, Inside
 from compile_lint.storage.atomic import atomic_file
 
 CACHE_DIR_NAME = ".compile-lint-cache"
-FORMAT = 3
+FORMAT = 4
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprint: Optional[str] = None
 _RUN_CACHES: dict = {}
@@ -108,11 +108,26 @@ def _encode(diagnostic: Diagnostic) -> list:
             [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits],
             [list(operand) for operand in fix.rests_on],
         ],
+        None if diagnostic.inside is None else _encode_inside(diagnostic.inside),
     ]
 
 
+def _encode_inside(inside: Inside) -> list:
+    return [inside.path, inside.package_path, inside.line, inside.function, inside.code, inside.message,
+            inside.package, inside.version, [list(link) for link in inside.via], inside.count]
+
+
+def _decode_inside(item: Optional[list]) -> Optional[Inside]:
+    if item is None:
+        return None
+    path, package_path, line, function, code, message, package, version, via, count = item
+    return Inside(path, package_path, line, function, code, message, package, version,
+                  tuple((p, n, f) for p, n, f in via), count)
+
+
 def _decode(path: str, item: list) -> Diagnostic:
-    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, reached, fix = item
+    line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, reached, fix, \
+        inside = item
     decoded_fix = None
     if fix is not None:
         applicability, fix_message, edits, rests_on = fix
@@ -120,7 +135,8 @@ def _decode(path: str, item: list) -> Diagnostic:
                           tuple((source, evidence) for source, evidence in rests_on))
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
                       gb_type, gb_id, decoded_fix, mode=mode, condition=condition,
-                      reached_from=tuple((path, line, function) for path, line, function in reached))
+                      reached_from=tuple((path, line, function) for path, line, function in reached),
+                      inside=_decode_inside(inside))
 
 
 class LintCache:

@@ -29,10 +29,12 @@ from compile_lint.core.source_index import SourceIndex
 from compile_lint.core.codes import SYNTAX_ERROR_CODE
 from compile_lint.core.results import LintCancelled
 from compile_lint.engine.dispatch import Dispatcher
+from compile_lint.engine.library_findings import LibraryLinter, call_site_findings
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
+from compile_lint.engine.source import SourceError, read_source
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
 from compile_lint.settings.versions import holds_for, target_torch_version
 from compile_lint.rules import ALL_RULES
@@ -359,9 +361,30 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
         except RecursionError:
             return [Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR_CODE, "syntax-error", "error",
                                "file is nested too deeply to analyse; compile-lint cannot check this file")]
+    if reach is not None and reach.library_calls:
+        diagnostics += [dataclasses.replace(d, message=_reached(d.message, d.reached_from)) for d in
+                        call_site_findings(path, text, reach, config, library_linter(config), symbols, _link_path)]
     if config.mode != "both":
         # Findings that need the other mode cannot happen the way this user compiles.
         diagnostics = [d for d in diagnostics if d.mode is None or d.mode == config.mode]
     if not noqa:
         return sorted(diagnostics, key=Diagnostic.sort_key)
     return sorted(without_suppressed(diagnostics, source), key=Diagnostic.sort_key)
+
+
+def library_linter(config: Config) -> LibraryLinter:
+    """How an installed library's file is linted for the calls into it (engine/library_findings.py): the
+    same rules, only in what the project reaches of it, its findings at their place in it (no `# noqa`:
+    the library's comments do not stop Dynamo)."""
+    def lint_library(path: str, reach: FileReach) -> list[Diagnostic]:
+        try:
+            text = read_source(path).text
+            module = parse_module(text)
+        except (SourceError, cst.ParserSyntaxError):
+            return []  # a library file compile-lint cannot read or parse: nothing to name in it
+        rule_classes = [rule for rule in rules_for(config, path) if may_fire(rule, text)]
+        diagnostics = lint_module(path, module, rule_classes, config.module_bases, source=text,
+                                  symbols=symbol_index(config), branch_fix=config.tensor_branch_fix, reach=reach)
+        return [d for d in diagnostics if config.mode == "both" or d.mode is None or d.mode == config.mode]
+
+    return lint_library

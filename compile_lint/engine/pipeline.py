@@ -118,6 +118,26 @@ def lint_paths(paths: Sequence[str], config: Config, options: RunOptions = RunOp
     return [LintResult(error.rsplit(": ", 1)[0], error=error) for error in errors] + results
 
 
+def library_results(files: Sequence[str], config: Config, project: ProjectIndex) -> list[LintResult]:
+    """The findings inside installed libraries that the files' traced calls reach, one result per
+    library file, each finding at its place there and marked as the library's (`--show-library-findings`)."""
+    from compile_lint.engine.library_findings import library_sites
+    from compile_lint.engine.lint import library_linter
+
+    reaches = [reach for path in files if (reach := project.reach(config, path)) is not None and reach.library_calls]
+    by_path: dict[str, list] = {}
+    for diagnostic in library_sites(reaches, config, library_linter(config)):
+        by_path.setdefault(diagnostic.path, []).append(diagnostic)
+    results = []
+    for path, diagnostics in sorted(by_path.items()):
+        try:
+            text = decode_source(read_bytes(path), path).text
+        except SourceError:
+            text = ""
+        results.append(LintResult(path, diagnostics, text=text))
+    return results
+
+
 def _reach_digest(shared: _Shared, path: str) -> str:
     return shared.project.digest(shared.config, path) if shared.project is not None else ""
 

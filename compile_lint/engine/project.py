@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from compile_lint.analysis.project.entry_points import EntryPointError
-from compile_lint.analysis.project.reach import FileReach, project_reach, project_root
+from compile_lint.analysis.project.libraries import LibraryIndex
+from compile_lint.analysis.project.reach import FileReach, ProjectReach, StoredReach, project_reach, project_root
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.engine.cache import user_cache_dir
 from compile_lint.engine.files import is_excluded
+from compile_lint.rules.support.torch_tables import SKIPPED_THIRD_PARTY_MODULES
 from compile_lint.settings.config import Config
 
 _SYMBOL_INDEXES: dict[tuple[str, ...], SymbolIndex] = {}
@@ -56,9 +59,10 @@ class ProjectIndex:
     nor writes it (`--no-cache`).
     """
 
-    def __init__(self, cache_dir: Optional[str] = None, *, keep: bool = True) -> None:
+    def __init__(self, cache_dir: Optional[str] = None, *, keep: bool = True, libraries: bool = True) -> None:
         self.cache_dir = cache_dir
         self.keep = keep
+        self.libraries = libraries  # follow traced calls into installed libraries
         self.frozen = False  # prepared: the answers are final for this process and its forked workers
 
     def _cache_dir(self, config: Config) -> Optional[str]:
@@ -70,6 +74,27 @@ class ProjectIndex:
             return os.path.join(os.path.abspath(config.root), ".compile-lint-cache")
         return None
 
+    def _libraries(self, config: Config) -> Optional[Callable[[str], LibraryIndex]]:
+        """How a project's `LibraryIndex` is made: its summaries kept with the project index, else in the
+        user's cache directory (nowhere with `keep=False`)."""
+        if not self.libraries:
+            return None
+        cache_dir = self._cache_dir(config) or (user_cache_dir() if self.keep else None)
+        return lambda root: LibraryIndex(root, cache_dir, SKIPPED_THIRD_PARTY_MODULES)
+
+    def _project_reach(self, config: Config, root: str, recursive: bool,
+                       map_function=None) -> "ProjectReach | StoredReach":
+        below = dataclasses.replace(config, root=root)
+        in_config_project = bool(config.source) and root == os.path.abspath(config.root)
+        return project_reach(
+            root, recursive, symbol_index(config), module_bases=config.module_bases,
+            configured_entries=config.entry_points if in_config_project else (),
+            config_root=config.root, cache_dir=self._cache_dir(config), map_function=map_function,
+            frozen=self.frozen,
+            # Excludes apply below the project's root: a package linted inside a virtualenv is read.
+            excluded=lambda candidate: is_excluded(candidate, below), libraries=self._libraries(config),
+        )
+
     def reach(self, config: Config, path: str, map_function=None, strict: bool = False) -> Optional[FileReach]:
         """What the entry points of `path`'s project reach in `path` (see analysis.project.reach).
 
@@ -79,17 +104,8 @@ class ProjectIndex:
         # A file named explicitly but excluded from its project (a package inside the virtualenv)
         # has its own package for a project.
         root, recursive = _project_of(config, path)
-        below = dataclasses.replace(config, root=root)
-        in_config_project = bool(config.source) and root == os.path.abspath(config.root)
         try:
-            reach = project_reach(
-                root, recursive, symbol_index(config), module_bases=config.module_bases,
-                configured_entries=config.entry_points if in_config_project else (),
-                config_root=config.root, cache_dir=self._cache_dir(config), map_function=map_function,
-                frozen=self.frozen,
-                # Excludes apply below the project's root: a package linted inside a virtualenv is read.
-                excluded=lambda candidate: is_excluded(candidate, below),
-            )
+            reach = self._project_reach(config, root, recursive, map_function)
         except EntryPointError:
             if strict:
                 raise
@@ -105,6 +121,19 @@ class ProjectIndex:
         """A digest of what reaches `path` from the project (the lint cache keys a file's findings on it)."""
         reach = self.reach(config, path)
         return reach.digest if reach is not None and reach.functions else ""
+
+    def library_notes(self, config: Config, paths: Sequence[str]) -> list[tuple[str, str, int]]:
+        """(module, path, line of the first traced call) of each installed module without Python source
+        that the traced code of `paths`' projects calls, once each, sorted."""
+        notes: dict[str, tuple[str, str, int]] = {}
+        for root in dict.fromkeys(_project_of(config, path) for path in paths):
+            try:
+                reach = self._project_reach(config, *root)
+            except EntryPointError:
+                continue
+            for module, path, line in reach.library_notes:
+                notes.setdefault(module, (module, path, line))
+        return sorted(notes.values())
 
     def prepare(self, config: Config, paths: Sequence[str], map_function=None) -> None:
         """Index every project `paths` belong to, once, before workers fork; the answers are then final.

@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list the fixes applied")
     parser.add_argument("--output-format", choices=FORMATS, default="text", help="how to print findings")
     parser.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of stdout")
+    parser.add_argument("--show-library-findings", action="store_true",
+                        help="also list the breaks inside installed libraries that your compiled code calls into, "
+                             "at their place in the library's files, marked as the library's (they are reported "
+                             "as yours only at your call: 'CALL breaks the graph inside PACKAGE VERSION (...)')")
     parser.add_argument("--statistics", action="store_true",
                         help="print a count per rule instead of findings (a JSON array with --output-format json)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the findings and nothing else (no summary)")

@@ -150,8 +150,20 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
     for outcome in outcomes:  # --fix --verify: the file is unchanged and its findings stay findings
         if outcome.rolled_back:
             warn(outcome.rolled_back)
+    _library_notes(files, config, options, args)
+    if args.show_library_findings and options.fix is None and options.project is not None:
+        outcomes = list(outcomes) + api.library_results(files, config, options.project)
     text, code = report_diff(outcomes, errors, args) if args.diff else report(outcomes, errors, files, args)
     return emit(args, text, code)
+
+
+def _library_notes(files: Sequence[str], config: Config, options: api.RunOptions, args: argparse.Namespace) -> None:
+    """One line per installed module without Python source that compiled code calls: its calls are not followed."""
+    if args.quiet or options.project is None:
+        return
+    for module, path, line in options.project.library_notes(config, files):
+        sys.stderr.write(f"compile-lint: note: {module} has no Python source (a C extension): the calls compiled "
+                         f"code makes into it (first at {os.path.relpath(path)}:{line}) are not followed\n")
 
 
 def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:

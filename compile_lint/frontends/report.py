@@ -67,15 +67,20 @@ def report(
         parts.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:
         parts.append(render(args.output_format, diagnostics, sources))
+    # `--show-library-findings`: installed libraries' own findings are listed, never counted as the user's.
+    own = [d for d in diagnostics if d.library is None]
     text_format = args.output_format in ("text", "concise", "full") and not args.statistics
     if text_format and not args.quiet and (files or not errors):
         unwritten = sum(1 for outcome in outcomes if outcome.unwritten)
         rolled_back = sum(1 for outcome in outcomes if outcome.rolled_back)
-        parts.append(summary(diagnostics, len(files), fixed, args.unsafe_fixes, failed=len(errors),
+        parts.append(summary(own, len(files), fixed, args.unsafe_fixes, failed=len(errors),
                               unwritten=unwritten, rolled_back=rolled_back))
+        if len(own) < len(diagnostics):
+            parts.append(f"Listed {plural(len(diagnostics) - len(own), 'finding')} inside installed libraries "
+                         "(their code, not yours: each is reported at your call into it).\n")
     if errors:
         return "".join(parts), EXIT_ERROR
-    if diagnostics and not args.exit_zero:
+    if own and not args.exit_zero:
         return "".join(parts), EXIT_FINDINGS
     return "".join(parts), EXIT_CLEAN
 

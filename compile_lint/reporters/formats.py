@@ -132,15 +132,20 @@ def format_sarif(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> 
                 }
             }],
         }
-        if d.reached_from:
+        related = [(f"reached from {function}", path, line) for path, line, function in d.reached_from]
+        if d.inside is not None:
+            inside = d.inside
+            related.append((f"breaks inside {inside.package} {inside.version}: {inside.code} in {inside.function}: "
+                            f"{inside.message}", inside.path, inside.line))
+        if related:
             result["relatedLocations"] = [{
                 "id": number,
-                "message": {"text": f"reached from {function}"},
+                "message": {"text": text},
                 "physicalLocation": {
                     "artifactLocation": _artifact_location(path),
                     "region": {"startLine": line},
                 },
-            } for number, (path, line, function) in enumerate(d.reached_from)]
+            } for number, (text, path, line) in enumerate(related)]
         if d.observed is not None:
             _add_observed(result, d)
         if d.fix is not None:

@@ -23,6 +23,7 @@ from compile_lint.analysis.project.dispatch import (
     MAX_MATCHES, class_table, element_targets, matching, pattern_attribute, returned_targets, table_values,
 )
 from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
+from compile_lint.analysis.project.libraries import LibraryIndex
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.properties import READ, getter_targets, is_property
 from compile_lint.analysis.project.summary import (
@@ -55,13 +56,31 @@ class CallGraph:
 
     def __init__(self, summaries: dict[str, FileSummary], modules: ModuleResolver,
                  module_bases: Iterable[str] = ()) -> None:
-        self.summaries = summaries
+        # A copy: installed libraries' files join it while the traced set is walked (`follow_libraries`).
+        self.summaries = dict(summaries)
+        self.project_files = tuple(summaries)
         self.modules = modules
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(module_bases))
         self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
+        self.libraries: Optional[LibraryIndex] = None
+        # Installed libraries' classes the project makes objects of (library_reach.instantiated_classes).
+        self.instantiated: tuple[Key, ...] = ()
         self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
         self._property_names: Optional[frozenset[str]] = None
+        self._starred: dict[tuple[str, str], list[Target]] = {}
+
+    def follow_libraries(self, libraries: LibraryIndex) -> None:
+        """From now on, resolve names into installed libraries' files too (summarised when first named).
+
+        What was resolved before without them (the entry points) is resolved again: a class's
+        order may now hold a library base.
+        """
+        self.libraries = libraries
+        self._files = {key: found for key, found in self._files.items() if found is not None}
+        self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
+        self._subclasses = None
+        self._starred = {key: found for key, found in self._starred.items() if found}
 
     # ----- lookups -----
     def function(self, key: Key) -> Optional[FunctionInfo]:
@@ -77,6 +96,10 @@ class CallGraph:
         if key not in self._files:
             file, rest = self.modules.module_file(qualified, path)
             file = os.path.abspath(file) if file else None
+            if file is not None and file not in self.summaries and self.libraries is not None:
+                library = self.libraries.summary(file)
+                if library is not None:
+                    self.summaries[file] = library
             self._files[key] = (file, rest) if file in self.summaries else None
         return self._files[key]
 
@@ -106,7 +129,8 @@ class CallGraph:
         """The project's classes that derive from the class, directly or not."""
         if self._subclasses is None:
             table: dict[tuple[str, str], list[tuple[str, str]]] = {}
-            for file, summary in self.summaries.items():
+            for file in self.project_files:  # a library's classes never derive from the project's
+                summary = self.summaries[file]
                 for name in summary.classes:
                     for base in self.mro(file, name)[1:]:
                         table.setdefault(base, []).append((file, name))
@@ -122,13 +146,19 @@ class CallGraph:
         return self._property_names
 
     def overrides(self, path: str, qualname: str, name: str) -> list[Key]:
-        """`name` as the project's subclasses of the class define it: what `self.name()` may run."""
+        """`name` as the project's subclasses of the class define it, and as the installed libraries' classes the
+        project makes objects of resolve it when they derive from the class: what `self.name()` may run."""
         found = []
         for sub_path, sub_name in self.subclasses(path, qualname):
             info = self.cls(sub_path, sub_name)
             methods = matching(info.methods, name) if info is not None else []  # `name` may be a getattr pattern
             if len(methods) <= MAX_MATCHES:  # a pattern matching more of one class's methods enumerates nothing
                 found += [(sub_path, info.methods[method]) for method in methods]
+        for made in self.instantiated:  # a library object the project makes runs its own class's `name`
+            if (path, qualname) in self.mro(*made)[1:]:
+                method = self.method(*made, name)
+                if method is not None and method != self.method(path, qualname, name) and method not in found:
+                    found.append(method)
         return found
 
     def _makers(self, path: str, qualname: str, attribute: str) -> list[Target]:
@@ -226,11 +256,15 @@ class CallGraph:
                 located = self._module_file("." + name, path)
                 if located is not None and located[0] != path:
                     return self._continue([("module", located[0], "")], list(located[1]), depth)
-            return []
+            return self._star_imported(path, summary, name, depth) if summary.star_imports else []
         located = self._module_file(qualified, path)
         if located is None:
             return []
         file, rest = located
+        if not rest:
+            bound = self._package_attribute(qualified, path, file, depth)
+            if bound is not None:
+                return bound
         return self._continue([("module", file, "")], list(rest), depth)
 
     def qualified_targets(self, path: str, qualified: str) -> list[Target]:
@@ -240,6 +274,46 @@ class CallGraph:
             return found
         located = self._module_file(qualified, path)
         return self._continue([("module", located[0], "")], list(located[1]), 0) if located is not None else []
+
+    def _star_imported(self, path: str, summary: FileSummary, name: str, depth: int) -> list[Target]:
+        """What `from MODULE import *` binds `name` to (the last such import that binds it, as Python
+        binds them); a name with a leading underscore is never star-imported."""
+        if name.startswith("_"):
+            return []
+        memo = (path, name)
+        if memo in self._starred:
+            return self._starred[memo]
+        self._starred[memo] = []  # a cycle of star imports finds nothing more
+        found: list[Target] = []
+        for module in reversed(summary.star_imports):
+            located = self._module_file(module, path)
+            if located is not None and not located[1] and located[0] != path:
+                found = self._module_name(located[0], name, depth + 1)
+                if found:
+                    break
+        self._starred[memo] = found
+        return found
+
+    def _package_attribute(self, qualified: str, path: str, module: str, depth: int) -> Optional[list[Target]]:
+        """`from pkg import name` takes the package's attribute `name` before its submodule `name`:
+        what `pkg/__init__.py` binds `name` to when that is not the submodule `module`
+        (`from .odeint import odeint` there), else None."""
+        dots = len(qualified) - len(qualified.lstrip("."))
+        parts = qualified[dots:].split(".")
+        if len(parts) < 2 and not dots:
+            return None
+        package = self._module_file("." * dots + ".".join(parts[:-1]), path)
+        if package is None or package[1] or package[0] == path or os.path.basename(package[0]) != "__init__.py":
+            return None
+        init, name = package[0], parts[-1]
+        summary = self.summaries[init]
+        if name in summary.imports:
+            named = self._module_file(summary.imports[name], init)
+            if named is None or named == (module, ()):
+                return None
+        elif name not in summary.functions and name not in summary.classes and name not in summary.aliases:
+            return None
+        return self._module_name(init, name, depth + 1)
 
     def _continue(self, targets: list[Target], rest: list[str], depth: int) -> list[Target]:
         for part in rest:

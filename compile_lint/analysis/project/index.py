@@ -20,7 +20,7 @@ from compile_lint.storage.atomic import atomic_file
 from compile_lint.storage.stamps import file_stamp
 
 # The layout of the cache files: a store of another format is read as empty.
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 
 
 class IndexStore:
@@ -92,9 +92,12 @@ class IndexStore:
             self._dirty = True
         return result
 
-    def keep_answer(self, key: str, paths: Sequence[str], answer: object) -> None:
-        """Keep `answer` (picklable), resting on the current summaries of `paths`, for `unchanged_answer`."""
+    def keep_answer(self, key: str, paths: Sequence[str], answer: object,
+                    others: Optional[dict[str, tuple[tuple[int, int], str]]] = None) -> None:
+        """Keep `answer` (picklable), resting on the current summaries of `paths`, and on `others` (path ->
+        (stat stamp, digest) of files kept elsewhere: installed libraries'), for `unchanged_answer`."""
         files = {path: (self.entries[path][0], self.entries[path][1].digest) for path in paths if path in self.entries}
+        files.update(others or {})
         self._answer = (key, files, answer)
 
     def save(self) -> None:

@@ -17,8 +17,8 @@ from typing import Iterable, Optional
 
 # Packages whose meaning the rules encode themselves (torch), or that never define an
 # nn.Module or a traced helper: never read.
-_NEVER_READ = frozenset({"torch", "numpy", "scipy", "jax", "triton", "typing_extensions", "libcst"})
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "typing", "math", "random"}
+NEVER_READ = frozenset({"torch", "numpy", "scipy", "jax", "triton", "typing_extensions", "libcst"})
+STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "typing", "math", "random"}
 
 # (package directory, its __init__.py) or (None, the module's file) of a top-level module.
 Location = tuple[Optional[str], Optional[str]]
@@ -61,7 +61,7 @@ class ModuleResolver:
             init = os.path.join(directory, "__init__.py")
             return self.descend(directory, init if os.path.isfile(init) else None, parts)
         parts = tuple(qualified.split("."))
-        if not parts[0] or parts[0] in _NEVER_READ or parts[0] in _STDLIB:
+        if not parts[0] or parts[0] in NEVER_READ or parts[0] in STDLIB:
             return None, parts
         location = self._top_level(parts[0], from_path)
         if location is None:

@@ -29,6 +29,8 @@ from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.decorators import decorator_wrappers
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import IndexStore
+from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
+from compile_lint.analysis.project.library_reach import LibraryCall, LibraryWalk, instantiated_classes, library_notes
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
 from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, FileSummary
 from compile_lint.analysis.project.symbols import SymbolIndex
@@ -68,6 +70,8 @@ class FileReach:
     # (calling function, callee as spelled) of the file's traced calls of another file's
     # `@torch.compiler.disable` function: an intended break at the call (JIT611).
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
+    # The file's traced calls into installed libraries, with what each reaches there (library_reach.py).
+    library_calls: tuple[LibraryCall, ...] = ()
 
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
@@ -77,9 +81,16 @@ class FileReach:
 class ProjectReach:
     """The traced set of one project."""
 
-    def __init__(self, graph: CallGraph, entries: dict[Key, Optional[tuple[str, int]]]) -> None:
+    def __init__(self, graph: CallGraph, entries: dict[Key, Optional[tuple[str, int]]],
+                 libraries: Optional[LibraryIndex] = None) -> None:
         self.graph = graph
         self.entries = entries
+        # Calls into installed libraries are followed (bounded) when `libraries` is given.
+        self.library: Optional[LibraryWalk] = None
+        if libraries is not None:
+            graph.follow_libraries(libraries)
+            graph.instantiated = instantiated_classes(graph)
+            self.library = LibraryWalk(graph, libraries)
         self.parents: dict[Key, tuple[Key, int]] = {}
         self.sites: dict[Key, list[tuple[Key, object]]] = {}
         self.reached: set[Key] = set()
@@ -116,12 +127,15 @@ class ProjectReach:
             for call in function.calls:
                 if call.eager:
                     continue
-                for target, caller, site in graph.call_targets(key, function, call):
+                targets = graph.call_targets(key, function, call)
+                if not targets and self.library is not None:
+                    self.library.unresolved(key, call)
+                for target, caller, site in targets:
                     if is_disabled(graph, target):
                         if graph.function(target) is not None and target[0] != key[0]:
                             self.disabled_calls.setdefault(key[0], set()).add((key[1], call.callee))
                         continue
-                    if target == key:
+                    if target == key or (self.library is not None and not self.library.admits(key, target, call)):
                         continue
                     self.sites.setdefault(target, []).append((caller, site))
                     if target in self.entries and target not in self.parents and target[0] != key[0]:
@@ -206,16 +220,30 @@ class ProjectReach:
             hints = tuple((name, hint) for name, _, _ in function.params
                           if (hint := self.hint(key, name)) is not None)
             functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
-        result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self)
+        library_calls = self.library.calls_from(path) if self.library is not None else ()
+        result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
+                                                 library_calls)
         return result
+
+    @property
+    def library_files(self) -> tuple[str, ...]:
+        """The installed libraries' files the traced set reaches into, sorted."""
+        return tuple(sorted(self.library.libraries.files)) if self.library is not None else ()
+
+    @property
+    def library_notes(self) -> tuple[tuple[str, str, int], ...]:
+        """(module, path, line of the first traced call) of each installed module without Python source called."""
+        return library_notes(self.library)
 
 
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
-                project: "ProjectReach | StoredReach") -> FileReach:
+                project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = ()) -> FileReach:
     """One file's answer, with the digest the lint cache keys its findings on."""
-    digest = hashlib.blake2b(repr((sorted(functions.items()), sorted(disabled))).encode(),
-                             digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled)  # type: ignore[arg-type]
+    facts: tuple = (sorted(functions.items()), sorted(disabled))
+    if library_calls:
+        facts += (library_calls,)
+    digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
+    return FileReach(path, functions, digest, project, disabled, library_calls)  # type: ignore[arg-type]
 
 
 class StoredReach:
@@ -225,9 +253,11 @@ class StoredReach:
     building the call graph again: a cached run of an unchanged project does no resolution.
     """
 
-    def __init__(self, reached: frozenset, files: dict[str, FileReach]) -> None:
+    def __init__(self, reached: frozenset, files: dict[str, FileReach],
+                 library_notes: tuple[tuple[str, str, int], ...] = ()) -> None:
         self.reached = reached
         self._files = {path: dataclasses.replace(answer, project=self) for path, answer in files.items()}
+        self.library_notes = library_notes
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path`, as `ProjectReach.for_file` gave them."""
@@ -238,9 +268,12 @@ class StoredReach:
         return found
 
 
-def _stored_answer(reach: ProjectReach, paths: Iterable[str]) -> tuple[frozenset, dict[str, FileReach]]:
-    """What `StoredReach` needs of `reach`: the traced set and every file's answer (unbound from the graph)."""
-    return frozenset(reach.reached), {path: dataclasses.replace(reach.for_file(path), project=None) for path in paths}
+def _stored_answer(reach: ProjectReach, paths: Iterable[str]) -> tuple[frozenset, dict[str, FileReach], tuple]:
+    """What `StoredReach` needs of `reach`: the traced set, every file's answer (unbound from the graph;
+    the library files it reaches too) and the notes on libraries without source."""
+    paths = list(paths) + list(reach.library_files)
+    return (frozenset(reach.reached), {path: dataclasses.replace(reach.for_file(path), project=None) for path in paths},
+            reach.library_notes)
 
 
 def project_root(config_root: str, config_source: Optional[str], path: str) -> tuple[str, bool]:
@@ -280,14 +313,16 @@ def project_reach(
     root: str, recursive: bool, symbols: SymbolIndex, *, module_bases: Iterable[str] = (),
     configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
     map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
-    frozen: bool = False,
+    frozen: bool = False, libraries: Optional[Callable[[str], LibraryIndex]] = None,
 ) -> ProjectReach:
     """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
 
     With `frozen`, a project already answered in this process is not re-checked (a CLI
-    worker, forked after the run's index was built).
+    worker, forked after the run's index was built). With `libraries` (the project root ->
+    its `LibraryIndex`), calls into installed libraries are followed too (library_reach.py).
     """
-    key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root))
+    key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root),
+           libraries is not None)
     memo = _MEMOS.get(key)
     if memo is not None and frozen:
         return _answer(memo)
@@ -297,12 +332,16 @@ def project_reach(
         os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
-    unchanged = store.unchanged_answer(files, lambda digests: _answer_key(key, digests))
+    # Installing or removing a package changes where imports resolve: the stored answer rests on its folders too.
+    environment = tuple(sorted(_stamps(installation_folders()).items())) if libraries is not None else ()
+    unchanged = store.unchanged_answer(files, lambda digests: _answer_key(key + environment, digests))
     if unchanged is not None:
         # Every file as the last run found it: its traced set, without loading a summary. The
         # files' stamps were just checked; only the directories are stat'ed for the memo.
         files, stored = unchanged
         stamps = {path: stamp for path, (stamp, _) in files.items()} | _stamps(_directories(root, files))
+        if libraries is not None:
+            stamps |= _stamps(installation_folders())
         memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
         return _answer(memo)
     summaries = store.summaries(files, map_function)
@@ -316,13 +355,20 @@ def project_reach(
         keys = configured(graph, configured_entries, config_root)
     except ValueError as problem:
         error, keys = str(problem), []
+    library_index = libraries(root) if libraries is not None else None
     if error is None:
-        reach = ProjectReach(graph, entry_points(graph, keys))
+        reach = ProjectReach(graph, entry_points(graph, keys), library_index)
         if store.cache_file is not None:
-            answer_key = _answer_key(key, {path: summary.digest for path, summary in summaries.items()})
-            store.keep_answer(answer_key, list(summaries), _stored_answer(reach, summaries))
+            library_files = library_index.stamps() if library_index is not None else {}
+            digests = {path: summary.digest for path, summary in summaries.items()}
+            digests.update((path, digest) for path, (_, digest) in library_files.items())
+            store.keep_answer(_answer_key(key + environment, digests), list(summaries),
+                              _stored_answer(reach, summaries), library_files)
     store.save()
     watched = set(summaries) | _directories(root, summaries)
+    if library_index is not None:
+        library_index.save()
+        watched |= set(library_index.files) | set(installation_folders())
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
 

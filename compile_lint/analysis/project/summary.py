@@ -159,6 +159,8 @@ class FileSummary:
     compiled: tuple[tuple[str, int, str], ...] = ()
     # (first, last) line of every top-level import statement (also inside top-level if/try).
     import_spans: tuple[tuple[int, int], ...] = ()
+    # The modules of `from MODULE import *`, in order, as spelled (relative ones keep their dots).
+    star_imports: tuple[str, ...] = ()
 
     def qualify(self, spelling: str) -> str:
         """`spelling` with its head replaced by what the file imported it as."""
