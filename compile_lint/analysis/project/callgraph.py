@@ -9,7 +9,8 @@ bases in Python's method resolution order (`classes.py`; bases followed across f
 mixins, `super().m()`), and in what the class assigns to
 `self.NAME` (`self.enc = Encoder()` -> `Encoder.forward` when called, `Encoder.m` for
 `self.enc.m()`; `nn.ModuleList([Block() ...])` elements; `self.act = gelu`). Calling a class
-instance runs `forward` for an nn.Module and `__call__` otherwise; `Search(model).run(x)`
+instance runs the `__call__` the class (or a project base) defines, else `forward` for an
+nn.Module (an override's `super().__call__(...)` runs `self.forward`); `Search(model).run(x)`
 runs `Search.run`. Anything unsure resolves to nothing: the reach under-approximates.
 """
 
@@ -41,6 +42,8 @@ HIGHER_ORDER_OPS: dict[str, tuple[int, ...]] = {
     "torch.func.grad": (0,),
     "torch.func.grad_and_value": (0,),
 }
+# nn.Module's own `__call__` as an override may spell it (it runs the module's forward).
+NN_MODULE_CALLS = frozenset({"torch.nn.Module.__call__", "torch.nn.modules.module.Module.__call__"})
 # torch.cond compiles its branches even when called eagerly (measured on 2.13).
 ALWAYS_TRACED_OPS = frozenset({"torch.cond", "torch._higher_order_ops.cond.cond", "torch._higher_order_ops.cond"})
 
@@ -244,8 +247,11 @@ class CallGraph:
         if kind == "function":
             return path, qualname
         if kind == "instance":
-            name = "forward" if self.is_module_class(path, qualname) else "__call__"
-            return self.method(path, qualname, name)
+            # A `__call__` the class (or a project base) defines runs instead of nn.Module's, which runs forward.
+            found = self.method(path, qualname, "__call__")
+            if found is None and self.is_module_class(path, qualname):
+                found = self.method(path, qualname, "forward")
+            return found
         if kind == "class" and not self.is_module_class(path, qualname):
             return self.method(path, qualname, "__init__")
         if kind == "elements":  # an nn.Sequential called: each of its modules' forward
@@ -262,7 +268,13 @@ class CallGraph:
         """
         path = key[0]
         found: list[tuple[Key, Key, CallSite]] = []
-        for target in self.resolve(path, scope, call.callee):
+        targets = self.resolve(path, scope, call.callee)
+        if not targets and self._calls_module_call(path, scope, call):
+            # A `__call__` override handing on to nn.Module's own `__call__`, which runs `self.forward`.
+            passed_on = call.args if call.callee == "super().__call__" else call.args[1:]
+            call = CallSite("self.forward", call.line, passed_on, call.eager, call.starred)
+            targets = self.resolve(path, scope, call.callee)
+        for target in targets:
             called = self.called(target)
             if called is not None and all(called != item[0] for item in found):
                 found.append((called, key, call))
@@ -297,6 +309,15 @@ class CallGraph:
                     for k in self._functions(path, scope, arg.spelling):
                         found.extend((k, called, inner) for inner in inner_calls)
         return found
+
+    def _calls_module_call(self, path: str, scope: FunctionInfo, call: CallSite) -> bool:
+        """Whether `call` in a module class's `__call__` is nn.Module's: `super().__call__(...)`,
+        `nn.Module.__call__(self, ...)` (no project base defines one: resolved to nothing)."""
+        if scope.name != "__call__" or not scope.owner or not self.is_module_class(path, scope.owner):
+            return False
+        if call.callee == "super().__call__":
+            return True
+        return self.summaries[path].qualify(call.callee) in NN_MODULE_CALLS
 
     def _functions(self, path: str, scope: Optional[FunctionInfo], spelling: str) -> list[Key]:
         keys = []
