@@ -11,7 +11,8 @@ mixins, `super().m()`), and in what the class assigns to
 `self.enc.m()`; `nn.ModuleList([Block() ...])` elements; `self.act = gelu`). Calling a class
 instance runs the `__call__` the class (or a project base) defines, else `forward` for an
 nn.Module (an override's `super().__call__(...)` runs `self.forward`); `Search(model).run(x)`
-runs `Search.run`. Anything unsure resolves to nothing: the reach under-approximates.
+runs `Search.run`, and `make(...).run(x)` (or `s = make(...); s.run(x)`) the `run` of
+each class a project function `make` returns. Anything unsure resolves to nothing: the reach under-approximates.
 """
 
 from __future__ import annotations
@@ -147,8 +148,13 @@ class CallGraph:
             made, _, rest = spelling.partition("().")
             return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)
         if spelling.endswith("()"):
-            return [("instance", p, q) for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1)
-                    if kind == "class"]
+            made: list[Target] = []
+            for kind, made_path, qualname in self.resolve(path, scope, spelling[:-2], depth + 1):
+                if kind == "class":
+                    made.append(("instance", made_path, qualname))
+                elif kind == "function":
+                    made.extend(self._returned((made_path, qualname), depth + 1))
+            return made
         if "[]" in spelling:
             container, _, rest = spelling.partition("[]")
             elements = [("instance", p, q) for kind, p, q in self.resolve(path, scope, container, depth + 1)
@@ -156,6 +162,16 @@ class CallGraph:
             return self._continue(elements, [part for part in rest.split(".") if part], depth)
         head, *rest = spelling.split(".")
         return self._continue(self._name(path, scope, head, depth), rest, depth)
+
+    def _returned(self, key: Key, depth: int) -> list[Target]:
+        """What a call of function `key` gives: what each of its traced `return`s names (a factory's classes' instances)."""
+        function = self.function(key)
+        found: list[Target] = []
+        for spelling in function.returns if function is not None else ():
+            for target in self.resolve(key[0], function, spelling, depth + 1):
+                if target not in found:
+                    found.append(target)
+        return found
 
     def _super(self, path: str, scope: Optional[FunctionInfo], name: str) -> list[Target]:
         if scope is None or not scope.owner or "." in name:

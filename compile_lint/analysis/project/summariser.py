@@ -223,6 +223,10 @@ class _Summariser:
             for item in stmt.items:
                 if item.optional_vars is not None:
                     self._untagged(item.optional_vars, scope)
+        if isinstance(stmt, ast.Return) and stmt.value is not None and not eager and scope.qualname != MODULE_SCOPE:
+            spellings = value_spellings(stmt.value)
+            if spellings:
+                scope.returns = self._names(dict.fromkeys(scope.returns + spellings))
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:

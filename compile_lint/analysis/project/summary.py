@@ -122,6 +122,9 @@ class FunctionInfo:
     # Names of the `self.NAME(...)` calls of a method, in its nested functions and lambdas
     # too, sorted: what an inherited method makes a subclass run.
     self_calls: tuple[str, ...] = ()
+    # What its traced `return` statements give, as a binding spells it (`Cls()`, `self`, `a if c
+    # else b`): `f()` of a factory is an instance of each class it may return.
+    returns: tuple[str, ...] = ()
 
 
 @_pickled_by_fields
