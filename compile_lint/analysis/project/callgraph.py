@@ -21,6 +21,7 @@ import os
 from typing import Iterable, Optional
 
 from compile_lint.analysis.project.classes import ClassResolver
+from compile_lint.analysis.project.expressions import MODULE_SELF_METHODS
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.summary import (
     MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
@@ -144,6 +145,12 @@ class CallGraph:
                     if kind == "class"]
         if spelling.startswith("super()."):
             return self._super(path, scope, spelling[len("super()."):])
+        receiver, dot, method = spelling[:-2].rpartition(".")
+        if dot and method in MODULE_SELF_METHODS and spelling.endswith("()"):
+            # `Net(...).eval()`, `model.to(device)`: the module itself, unless its class redefines the method.
+            return [target for target in self.resolve(path, scope, receiver, depth + 1)
+                    if target[0] == "instance" and self.is_module_class(target[1], target[2])
+                    and self.method(target[1], target[2], method) is None]
         if "()." in spelling:
             made, _, rest = spelling.partition("().")
             return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)

@@ -17,7 +17,9 @@ import sys
 import tokenize
 from typing import Iterable, Iterator, Optional, Sequence
 
-from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
+from compile_lint.analysis.project.expressions import (
+    callee_spelling, compiled_spellings, dotted, value_spellings, value_tag,
+)
 from compile_lint.analysis.project.summary import (
     LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
     FunctionInfo,
@@ -298,8 +300,7 @@ class _Summariser:
 
     def _compile_call(self, call: ast.Call, scope: FunctionInfo) -> None:
         if call.args:
-            spelling = dotted(call.args[0])
-            if spelling:
+            for spelling in compiled_spellings(call.args[0]):
                 self._compile_entry(scope.qualname, call.lineno, spelling)
 
     def _expression(self, node: ast.AST, scope: FunctionInfo, eager: bool, params: frozenset[str]) -> None:
