@@ -103,9 +103,13 @@ class _Summariser:
         self._calls: dict[int, tuple[FunctionInfo, list[CallSite]]] = {}  # id(scope) -> the scope, its calls
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
-        self._args: dict[tuple[Optional[str], str, Optional[str]], Arg] = {}  # one object for equal arguments
+        self._args: dict[tuple[Optional[str], str, Optional[str], int], Arg] = {}  # one object for equal arguments
         # The `self.NAME(...)` names of the method being walked (None outside methods).
         self._self_calls: Optional[set[str]] = None
+        # Loops around the statement being walked, in its function; the bindings each name the
+        # statement binds had before it (its own call arguments see those).
+        self._loops = 0
+        self._bound_before: dict[str, int] = {}
 
     def _share(self, item):
         """`item`, or the equal one this file already holds (summaries are never changed once made)."""
@@ -210,12 +214,30 @@ class _Summariser:
         if isinstance(stmt, ast.ClassDef):
             self._class(stmt, prefix)
             return
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            self._loops += 1
+            try:
+                self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
+            finally:
+                self._loops -= 1
+            return
         if isinstance(stmt, ast.If):
             self._expression(stmt.test, scope, eager, params)
             compiled = self._sense(stmt.test, False, bindings)
             self._body(stmt.body, scope, owner, prefix, eager or compiled is False, bindings, params)
             self._body(stmt.orelse, scope, owner, prefix, eager or compiled is True, bindings, params)
             return
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        self._bound_before = {node.id: len(scope.local_tags.get(node.id, ())) for target in targets
+                              for node in ast_nodes(target) if isinstance(node, ast.Name)}
+        try:
+            self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
+        finally:
+            self._bound_before = {}
+
+    def _simple_statement(self, stmt: ast.stmt, scope: FunctionInfo, owner: Optional[str], prefix: str,
+                          eager: bool, bindings: dict[str, ast.AST], params: frozenset[str]) -> None:
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._loop_alias(stmt, scope)
             self._untagged(stmt.target, scope)
@@ -337,8 +359,8 @@ class _Summariser:
             receiver = dotted(func.value)
             if receiver and receiver != "torch":
                 self._compile_entry(scope.qualname, call.lineno, f"{receiver}()")
-        args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None) for a in call.args]
-        args += [self._argument(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
+        args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None, scope) for a in call.args]
+        args += [self._argument(k.value, params, k.arg, scope) for k in call.keywords if k.arg is not None]
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
         self._calls_of(scope).append(CallSite(_intern(callee), call.lineno, self._share(tuple(args)), eager, starred))
 
@@ -348,20 +370,23 @@ class _Summariser:
             entry = self._calls[id(scope)] = (scope, [])
         return entry[1]
 
-    def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str]) -> Arg:
+    def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str], scope: FunctionInfo) -> Arg:
         """An argument: its spelling (a function, maybe) and the tag of what it passes."""
         tag = value_tag(value, params, self.summary.qualify)
         kind, _, name = tag.partition(":")
+        visible = -1
         if kind == PARAM or kind == LOCAL:
             spelling: Optional[str] = name
             tag = kind
+            if kind == LOCAL and not self._loops:  # in a loop, a later binding reaches the next round's call
+                visible = self._bound_before.get(name, len(scope.local_tags.get(name, ())))
         else:
             spelling = dotted(value)
             tag = tag if tag in (PY, TENSOR) else OTHER
-        key = (spelling, tag, keyword)
+        key = (spelling, tag, keyword, visible)
         found = self._args.get(key)
         if found is None:
-            found = self._args[key] = Arg(spelling and _intern(spelling), tag, keyword and _intern(keyword))
+            found = self._args[key] = Arg(spelling and _intern(spelling), tag, keyword and _intern(keyword), visible)
         return found
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:

@@ -54,6 +54,9 @@ class Arg:
     spelling: Optional[str]
     tag: str  # PY | PARAM | LOCAL | TENSOR | OTHER
     keyword: Optional[str] = None
+    # For a LOCAL outside loops: how many of its bindings (`FunctionInfo.local_tags`, in source
+    # order) precede the call (`h = gate(h)` passes the earlier `h`); -1: all of them.
+    visible: int = -1
 
 
 @_pickled_by_fields
