@@ -171,7 +171,7 @@ class CallGraph:
         return self._continue(self._name(path, scope, head, depth), rest, depth)
 
     def _returned(self, key: Key, depth: int) -> list[Target]:
-        """What a call of function `key` gives: what each of its traced `return`s names (a factory's classes' instances)."""
+        """What a call of function `key` gives: what each of its traced `return`s names (a factory's instances)."""
         function = self.function(key)
         found: list[Target] = []
         for spelling in function.returns if function is not None else ():
