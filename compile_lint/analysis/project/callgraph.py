@@ -9,8 +9,10 @@ bases in Python's method resolution order (`classes.py`; bases followed across f
 mixins, `super().m()`), and in what the class assigns to
 `self.NAME` (`self.enc = Encoder()` -> `Encoder.forward` when called, `Encoder.m` for
 `self.enc.m()`; `nn.ModuleList([Block() ...])` elements; `self.act = gelu`). Calling a class
-instance runs `forward` for an nn.Module and `__call__` otherwise; `Search(model).run(x)`
-runs `Search.run`. Anything unsure resolves to nothing: the reach under-approximates.
+instance runs the `__call__` the class (or a project base) defines, else `forward` for an
+nn.Module (an override's `super().__call__(...)` runs `self.forward`); `Search(model).run(x)`
+runs `Search.run`, and `make(...).run(x)` (or `s = make(...); s.run(x)`) the `run` of
+each class a project function `make` returns. Anything unsure resolves to nothing: the reach under-approximates.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from compile_lint.analysis.project.dispatch import (
 )
 from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
 from compile_lint.analysis.project.libraries import LibraryIndex
+from compile_lint.analysis.project.expressions import MODULE_SELF_METHODS
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.properties import READ, getter_targets, is_property
 from compile_lint.analysis.project.summary import (
@@ -47,6 +50,8 @@ HIGHER_ORDER_OPS: dict[str, tuple[int, ...]] = {
     "torch.func.grad": (0,),
     "torch.func.grad_and_value": (0,),
 }
+# nn.Module's own `__call__` as an override may spell it (it runs the module's forward).
+NN_MODULE_CALLS = frozenset({"torch.nn.Module.__call__", "torch.nn.modules.module.Module.__call__"})
 # torch.cond compiles its branches even when called eagerly (measured on 2.13).
 ALWAYS_TRACED_OPS = frozenset({"torch.cond", "torch._higher_order_ops.cond.cond", "torch._higher_order_ops.cond"})
 
@@ -187,16 +192,24 @@ class CallGraph:
                     if kind == "class"]
         if spelling.startswith("super()."):
             return self._super(path, scope, spelling[len("super()."):])
+        receiver, dot, method = spelling[:-2].rpartition(".")
+        if dot and method in MODULE_SELF_METHODS and spelling.endswith("()"):
+            # `Net(...).eval()`, `model.to(device)`: the module itself, unless its class redefines the method.
+            return [target for target in self.resolve(path, scope, receiver, depth + 1)
+                    if target[0] == "instance" and self.is_module_class(target[1], target[2])
+                    and self.method(target[1], target[2], method) is None]
         if "()." in spelling:
             made, _, rest = spelling.partition("().")
             return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)
         if spelling.endswith("()"):
             made: list[Target] = []
-            for kind, p, q in self.resolve(path, scope, spelling[:-2], depth + 1):
+            for kind, made_path, qualname in self.resolve(path, scope, spelling[:-2], depth + 1):
                 if kind == "class":
-                    made.append(("instance", p, q))
-                elif kind == "function":  # a function that returns a dispatch (`getattr(self, ...)`)
-                    made += returned_targets(self, p, q, depth + 1)
+                    made.append(("instance", made_path, qualname))
+                elif kind == "function":  # what it returns: objects it builds, a dispatch (`getattr(self, ...)`)
+                    returned = self._returned((made_path, qualname), depth + 1)
+                    returned += returned_targets(self, made_path, qualname, depth + 1)
+                    made.extend(target for target in dict.fromkeys(returned) if target not in made)
             return made
         if "[]" in spelling:
             container, _, rest = spelling.partition("[]")
@@ -204,6 +217,16 @@ class CallGraph:
             return self._continue(elements, [part for part in rest.split(".") if part], depth)
         head, *rest = spelling.split(".")
         return self._continue(self._name(path, scope, head, depth), rest, depth)
+
+    def _returned(self, key: Key, depth: int) -> list[Target]:
+        """What a call of function `key` gives: what each of its traced `return`s names (a factory's instances)."""
+        function = self.function(key)
+        found: list[Target] = []
+        for spelling in function.returns if function is not None else ():
+            for target in self.resolve(key[0], function, spelling, depth + 1):
+                if target not in found:
+                    found.append(target)
+        return found
 
     def _super(self, path: str, scope: Optional[FunctionInfo], name: str) -> list[Target]:
         if scope is None or not scope.owner or "." in name:
@@ -351,8 +374,11 @@ class CallGraph:
         if kind == "function":
             return path, qualname
         if kind == "instance":
-            name = "forward" if self.is_module_class(path, qualname) else "__call__"
-            return self.method(path, qualname, name)
+            # A `__call__` the class (or a project base) defines runs instead of nn.Module's, which runs forward.
+            found = self.method(path, qualname, "__call__")
+            if found is None and self.is_module_class(path, qualname):
+                found = self.method(path, qualname, "forward")
+            return found
         if kind == "class" and not self.is_module_class(path, qualname):
             return self.method(path, qualname, "__init__")
         if kind == "elements":  # an nn.Sequential called: each of its modules' forward
@@ -371,7 +397,13 @@ class CallGraph:
             return [(getter, key, call) for getter in getter_targets(self, key, scope, call)]
         path = key[0]
         found: list[tuple[Key, Key, CallSite]] = []
-        for target in self.resolve(path, scope, call.callee):
+        targets = self.resolve(path, scope, call.callee)
+        if not targets and self._calls_module_call(path, scope, call):
+            # A `__call__` override handing on to nn.Module's own `__call__`, which runs `self.forward`.
+            passed_on = call.args if call.callee == "super().__call__" else call.args[1:]
+            call = CallSite("self.forward", call.line, passed_on, call.eager, call.starred)
+            targets = self.resolve(path, scope, call.callee)
+        for target in targets:
             called = self.called(target)
             if called is not None and all(called != item[0] for item in found):
                 found.append((called, key, call))
@@ -406,6 +438,15 @@ class CallGraph:
                     for k in self._functions(path, scope, arg.spelling):
                         found.extend((k, called, inner) for inner in inner_calls)
         return found
+
+    def _calls_module_call(self, path: str, scope: FunctionInfo, call: CallSite) -> bool:
+        """Whether `call` in a module class's `__call__` is nn.Module's: `super().__call__(...)`,
+        `nn.Module.__call__(self, ...)` (no project base defines one: resolved to nothing)."""
+        if scope.name != "__call__" or not scope.owner or not self.is_module_class(path, scope.owner):
+            return False
+        if call.callee == "super().__call__":
+            return True
+        return self.summaries[path].qualify(call.callee) in NN_MODULE_CALLS
 
     def _functions(self, path: str, scope: Optional[FunctionInfo], spelling: str) -> list[Key]:
         keys = []

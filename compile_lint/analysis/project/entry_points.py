@@ -3,7 +3,10 @@
 - `forward` of every nn.Module subclass of the project (bases followed across files);
 - `@torch.compile` functions, `torch.compile(fn)`, `torch.compile(obj.method)`,
   `obj.method = torch.compile(obj.method)`, `torch.compile(model)` and `model.compile()`
-  (the class's `forward`, when `model` is bound to `Net(...)` in the same scope);
+  (the class's `forward`, when `model` is bound to `Net(...)` or `Net(...).eval()` /
+  `.to(...)` in the same scope; `torch.compile(model)` runs a `__call__` override instead);
+  `torch.compile(partial(fn, ...))` and `torch.compile(lambda ...: fn(...))`
+  (`expressions.compiled_spellings`);
 - the branches of `torch.cond` (it compiles them even when called eagerly, torch 2.13);
 - the `entry-points` setting: `"path/to/file.py:Class.method"` or `"path/to/file.py:function"`.
 """

@@ -21,6 +21,9 @@ _SIZE_METHODS = frozenset({"size", "dim", "numel", "ndimension", "__len__"})
 _SIZE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "range", "isinstance", "getattr", "hasattr"})
 _PARTIAL = frozenset({"functools.partial", "partial"})
 _SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "training", "dtype", "device"})
+# nn.Module methods that return the module itself: `Net().eval()` is the `Net` it was called on.
+MODULE_SELF_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16",
+                                 "requires_grad_", "apply", "share_memory", "to_empty", "type"})
 
 
 def dotted_parts(node: ast.AST) -> Optional[list[str]]:
@@ -93,7 +96,21 @@ def value_spellings(value: ast.AST, depth: int = 0) -> tuple[str, ...]:
             return tuple(f"[]{e}" for e in elements) if elements else ()
         if "(" not in callee and "[" not in callee:
             return (f"{callee}()",)
+        if callee.endswith(tuple(f"().{name}" for name in MODULE_SELF_METHODS)):
+            return (f"{callee}()",)  # `Net(...).eval()`: the call graph keeps it only for a module
     return ()
+
+
+def compiled_spellings(target: ast.AST) -> tuple[str, ...]:
+    """What `torch.compile(target)` compiles, as spelled: `fn`, `model`, `Net().eval()`, `f` of
+    `partial(f, ...)`; the functions a lambda calls by a plain name (`lambda: solve(f, y0, t)`;
+    a lambda's `x.sum()` is no project function anybody could name)."""
+    if isinstance(target, ast.Lambda):
+        parameters = {arg.arg for arg in ast.walk(target.args) if isinstance(arg, ast.arg)}
+        called = (callee_spelling(node.func) for node in ast.walk(target.body) if isinstance(node, ast.Call))
+        return tuple(dict.fromkeys(name for name in called
+                                   if name and name.isidentifier() and name not in parameters))
+    return value_spellings(target)
 
 
 def _container_elements(call: ast.Call) -> tuple[str, ...]:

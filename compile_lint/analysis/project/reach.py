@@ -7,8 +7,9 @@ chain of calls that reaches it (from the entry point's call to the helper's call
 finding in it ends "(reached from pkg/model.py:42 in Net.forward)") and what its traced
 callers pass to each parameter, joined over every call: "tensor" when every caller passes
 an untyped parameter of an entry point (a tensor by the same default as `forward`'s own
-parameters, never by evidence), "py" when every caller passes a literal or a size;
-anything else stays unknown.
+parameters, never by evidence), "py" when every caller passes a literal or a size (a caller's local
+by the bindings that precede the call, outside loops: `h = gate(h)` passes the earlier
+`h`); anything else stays unknown.
 
 `project_reach` keeps one answer per project in the process, re-checked against the
 files' stats (new files are found through the directories' stats), so the CLI, flake8
@@ -76,6 +77,11 @@ class FileReach:
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
         return self.project is not None and (os.path.abspath(path), qualname) in self.project.reached
+
+
+def _local_tag(arg) -> str:
+    """The tag of a local passed as an argument: `local:NAME`, or `local:NAME:N` for the first N of its bindings."""
+    return f"local:{arg.spelling}" if arg.visible < 0 else f"local:{arg.spelling}:{arg.visible}"
 
 
 class ProjectReach:
@@ -179,7 +185,7 @@ class ProjectReach:
                         if getattr(call, "starred", False):
                             kinds.add(None)
                         continue
-                    kinds.add(self._tag_hint(caller, arg.tag if arg.tag != LOCAL else f"local:{arg.spelling}",
+                    kinds.add(self._tag_hint(caller, arg.tag if arg.tag != LOCAL else _local_tag(arg),
                                              depth, set()) if arg.tag != PARAM else
                               self.hint(caller, arg.spelling, depth + 1))
                 result = kinds.pop() if len(kinds) == 1 else None
@@ -195,9 +201,12 @@ class ProjectReach:
         kind, _, name = tag.partition(":")
         if kind == "param":
             return self.hint(caller, name, depth + 1)
+        name, _, visible = name.partition(":")
         if kind == "local" and name not in seen:
             function = self.graph.function(caller)
             tags = function.local_tags.get(name, ()) if function is not None else ()
+            if visible:  # the bindings that precede the call (`h = gate(h)`: the earlier `h`)
+                tags = tags[:int(visible)]
             hints = {self._tag_hint(caller, inner, depth, seen | {name}) for inner in tags}
             return hints.pop() if len(hints) == 1 else None
         return None

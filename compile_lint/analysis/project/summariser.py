@@ -21,7 +21,9 @@ from compile_lint.analysis.project.dispatch_spellings import (
     RETURNED, TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, returned_dispatch,
     table_spellings,
 )
-from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
+from compile_lint.analysis.project.expressions import (
+    callee_spelling, compiled_spellings, dotted, value_spellings, value_tag,
+)
 from compile_lint.analysis.project.properties import read_spelling
 from compile_lint.analysis.project.summary import (
     LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
@@ -108,9 +110,13 @@ class _Summariser:
         self._module_level: set[str] = set()
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
-        self._args: dict[tuple[Optional[str], str, Optional[str]], Arg] = {}  # one object for equal arguments
+        self._args: dict[tuple[Optional[str], str, Optional[str], int], Arg] = {}  # one object for equal arguments
         # The `self.NAME(...)` names of the method being walked (None outside methods).
         self._self_calls: Optional[set[str]] = None
+        # Loops around the statement being walked, in its function; the bindings each name the
+        # statement binds had before it (its own call arguments see those).
+        self._loops = 0
+        self._bound_before: dict[str, int] = {}
 
     def _share(self, item):
         """`item`, or the equal one this file already holds (summaries are never changed once made)."""
@@ -223,12 +229,30 @@ class _Summariser:
         if isinstance(stmt, ast.ClassDef):
             self._class(stmt, prefix)
             return
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            self._loops += 1
+            try:
+                self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
+            finally:
+                self._loops -= 1
+            return
         if isinstance(stmt, ast.If):
             self._expression(stmt.test, scope, eager, params)
             compiled = self._sense(stmt.test, False, bindings)
             self._body(stmt.body, scope, owner, prefix, eager or compiled is False, bindings, params)
             self._body(stmt.orelse, scope, owner, prefix, eager or compiled is True, bindings, params)
             return
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        self._bound_before = {node.id: len(scope.local_tags.get(node.id, ())) for target in targets
+                              for node in ast_nodes(target) if isinstance(node, ast.Name)}
+        try:
+            self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
+        finally:
+            self._bound_before = {}
+
+    def _simple_statement(self, stmt: ast.stmt, scope: FunctionInfo, owner: Optional[str], prefix: str,
+                          eager: bool, bindings: dict[str, ast.AST], params: frozenset[str]) -> None:
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._loop_alias(stmt, scope)
             self._untagged(stmt.target, scope)
@@ -242,6 +266,9 @@ class _Summariser:
             returned = returned_dispatch(stmt.value)
             if returned:  # `return getattr(self, f"{kind}_reduction")`: what calling the result runs
                 self._add_alias(scope, RETURNED, returned)
+            spellings = value_spellings(stmt.value) if not eager else ()
+            if spellings:
+                scope.returns = self._names(dict.fromkeys(scope.returns + spellings))
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -314,8 +341,7 @@ class _Summariser:
 
     def _compile_call(self, call: ast.Call, scope: FunctionInfo) -> None:
         if call.args:
-            spelling = dotted(call.args[0])
-            if spelling:
+            for spelling in compiled_spellings(call.args[0]):
                 self._compile_entry(scope.qualname, call.lineno, spelling)
 
     def _expression(self, node: ast.AST, scope: FunctionInfo, eager: bool, params: frozenset[str]) -> None:
@@ -356,8 +382,8 @@ class _Summariser:
             receiver = dotted(func.value)
             if receiver and receiver != "torch":
                 self._compile_entry(scope.qualname, call.lineno, f"{receiver}()")
-        args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None) for a in call.args]
-        args += [self._argument(k.value, params, k.arg) for k in call.keywords if k.arg is not None]
+        args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None, scope) for a in call.args]
+        args += [self._argument(k.value, params, k.arg, scope) for k in call.keywords if k.arg is not None]
         starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
         shared = self._share(tuple(args))
         for spelling in (callee, *dispatch_defaults(func)):  # `T.get(k, default)(x)` may call the default
@@ -393,20 +419,23 @@ class _Summariser:
             entry = self._calls[id(scope)] = (scope, [])
         return entry[1]
 
-    def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str]) -> Arg:
+    def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str], scope: FunctionInfo) -> Arg:
         """An argument: its spelling (a function, maybe) and the tag of what it passes."""
         tag = value_tag(value, params, self.summary.qualify)
         kind, _, name = tag.partition(":")
+        visible = -1
         if kind == PARAM or kind == LOCAL:
             spelling: Optional[str] = name
             tag = kind
+            if kind == LOCAL and not self._loops:  # in a loop, a later binding reaches the next round's call
+                visible = self._bound_before.get(name, len(scope.local_tags.get(name, ())))
         else:
             spelling = dotted(value)
             tag = tag if tag in (PY, TENSOR) else OTHER
-        key = (spelling, tag, keyword)
+        key = (spelling, tag, keyword, visible)
         found = self._args.get(key)
         if found is None:
-            found = self._args[key] = Arg(spelling and _intern(spelling), tag, keyword and _intern(keyword))
+            found = self._args[key] = Arg(spelling and _intern(spelling), tag, keyword and _intern(keyword), visible)
         return found
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:

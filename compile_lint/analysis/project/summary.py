@@ -54,6 +54,9 @@ class Arg:
     spelling: Optional[str]
     tag: str  # PY | PARAM | LOCAL | TENSOR | OTHER
     keyword: Optional[str] = None
+    # For a LOCAL outside loops: how many of its bindings (`FunctionInfo.local_tags`, in source
+    # order) precede the call (`h = gate(h)` passes the earlier `h`); -1: all of them.
+    visible: int = -1
 
 
 @_pickled_by_fields
@@ -122,6 +125,9 @@ class FunctionInfo:
     # Names of the `self.NAME(...)` calls of a method, in its nested functions and lambdas
     # too, sorted: what an inherited method makes a subclass run.
     self_calls: tuple[str, ...] = ()
+    # What its traced `return` statements give, as a binding spells it (`Cls()`, `self`, `a if c
+    # else b`): `f()` of a factory is an instance of each class it may return.
+    returns: tuple[str, ...] = ()
 
 
 @_pickled_by_fields
