@@ -5,10 +5,10 @@ breadth first, skipping calls in eager-only branches and functions Dynamo never 
 (`@torch.compiler.disable`, custom-op bodies). Each reached function keeps the shortest
 chain of calls that reaches it (from the entry point's call to the helper's caller: a
 finding in it ends "(reached from model.py:42 in Net.forward)") and what its traced
-callers pass to each parameter, joined over every call: "tensor" when every caller passes
-an untyped parameter of an entry point (a tensor by the same default as `forward`'s own
-parameters, never by evidence), "py" when every caller passes a literal or a size;
-anything else stays unknown.
+callers pass to each parameter, joined over every call (`values.py`): "tensor" when every
+caller passes a tensor (an untyped parameter of an entry point, by the same default as
+`forward`'s own parameters; a torch call; an element of one; what a helper returns for
+one), "py" when every caller passes a literal or a size; anything else stays unknown.
 
 `project_reach` keeps one answer per project in the process, re-checked against the
 files' stats (new files are found through the directories' stats), so the CLI, flake8
@@ -25,16 +25,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
+from compile_lint.analysis.project.callgraph import CallGraph, Key
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
-from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, FileSummary
+from compile_lint.analysis.project.summary import FileSummary
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.project.values import ValueHints
 from compile_lint.storage.stamps import stamps as _stamps
 from compile_lint.storage.walk import PROJECT_INDEX, python_files
-
-TENSOR_HINT, PY_HINT = "tensor", "py"
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,8 @@ class ProjectReach:
         self.reached: set[Key] = set()
         # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
-        self._hints: dict[tuple[Key, str], Optional[str]] = {}
+        self.values = ValueHints(graph, lambda key: key in self.entries and not self.sites.get(key),
+                                 lambda key: self.sites.get(key, []))
         self._files: dict[str, FileReach] = {}
         self._by_file: Optional[dict[str, list[Key]]] = None
         self._walk()
@@ -135,50 +135,9 @@ class ProjectReach:
             key = caller
         return tuple(reversed(links))
 
-    def hint(self, key: Key, name: str, depth: int = 0) -> Optional[str]:
-        """"tensor", "py" or None: what every traced call of `key` passes to its parameter `name`."""
-        memo = (key, name)
-        if memo in self._hints:
-            return self._hints[memo]
-        self._hints[memo] = None  # a cycle guard
-        function = self.graph.function(key)
-        result: Optional[str] = None
-        if function is not None:
-            declared = {param: (annotated, default) for param, annotated, default in function.params}
-            if key in self.entries and not self.sites.get(key):
-                if name in declared and not declared[name][0] and name not in ("self", "cls"):
-                    result = TENSOR_HINT  # the "untyped forward parameter is a tensor" default
-            elif depth < 20:
-                kinds = set()
-                for caller, call in self.sites.get(key, []):
-                    pairs = dict((param, arg) for arg, param in passed(function, call))  # type: ignore[arg-type]
-                    arg = pairs.get(name)
-                    if arg is None:
-                        if getattr(call, "starred", False):
-                            kinds.add(None)
-                        continue
-                    kinds.add(self._tag_hint(caller, arg.tag if arg.tag != LOCAL else f"local:{arg.spelling}",
-                                             depth, set()) if arg.tag != PARAM else
-                              self.hint(caller, arg.spelling, depth + 1))
-                result = kinds.pop() if len(kinds) == 1 else None
-        self._hints[memo] = result
-        return result
-
-    def _tag_hint(self, caller: Key, tag: str, depth: int, seen: set) -> Optional[str]:
-        """The hint a value of `caller` passes, from its tag: a tensor by syntax, a Python value, a parameter, a local."""
-        if tag == PY:
-            return PY_HINT
-        if tag == TENSOR:
-            return TENSOR_HINT
-        kind, _, name = tag.partition(":")
-        if kind == "param":
-            return self.hint(caller, name, depth + 1)
-        if kind == "local" and name not in seen:
-            function = self.graph.function(caller)
-            tags = function.local_tags.get(name, ()) if function is not None else ()
-            hints = {self._tag_hint(caller, inner, depth, seen | {name}) for inner in tags}
-            return hints.pop() if len(hints) == 1 else None
-        return None
+    def hint(self, key: Key, name: str) -> Optional[str]:
+        """"tensor", "py" or None: what every traced call of `key` passes to its parameter `name` (`values.py`)."""
+        return self.values.parameter(key, name)
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
