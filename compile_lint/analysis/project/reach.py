@@ -64,7 +64,8 @@ class FileReach:
     digest: str = ""
     project: Optional["ProjectReach"] = field(default=None, compare=False, repr=False)
     # (calling function, callee as spelled) of the file's traced calls of another file's
-    # `@torch.compiler.disable` function: an intended break at the call (JIT611).
+    # `@torch.compiler.disable` function, or of a parameter a traced caller passes one to: an
+    # intended break at the call (JIT611).
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
 
     def reaches(self, path: str, qualname: str) -> bool:
@@ -110,7 +111,15 @@ class ProjectReach:
                     continue
                 for target, caller, site in graph.call_targets(key, function, call):
                     if is_disabled(graph, target):
-                        if graph.function(target) is not None and target[0] != key[0]:
+                        if graph.function(target) is None:
+                            continue
+                        if caller != key:
+                            if site.eager:
+                                continue
+                            # Passed as a value (`apply(host_fn, x)`): the callee's call of its
+                            # parameter is the disabled call, where Dynamo breaks.
+                            self.disabled_calls.setdefault(caller[0], set()).add((caller[1], site.callee))
+                        elif target[0] != key[0]:
                             self.disabled_calls.setdefault(key[0], set()).add((key[1], call.callee))
                         continue
                     if target == key:
