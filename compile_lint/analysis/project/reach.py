@@ -247,7 +247,8 @@ def project_reach(
     With `frozen`, a project already answered in this process is not re-checked (a CLI
     worker, forked after the run's index was built).
     """
-    key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root))
+    key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root),
+           symbols.modules.roots)
     memo = _MEMOS.get(key)
     if memo is not None and frozen:
         return _answer(memo)

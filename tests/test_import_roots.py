@@ -1,5 +1,7 @@
-"""A package's findings do not depend on its directory's name (issue 35, item 2).
+"""Where absolute imports resolve: the `src` setting (issue 31), and a package's findings do not
+depend on its directory's name (issue 35, item 2).
 
+The `src` setting's effect on a project is calibrated in tests/fixtures/reach/src_roots/.
 `cp -r kornia kornia_fix` and lint both: the copy's absolute self-imports (`import
 kornia.x`) must mean the copy's own files, or it loses every finding reached through
 them and their "reached from" chains. Built on the split_helpers fixture's `vocoder`
@@ -55,3 +57,17 @@ def test_a_package_of_another_name_does_not_take_a_missing_import_for_itself(tmp
     """`tools/` imports `vocoder.transforms`, found nowhere: `tools` is no copy of `vocoder`, nothing is reached."""
     _copy(tmp_path, "tools")
     assert not any(path == "transforms.py" for path, *_ in _findings(tmp_path, "tools"))
+
+
+def test_show_settings_lists_src_where_it_came_from(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\nsrc = ["lib", "."]\n', encoding="utf-8")
+    result = run_cli("--show-settings", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    line = next(text for text in result.stdout.splitlines() if text.startswith("src "))
+    assert '["lib", "."]' in line and "pyproject.toml" in line, line
+
+
+def test_src_must_be_a_list_of_strings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.compile-lint]\nsrc = "lib"\n', encoding="utf-8")
+    result = run_cli("--show-settings", cwd=tmp_path)
+    assert result.returncode == 2 and "src" in result.stderr, (result.returncode, result.stderr)
