@@ -53,6 +53,9 @@ class Reached:
     chain: tuple[Link, ...]  # () for an entry point
     entry: bool
     hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py")
+    # (parameter, file, line, argument as spelled) of a call from another file that passes a
+    # tensor to a parameter hinted "tensor": what a finding resting on the parameter names.
+    evidence: tuple[tuple[str, str, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,10 @@ class ProjectReach:
                 continue
             hints = tuple((name, hint) for name, _, _ in function.params
                           if (hint := self.hint(key, name)) is not None)
-            functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
+            evidence = tuple((name, *found) for name, hint in hints
+                             if hint == "tensor" and (found := self.values.evidence(key, name)) is not None)
+            functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints,
+                                        evidence)
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self)
         return result
 

@@ -97,6 +97,23 @@ class ValueHints:
         found = self.solver.get(("param", key, name))
         return None if found is BOTTOM else found  # type: ignore[return-value]
 
+    def evidence(self, key: Key, name: str) -> Optional[tuple[str, int, str]]:
+        """(file, line, argument) of the first traced call of `key` from another file that passes a
+        tensor to parameter `name` (what a finding resting on it names), None when there is none."""
+        function = self.graph.function(key)
+        if function is None:
+            return None
+        for caller, call in sorted(self.sites(key), key=lambda site: (site[0], site[1].line)):
+            if caller[0] == key[0]:
+                continue  # the file's own analysis sees its own calls
+            arg = dict((param, arg) for arg, param in passed(function, call)).get(name)
+            if arg is None:
+                continue
+            tag = f"{arg.tag}:{arg.spelling}" if arg.tag in (PARAM, LOCAL) else arg.tag
+            if self.tag(caller, tag) == TENSOR_HINT:
+                return caller[0], call.line, arg.spelling or ""
+        return None
+
     def _compute(self, node: Hashable) -> object:
         kind, key, detail = node  # type: ignore[misc]
         function = self.graph.function(key)
@@ -122,10 +139,7 @@ class ValueHints:
                 if getattr(call, "starred", False):
                     kinds.append(None)
                 continue
-            if arg.tag in (PARAM, LOCAL):
-                kinds.append(self.tag(caller, f"{arg.tag}:{arg.spelling}"))
-            else:
-                kinds.append(self.tag(caller, arg.tag))
+            kinds.append(self.tag(caller, f"{arg.tag}:{arg.spelling}" if arg.tag in (PARAM, LOCAL) else arg.tag))
         return join(kinds)
 
     def tag(self, caller: Key, tag: str) -> object:
