@@ -52,6 +52,9 @@ class FixedPoint:
         self.final: dict[Hashable, object] = {}
         self._open: dict[Hashable, int] = {}  # node being answered -> its depth on the stack
         self._approximation: dict[Hashable, object] = {}
+        # Answers that rest on open questions, with the lowest one they read: valid until an
+        # approximation changes (then dropped), so a component costs one pass per iteration.
+        self._tentative: dict[Hashable, tuple[object, int]] = {}
         self._low = _MAX_NESTING + 1  # the lowest open node the current answer read
 
     def get(self, node: Hashable) -> object:
@@ -62,6 +65,10 @@ class FixedPoint:
         if depth is not None:
             self._low = min(self._low, depth)
             return self._approximation.get(node, BOTTOM)
+        tentative = self._tentative.get(node)
+        if tentative is not None:
+            self._low = min(self._low, tentative[1])
+            return tentative[0]
         depth = len(self._open)
         if depth >= _MAX_NESTING:
             return None
@@ -73,11 +80,16 @@ class FixedPoint:
             if self._low < depth or value == self._approximation.get(node, BOTTOM) or self._low > depth:
                 break  # rests on an outer open question, or stable, or on no open question at all
             self._approximation[node] = value  # the head of a component: once more with the new value
+            self._tentative.clear()
         del self._open[node]
         low = self._low
         if low >= depth:
             self.final[node] = value
             self._approximation.pop(node, None)
+        else:
+            self._tentative[node] = value, low
+        if not self._open:
+            self._tentative.clear()
         self._low = min(outer, low) if low < depth else outer
         return value
 
@@ -171,6 +183,8 @@ class ValueHints:
         if call is None:
             return None
         targets = [target for target, via, _ in self.graph.call_targets(caller, function, call) if via == caller]
+        if any(target[1].endswith(".__init__") for target in targets):
+            return None  # a class called: an instance, whatever its `__init__` returns
         return join(self.solver.get(("return", target, item)) for target in targets)
 
     def _returned(self, key: Key, function, item: Optional[int]) -> object:
