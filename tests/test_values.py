@@ -78,6 +78,7 @@ def test_a_finding_names_the_call_of_another_file_its_parameter_rests_on(tmp_pat
     messages = {(os.path.relpath(f["path"], root) if os.path.isabs(f["path"]) else f["path"], f["line"]): f["message"]
                 for f in assert_findings_json(result.stdout)}
     gate = messages[(os.path.join("tts", "commons.py"), 20)]
-    assert gate.endswith("(`scale` is a tensor: tts/model.py:19 passes `scale`) (reached from model.py:19 in Synth.forward)"), gate
+    ending = "(`scale` is a tensor: tts/model.py:19 passes `scale`) (reached from model.py:19 in Synth.forward)"
+    assert gate.endswith(ending), gate
     shift = messages[(os.path.join("tts", "commons.py"), 26)]
     assert "`start` is a tensor: tts/model.py:20 passes a tensor" in shift, shift

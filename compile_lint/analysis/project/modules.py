@@ -5,8 +5,9 @@ ones through the importing file's package root, then the project's roots (its di
 its `src/`), then `importlib`'s path finders over `sys.path` (they locate files; they
 execute nothing). A package's import of its own name resolves to itself whatever its
 directory is called: a copy (`kornia_fix/`, the same modules as the `kornia` found, or
-found nowhere and named after it) is linted as itself, not as the original. torch, numpy and the standard library are never read: the rules encode
-their meaning themselves. The symbol index and the call graph both ask this resolver.
+found nowhere and named after it) is linted as itself, not as the original. torch, numpy
+and the standard library are never read: the rules encode their meaning themselves. The
+symbol index and the call graph both ask this resolver.
 """
 
 from __future__ import annotations
