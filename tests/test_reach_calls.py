@@ -39,8 +39,8 @@ def test_a_factory_returns_each_class_it_builds_and_no_eager_only_return():
             def fill(self, x):
                 return self
         """)
-    assert summary.functions["make"].returns == ("LowRank()", "Exact()", "Diagonal()")
-    assert summary.functions["Builder.fill"].returns == ("self",)
+    assert summary.functions["make"].returned_spellings == ("LowRank()", "Exact()", "Diagonal()")
+    assert summary.functions["Builder.fill"].returned_spellings == ("self",)
 
 
 def test_a_factorys_result_is_an_instance_of_each_returned_class(tmp_path):

@@ -210,7 +210,11 @@ def inlined_into_forward(path: Path, line: int) -> tuple[str, int]:
     raise AssertionError(f"{path}:{line} is in no function")
 
 
-REACHED = [(project, site) for project in PROJECTS for site in expected(project).values() if site.reached_from]
+# Projects whose breaks rest on a value the caller passes that a pasted helper cannot see
+# (a disabled function passed in): what they need from compile-lint is more than reach.
+_FROM_CALLERS_ONLY = {"disabled_values"}
+REACHED = [(project, site) for project in PROJECTS if project not in _FROM_CALLERS_ONLY
+           for site in expected(project).values() if site.reached_from]
 
 
 @pytest.mark.parametrize("case", REACHED, ids=[f"{p}:{s.path}:{s.line}" for p, s in REACHED])

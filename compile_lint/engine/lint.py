@@ -30,6 +30,7 @@ from compile_lint.core.codes import SYNTAX_ERROR_CODE
 from compile_lint.core.results import LintCancelled
 from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.library_findings import LibraryLinter, call_site_findings
+from compile_lint.engine.evidence import with_evidence
 from compile_lint.engine.parse import parse_module
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
@@ -178,7 +179,8 @@ def lint_module(
                 end_line=end_line,
                 end_column=end_column + 1,
                 code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
-                message=_reached(_with_conditions(finding.message, mode, condition), reached_from),
+                message=_reached(with_evidence(_with_conditions(finding.message, mode, condition), finding.node,
+                                               context.regions.external.get(finding.function)), reached_from),
                 reached_from=reached_from,
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
                 condition=condition,

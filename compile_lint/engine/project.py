@@ -32,12 +32,14 @@ _SYMBOL_INDEXES: dict[tuple[str, ...], SymbolIndex] = {}
 def symbol_index(config: Config) -> SymbolIndex:
     """This process's index of other files' classes and functions, for `config`'s project.
 
-    Absolute imports are looked up in each file's own package root, then the project's
-    root and its `src/`, then `sys.path`. The index re-reads files that change, so one
-    per project serves a long-lived process (the language server) too.
+    Absolute imports are looked up in each file's own package root, then the `src`
+    setting's directories (default: the project's root and its `src/`), then `sys.path`.
+    The index re-reads files that change, so one per project serves a long-lived process
+    (the language server) too.
     """
     root = os.path.abspath(config.root)
-    roots = tuple(path for path in (root, os.path.join(root, "src")) if os.path.isdir(path))
+    sources = [os.path.join(root, path) for path in config.src] or [root, os.path.join(root, "src")]
+    roots = tuple(os.path.normpath(path) for path in sources if os.path.isdir(path))
     index = _SYMBOL_INDEXES.get(roots)
     if index is None:
         index = _SYMBOL_INDEXES[roots] = SymbolIndex(roots)

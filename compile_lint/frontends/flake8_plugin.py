@@ -48,7 +48,7 @@ def selection_from_flake8(select: Sequence[str] | None, extend_select: Sequence[
 
 @functools.lru_cache(maxsize=64)
 def _project_settings(directory: str) -> Config:
-    """`module-bases`, `mode`, `entry-points` and the project root from the nearest `[tool.compile-lint]`.
+    """`module-bases`, `mode`, `entry-points`, `src` and the project root from the nearest `[tool.compile-lint]`.
 
     A broken config counts as none (the root is then `directory`).
     """
@@ -57,7 +57,7 @@ def _project_settings(directory: str) -> Config:
     except ConfigError:
         return Config(root=directory)
     return Config(module_bases=config.module_bases, mode=config.mode, entry_points=config.entry_points,
-                  root=config.root, source=config.source)
+                  src=config.src, root=config.root, source=config.source)
 
 
 class CompileLintPlugin:
@@ -99,6 +99,7 @@ class CompileLintPlugin:
             module_bases=project.module_bases,
             mode=project.mode,
             entry_points=project.entry_points,
+            src=project.src,
             root=project.root,
             source=project.source,
         )

@@ -57,6 +57,9 @@ class Config:
     # Functions torch.compile traces that the code alone does not show: "path/to/file.py:Class.method"
     # or "path/to/file.py:function", relative to the config file's directory.
     entry_points: tuple[str, ...] = ()
+    # Directories absolute imports are looked up in (ruff's `src`), relative to the config
+    # file's directory; empty: the project's root and its `src/`.
+    src: tuple[str, ...] = ()
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
     root: str = "."
     source: Optional[str] = None
@@ -174,6 +177,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tensor-branch-fix", "tensor_branch_fix", _one_of(BRANCH_FIX_CHOICES)),
     Setting("verify", ("verify_targets", "verify_mode"), _verify_table),
     Setting("entry-points", "entry_points", _entry_points),
+    Setting("src", "src", _string_list),
 )
 SETTINGS_BY_KEY = {setting.key: setting for setting in SETTINGS}
 

@@ -222,7 +222,7 @@ class CallGraph:
         """What a call of function `key` gives: what each of its traced `return`s names (a factory's instances)."""
         function = self.function(key)
         found: list[Target] = []
-        for spelling in function.returns if function is not None else ():
+        for spelling in function.returned_spellings if function is not None else ():
             for target in self.resolve(key[0], function, spelling, depth + 1):
                 if target not in found:
                     found.append(target)

@@ -3,8 +3,11 @@
 Relative names (`.layers`, `..utils.f`) resolve by path from the importing file; absolute
 ones through the importing file's package root, then the project's roots (its directory,
 its `src/`), then `importlib`'s path finders over `sys.path` (they locate files; they
-execute nothing). torch, numpy and the standard library are never read: the rules encode
-their meaning themselves. The symbol index and the call graph both ask this resolver.
+execute nothing). A package's import of its own name resolves to itself whatever its
+directory is called: a copy (`kornia_fix/`, the same modules as the `kornia` found, or
+found nowhere and named after it) is linted as itself, not as the original. torch, numpy
+and the standard library are never read: the rules encode their meaning themselves. The
+symbol index and the call graph both ask this resolver.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ class ModuleResolver:
 
     def _top_level(self, name: str, from_path: str) -> Optional[Location]:
         roots = (package_root(from_path),) + self.roots
-        key = (name, roots[0])
+        own = _own_package(from_path, roots[0])
+        key = (name, own or roots[0])
         if key in self._locations:
             return self._locations[key]
         location = None
@@ -99,8 +103,51 @@ class ModuleResolver:
                 break
         if location is None:
             location = _installed_location(name)
+        if own is not None and os.path.basename(own) != name and _copy_of(own, name, location):
+            # `cp -r kornia kornia_fix`: the copy's `import kornia.x` means its own files, as
+            # they would if the copy were installed under its name (issue 35).
+            init = os.path.join(own, "__init__.py")
+            location = own, init if os.path.isfile(init) else None
         self._locations[key] = location
         return location
+
+
+def _own_package(path: str, root: str) -> Optional[str]:
+    """The top-level package directory file `path` belongs to (None outside a package)."""
+    relative = os.path.relpath(os.path.dirname(os.path.abspath(path)), root)
+    if relative == "." or relative.startswith(".."):
+        return None
+    return os.path.join(root, relative.split(os.sep)[0])
+
+
+def _entries(directory: str) -> frozenset[str]:
+    """The module and subpackage names of a package directory."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return frozenset()
+    return frozenset(name[:-3] if name.endswith(".py") else name for name in names
+                     if name.endswith(".py") or os.path.isfile(os.path.join(directory, name, "__init__.py")))
+
+
+def _normalised(name: str) -> str:
+    return name.lower().replace("-", "_")
+
+
+def _copy_of(own: str, name: str, found: Optional[Location]) -> bool:
+    """Whether package directory `own`, named otherwise, is a copy of top-level package `name`.
+
+    Where `name` is found (`found`, a package directory), the two must hold the same
+    modules (a copy, whatever it is named); where it is found nowhere, the copy's name
+    must extend it (`kornia_fix`, `kornia-main`) and hold modules.
+    """
+    if found is None:
+        return _normalised(os.path.basename(own)).startswith(_normalised(name)) and len(_entries(own)) >= 2
+    directory = found[0]
+    if directory is None or os.path.abspath(directory) == os.path.abspath(own):
+        return False
+    mine, theirs = _entries(own), _entries(directory)
+    return len(mine) >= 2 and len(mine & theirs) >= 0.9 * max(len(mine), len(theirs))
 
 
 def _location_in(root: str, name: str) -> Optional[Location]:

@@ -5,11 +5,12 @@ breadth first, skipping calls in eager-only branches and functions Dynamo never 
 (`@torch.compiler.disable`, custom-op bodies). Each reached function keeps the shortest
 chain of calls that reaches it (from the entry point's call to the helper's caller: a
 finding in it ends "(reached from pkg/model.py:42 in Net.forward)") and what its traced
-callers pass to each parameter, joined over every call: "tensor" when every caller passes
-an untyped parameter of an entry point (a tensor by the same default as `forward`'s own
-parameters, never by evidence), "py" when every caller passes a literal or a size (a caller's local
-by the bindings that precede the call, outside loops: `h = gate(h)` passes the earlier
-`h`); anything else stays unknown.
+callers pass to each parameter, joined over every call (`values.py`): "tensor" when every
+caller passes a tensor (an untyped parameter of an entry point, by the same default as
+`forward`'s own parameters; a torch call; an element of one; what a helper returns for
+one), "py" when every caller passes a literal or a size (a caller's local by the bindings
+that precede the call, outside loops: `h = gate(h)` passes the earlier `h`); anything else
+stays unknown.
 
 `project_reach` keeps one answer per project in the process, re-checked against the
 files' stats (new files are found through the directories' stats), so the CLI, flake8
@@ -26,19 +27,18 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
+from compile_lint.analysis.project.callgraph import CallGraph, Key
 from compile_lint.analysis.project.decorators import decorator_wrappers
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
 from compile_lint.analysis.project.library_reach import LibraryCall, LibraryWalk, instantiated_classes, library_notes
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
-from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, FileSummary
+from compile_lint.analysis.project.summary import FileSummary
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.project.values import ValueHints
 from compile_lint.storage.stamps import stamps as _stamps
 from compile_lint.storage.walk import PROJECT_INDEX, python_files
-
-TENSOR_HINT, PY_HINT = "tensor", "py"
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ class Reached:
     chain: tuple[Link, ...]  # () for an entry point
     entry: bool
     hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py")
+    # (parameter, file, line, argument as spelled) of a call from another file that passes a
+    # tensor to a parameter hinted "tensor": what a finding resting on the parameter names.
+    evidence: tuple[tuple[str, str, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ class FileReach:
     digest: str = ""
     project: Optional["ProjectReach"] = field(default=None, compare=False, repr=False)
     # (calling function, callee as spelled) of the file's traced calls of another file's
-    # `@torch.compiler.disable` function: an intended break at the call (JIT611).
+    # `@torch.compiler.disable` function, or of a parameter a traced caller passes one to: an
+    # intended break at the call (JIT611).
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
     # The file's traced calls into installed libraries, with what each reaches there (library_reach.py).
     library_calls: tuple[LibraryCall, ...] = ()
@@ -77,11 +81,6 @@ class FileReach:
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
         return self.project is not None and (os.path.abspath(path), qualname) in self.project.reached
-
-
-def _local_tag(arg) -> str:
-    """The tag of a local passed as an argument: `local:NAME`, or `local:NAME:N` for the first N of its bindings."""
-    return f"local:{arg.spelling}" if arg.visible < 0 else f"local:{arg.spelling}:{arg.visible}"
 
 
 class ProjectReach:
@@ -102,8 +101,9 @@ class ProjectReach:
         self.reached: set[Key] = set()
         # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
-        self._hints: dict[tuple[Key, str], Optional[str]] = {}
         self._decorators: dict = {}  # (file, decorator) -> its wrappers (decorators.py)
+        self.values = ValueHints(graph, lambda key: key in self.entries and not self.sites.get(key),
+                                 lambda key: self.sites.get(key, []))
         self._files: dict[str, FileReach] = {}
         self._by_file: Optional[dict[str, list[Key]]] = None
         self._walk()
@@ -138,7 +138,15 @@ class ProjectReach:
                     self.library.unresolved(key, call)
                 for target, caller, site in targets:
                     if is_disabled(graph, target):
-                        if graph.function(target) is not None and target[0] != key[0]:
+                        if graph.function(target) is None:
+                            continue
+                        if caller != key:
+                            if site.eager:
+                                continue
+                            # Passed as a value (`apply(host_fn, x)`): the callee's call of its
+                            # parameter is the disabled call, where Dynamo breaks.
+                            self.disabled_calls.setdefault(caller[0], set()).add((caller[1], site.callee))
+                        elif target[0] != key[0]:
                             self.disabled_calls.setdefault(key[0], set()).add((key[1], call.callee))
                         continue
                     if target == key or (self.library is not None and not self.library.admits(key, target, call)):
@@ -163,53 +171,9 @@ class ProjectReach:
             key = caller
         return tuple(reversed(links))
 
-    def hint(self, key: Key, name: str, depth: int = 0) -> Optional[str]:
-        """"tensor", "py" or None: what every traced call of `key` passes to its parameter `name`."""
-        memo = (key, name)
-        if memo in self._hints:
-            return self._hints[memo]
-        self._hints[memo] = None  # a cycle guard
-        function = self.graph.function(key)
-        result: Optional[str] = None
-        if function is not None:
-            declared = {param: (annotated, default) for param, annotated, default in function.params}
-            if key in self.entries and not self.sites.get(key):
-                if name in declared and not declared[name][0] and name not in ("self", "cls"):
-                    result = TENSOR_HINT  # the "untyped forward parameter is a tensor" default
-            elif depth < 20:
-                kinds = set()
-                for caller, call in self.sites.get(key, []):
-                    pairs = dict((param, arg) for arg, param in passed(function, call))  # type: ignore[arg-type]
-                    arg = pairs.get(name)
-                    if arg is None:
-                        if getattr(call, "starred", False):
-                            kinds.add(None)
-                        continue
-                    kinds.add(self._tag_hint(caller, arg.tag if arg.tag != LOCAL else _local_tag(arg),
-                                             depth, set()) if arg.tag != PARAM else
-                              self.hint(caller, arg.spelling, depth + 1))
-                result = kinds.pop() if len(kinds) == 1 else None
-        self._hints[memo] = result
-        return result
-
-    def _tag_hint(self, caller: Key, tag: str, depth: int, seen: set) -> Optional[str]:
-        """The hint a value of `caller` passes, from its tag: a tensor by syntax, a Python value, a parameter, a local."""
-        if tag == PY:
-            return PY_HINT
-        if tag == TENSOR:
-            return TENSOR_HINT
-        kind, _, name = tag.partition(":")
-        if kind == "param":
-            return self.hint(caller, name, depth + 1)
-        name, _, visible = name.partition(":")
-        if kind == "local" and name not in seen:
-            function = self.graph.function(caller)
-            tags = function.local_tags.get(name, ()) if function is not None else ()
-            if visible:  # the bindings that precede the call (`h = gate(h)`: the earlier `h`)
-                tags = tags[:int(visible)]
-            hints = {self._tag_hint(caller, inner, depth, seen | {name}) for inner in tags}
-            return hints.pop() if len(hints) == 1 else None
-        return None
+    def hint(self, key: Key, name: str) -> Optional[str]:
+        """"tensor", "py" or None: what every traced call of `key` passes to its parameter `name` (`values.py`)."""
+        return self.values.parameter(key, name)
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
@@ -228,7 +192,10 @@ class ProjectReach:
                 continue
             hints = tuple((name, hint) for name, _, _ in function.params
                           if (hint := self.hint(key, name)) is not None)
-            functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints)
+            evidence = tuple((name, *found) for name, hint in hints
+                             if hint == "tensor" and (found := self.values.evidence(key, name)) is not None)
+            functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints,
+                                        evidence)
         library_calls = self.library.calls_from(path) if self.library is not None else ()
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
                                                  library_calls)
@@ -331,7 +298,7 @@ def project_reach(
     its `LibraryIndex`), calls into installed libraries are followed too (library_reach.py).
     """
     key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root),
-           libraries is not None)
+           libraries is not None, symbols.modules.roots)
     memo = _MEMOS.get(key)
     if memo is not None and frozen:
         return _answer(memo)

@@ -18,7 +18,7 @@ import tokenize
 from typing import Iterable, Iterator, Optional, Sequence
 
 from compile_lint.analysis.project.dispatch_spellings import (
-    RETURNED, TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, returned_dispatch,
+    RETURNED as RETURNED_ALIAS, TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, returned_dispatch,
     table_spellings,
 )
 from compile_lint.analysis.project.expressions import (
@@ -26,8 +26,8 @@ from compile_lint.analysis.project.expressions import (
 )
 from compile_lint.analysis.project.properties import read_spelling
 from compile_lint.analysis.project.summary import (
-    LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
-    FunctionInfo,
+    ELEMENT, ITEM, LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, RETURNED, TENSOR, UNKNOWN, Arg, Binding, CallSite,
+    ClassInfo, FileSummary, FunctionInfo,
 )
 from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
@@ -36,6 +36,7 @@ from compile_lint.analysis.syntax.predicates import (
 
 _intern = sys.intern
 _NO_NAMES: frozenset[str] = frozenset()
+_GENERATOR = (OTHER,)  # the returns of a generator function: no value its `return`s name
 _PARSE_ERRORS = (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError)
 
 
@@ -265,10 +266,12 @@ class _Summariser:
         if isinstance(stmt, ast.Return) and stmt.value is not None and scope.qualname != MODULE_SCOPE:
             returned = returned_dispatch(stmt.value)
             if returned:  # `return getattr(self, f"{kind}_reduction")`: what calling the result runs
-                self._add_alias(scope, RETURNED, returned)
+                self._add_alias(scope, RETURNED_ALIAS, returned)
             spellings = value_spellings(stmt.value) if not eager else ()
             if spellings:
-                scope.returns = self._names(dict.fromkeys(scope.returns + spellings))
+                scope.returned_spellings = self._names(dict.fromkeys(scope.returned_spellings + spellings))
+        if isinstance(stmt, ast.Return) and not eager and scope.owner != "" and scope.qualname != MODULE_SCOPE:
+            self._returned(stmt.value, scope, params)
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -288,6 +291,33 @@ class _Summariser:
 
     def _add_tag(self, scope: FunctionInfo, name: str, tag: str) -> None:
         scope.local_tags[_intern(name)] = self._share(scope.local_tags.get(name, ()) + (_intern(tag),))
+
+    def _tag(self, value: ast.AST, params: frozenset[str]) -> str:
+        """What `value` holds, as a tag: by its syntax (`value_tag`), else an element of a parameter or
+        local (`ids[i]`), else what a call returns ("ret:LINE:CALLEE"), else "other"."""
+        tag = value_tag(value, params, self.summary.qualify)
+        if isinstance(value, ast.Call) and tag.startswith(LOCAL + ":") and tag[len(LOCAL) + 1:] in self.summary.imports:
+            tag = OTHER  # `commons.gate(h)`: a function of an imported module, no method of a local
+        if tag != OTHER:
+            return tag
+        if isinstance(value, ast.Subscript):
+            inner = value_tag(value.value, params, self.summary.qualify)
+            if inner.startswith((PARAM + ":", LOCAL + ":")):
+                return f"{ELEMENT}:{inner}"
+        elif isinstance(value, ast.Call):
+            callee = callee_spelling(value.func)
+            if callee is not None:
+                return f"{RETURNED}:{value.lineno}:{callee}"
+        return OTHER
+
+    def _returned(self, value: Optional[ast.AST], scope: FunctionInfo, params: frozenset[str]) -> None:
+        """A `return` of traced code: the tag of its value, the tags of its items for a tuple display."""
+        if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+            returned: object = self._share(tuple(_intern(self._tag(e, params)) for e in value.elts))
+        else:
+            returned = _intern(self._tag(value, params)) if value is not None else PY
+        if scope.returns != _GENERATOR:
+            scope.returns = self._share(scope.returns + (returned,))
 
     def _add_alias(self, scope: FunctionInfo, name: str, spellings: tuple[str, ...]) -> None:
         scope.aliases[_intern(name)] = self._share(scope.aliases.get(name, ()) + self._names(spellings))
@@ -313,11 +343,16 @@ class _Summariser:
         for target in targets:
             if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
                 params = frozenset(name for name, _, _ in scope.params)
-                self._add_tag(scope, target.id, value_tag(value, params, self.summary.qualify))
+                self._add_tag(scope, target.id, self._tag(value, params))
             elif isinstance(target, (ast.Tuple, ast.List)) and scope.qualname != MODULE_SCOPE:
-                for element in target.elts:  # unpacked: what each item is, nobody here knows
+                # `a, b = f(x)`: item K of what the call returns; any other unpacking: not known here.
+                callee = callee_spelling(value.func) if isinstance(value, ast.Call) else None
+                starred = any(isinstance(element, ast.Starred) for element in target.elts)
+                for position, element in enumerate(target.elts):
                     if isinstance(element, ast.Name):
-                        self._add_tag(scope, element.id, OTHER)
+                        known = callee is not None and not starred and scope.owner != ""
+                        self._add_tag(scope, element.id, f"{ITEM}:{position}:{RETURNED}:{value.lineno}:{callee}"
+                                      if known else OTHER)
             if isinstance(target, ast.Name) and scope.qualname != MODULE_SCOPE:
                 # A local table of functions or classes: `fns = {"a": f, "b": g}; fns[key](x)`.
                 self._add_alias(scope, target.id, spellings or table_spellings(value, lists=False) or (UNKNOWN,))
@@ -364,6 +399,8 @@ class _Summariser:
                 callees.add(id(current.func))
             elif kind is ast.Attribute and id(current) not in callees:
                 self._read(current, scope, branch_eager)
+            elif kind is ast.Yield or kind is ast.YieldFrom:
+                scope.returns = _GENERATOR  # what a generator returns is no value of its returns
             for child in ast.iter_child_nodes(current):
                 pending.append((child, branch_eager))
 
@@ -421,7 +458,7 @@ class _Summariser:
 
     def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str], scope: FunctionInfo) -> Arg:
         """An argument: its spelling (a function, maybe) and the tag of what it passes."""
-        tag = value_tag(value, params, self.summary.qualify)
+        tag = self._tag(value, params)
         kind, _, name = tag.partition(":")
         visible = -1
         if kind == PARAM or kind == LOCAL:
@@ -431,7 +468,7 @@ class _Summariser:
                 visible = self._bound_before.get(name, len(scope.local_tags.get(name, ())))
         else:
             spelling = dotted(value)
-            tag = tag if tag in (PY, TENSOR) else OTHER
+            tag = _intern(tag) if tag in (PY, TENSOR) or kind in (ELEMENT, RETURNED) else OTHER
         key = (spelling, tag, keyword, visible)
         found = self._args.get(key)
         if found is None:

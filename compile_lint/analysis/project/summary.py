@@ -25,6 +25,10 @@ PY, PARAM, OTHER = "py", "param", "other"
 # More tags: a tensor by its syntax (`self.proj(x)`, `torch.cat(...)`, `x.abs()` of a tensor),
 # and a local of the caller (its bindings' tags, `FunctionInfo.local_tags`, decide).
 TENSOR, LOCAL = "tensor", "local"
+# Tags of values made from others (`values.py` reads them): "elem:param:NAME" / "elem:local:NAME"
+# (`ids[i]`), "ret:LINE:CALLEE" (what the call of CALLEE on LINE returns) and "item:K:ret:LINE:CALLEE"
+# (item K of it: `a, b = f(x)`).
+ELEMENT, RETURNED, ITEM = "elem", "ret", "item"
 # The spelling of a binding whose value names nothing the call graph can follow.
 UNKNOWN = "?"
 
@@ -122,12 +126,15 @@ class FunctionInfo:
     # Local name -> the tag of each value a plain `name = value` binds it to: "tensor", "py",
     # "param:NAME", "local:NAME" or "other" (what a call passing the local passes).
     local_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What each `return` of traced code returns: a tag, or a tuple of tags for a tuple display;
+    # ("other",) for a generator.
+    returns: tuple[object, ...] = ()
     # Names of the `self.NAME(...)` calls of a method, in its nested functions and lambdas
     # too, sorted: what an inherited method makes a subclass run.
     self_calls: tuple[str, ...] = ()
     # What its traced `return` statements give, as a binding spells it (`Cls()`, `self`, `a if c
     # else b`): `f()` of a factory is an instance of each class it may return.
-    returns: tuple[str, ...] = ()
+    returned_spellings: tuple[str, ...] = ()
 
 
 @_pickled_by_fields
