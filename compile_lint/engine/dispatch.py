@@ -7,12 +7,11 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.core.results import LintCancelled
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, walk
+from compile_lint.core.results import LintCancelled
 from compile_lint.engine.positions import Anchor
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
-
 
 # Nodes that can contain a function definition; outside compiled regions nothing else
 # needs walking when only region-scoped rules run.

@@ -16,28 +16,27 @@ import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
 from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode, static_condition
-from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import is_imported_module_class
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.project.reach import FileReach
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import flat_walks
-from compile_lint.settings.config import Config
-from compile_lint.settings.selection import rule_enabled
-from compile_lint.engine.project import ProjectIndex, symbol_index
-from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.core.source_index import SourceIndex
 from compile_lint.core.codes import SYNTAX_ERROR_CODE
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintCancelled
+from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.parse import parse_module
-from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
+from compile_lint.engine.project import ProjectIndex, symbol_index
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
-from compile_lint.settings.versions import holds_for, target_torch_version
+from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
-
+from compile_lint.settings.config import Config
+from compile_lint.settings.selection import rule_enabled
+from compile_lint.settings.versions import holds_for, target_torch_version
 
 
 def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:

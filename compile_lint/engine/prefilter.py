@@ -28,10 +28,10 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
 from compile_lint.analysis.project.expressions import dotted_parts as _dotted
 from compile_lint.analysis.project.summariser import import_bindings
+from compile_lint.analysis.syntax.ast_walk import ast_nodes
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule

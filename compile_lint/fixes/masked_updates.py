@@ -36,9 +36,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
-from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.hazards import ShapeModel
+from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:

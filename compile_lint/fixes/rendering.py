@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequenc
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.codegen import render_at
 from compile_lint.analysis.syntax.imports import ImportMap
 from compile_lint.analysis.syntax.walk import children
 from compile_lint.core.diagnostics import Edit, Fix
-from compile_lint.analysis.syntax.codegen import render_at
 from compile_lint.core.text_offsets import line_and_column, line_starts, split_lines
 
 if TYPE_CHECKING:

@@ -20,11 +20,22 @@ from compile_lint.engine import api
 from compile_lint.frontends.arguments import STDIN, build_parser, configure, reads_stdin
 from compile_lint.frontends.progress import track
 from compile_lint.frontends.report import (
-    EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, emit, error, report, report_diff, warn,
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    emit,
+    error,
+    report,
+    report_diff,
+    warn,
 )
 from compile_lint.frontends.summary import plural
 from compile_lint.frontends.usage import (
-    explain_codes, output_file_problem, usage_problem, usage_warnings, verify_usage_error,
+    explain_codes,
+    output_file_problem,
+    usage_problem,
+    usage_warnings,
+    verify_usage_error,
 )
 from compile_lint.settings.config import Config, ConfigError, describe_settings
 

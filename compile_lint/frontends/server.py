@@ -33,16 +33,21 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic, Edit
-from compile_lint.reporters.docs import graph_break_url
+from compile_lint.core.text_offsets import split_lines
 from compile_lint.engine.api import (
-    SYNTAX_ERROR_CODE, LintCancelled, ProjectIndex, fix_text, is_applicable, lint_source,
+    SYNTAX_ERROR_CODE,
+    LintCancelled,
+    ProjectIndex,
+    fix_text,
+    is_applicable,
+    lint_source,
 )
 from compile_lint.engine.incremental import IncrementalParser
 from compile_lint.engine.positions import RenderCache
 from compile_lint.engine.suppressions import add_noqa
-from compile_lint.core.text_offsets import split_lines
+from compile_lint.reporters.docs import graph_break_url
+from compile_lint.settings.config import Config, ConfigError, load_config
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"

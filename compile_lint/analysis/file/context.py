@@ -13,13 +13,13 @@ from typing import Callable, Hashable, Iterable, Optional, TypeVar, cast
 import libcst as cst
 
 from compile_lint.analysis.file import module_facts
-from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.module_index import ModuleIndex
 from compile_lint.analysis.file.paths import PathModes
 from compile_lint.analysis.file.regions import Regions, find_regions, predicate_sense
+from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import children
 
 _Built = TypeVar("_Built")

@@ -11,9 +11,9 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.module_index import ModuleIndex
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 
 FAKE_REGISTRARS = frozenset({"torch.library.register_fake", "torch.library.impl_abstract"})
 

@@ -20,16 +20,24 @@ from typing import Iterable, Iterator, Mapping, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
-from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
-
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.predicates import (  # noqa: F401 - one table, re-exported
-    COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, DEFAULT_MODULE_BASE_NAMES,
-    DISABLE_DECORATORS, EAGER_PREDICATE_NAMES, EAGER_PREDICATES, MODULE_BASE_PREFIX, OPAQUE_OP_DECORATORS,
+    COMPILE_FUNCTIONS,
+    COMPILING_PREDICATE_NAMES,
+    COMPILING_PREDICATES,
+    DEFAULT_MODULE_BASE_NAMES,
+    DISABLE_DECORATORS,
+    EAGER_PREDICATE_NAMES,
+    EAGER_PREDICATES,
+    MODULE_BASE_PREFIX,
+    OPAQUE_OP_DECORATORS,
+)
+from compile_lint.analysis.syntax.predicates import (
     TRACING_HELPER as _TRACING_HELPER,
 )
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
 
 
 @dataclass

@@ -21,7 +21,14 @@ from typing import Iterable, Optional
 from compile_lint.analysis.project.classes import ClassResolver
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.summary import (
-    MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
+    MODULE_SCOPE,
+    TENSOR,
+    UNKNOWN,
+    Arg,
+    CallSite,
+    ClassInfo,
+    FileSummary,
+    FunctionInfo,
 )
 from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
 

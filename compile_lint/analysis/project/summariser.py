@@ -19,12 +19,27 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
 from compile_lint.analysis.project.summary import (
-    LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, TENSOR, UNKNOWN, Arg, Binding, CallSite, ClassInfo, FileSummary,
+    LOCAL,
+    MODULE_SCOPE,
+    OTHER,
+    PARAM,
+    PY,
+    TENSOR,
+    UNKNOWN,
+    Arg,
+    Binding,
+    CallSite,
+    ClassInfo,
+    FileSummary,
     FunctionInfo,
 )
 from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
-    COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
+    COMPILE_FUNCTIONS,
+    COMPILING_PREDICATE_NAMES,
+    COMPILING_PREDICATES,
+    EAGER_PREDICATE_NAMES,
+    EAGER_PREDICATES,
 )
 
 _intern = sys.intern

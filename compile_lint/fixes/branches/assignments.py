@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.kinds.certainty import tensor_before
+from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
     BranchFix,
@@ -22,8 +22,6 @@ from compile_lint.fixes.branches.blocks import (
     reads_tensor_data,
     scope_of,
 )
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
 from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
@@ -37,6 +35,8 @@ from compile_lint.fixes.branches.hazards import (
     enclosing_loop,
     untaken_arm_hazard,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext

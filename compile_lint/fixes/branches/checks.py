@@ -9,13 +9,13 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
-from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
     converted_tensors,
     operand_evidence,
     tensor_condition,
 )
+from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:

@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.certainty import SAFE_OPERANDS, Under, annotated_tensor, certain_tensor, tensor_evidence
-from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import predicate_sense
+from compile_lint.analysis.kinds.certainty import (
+    SAFE_OPERANDS,
+    Under,
+    annotated_tensor,
+    certain_tensor,
+    tensor_evidence,
+)
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.hazards import is_bool_expression
 

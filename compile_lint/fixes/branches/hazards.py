@@ -17,8 +17,8 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.imports import dotted_name
-from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.certainty import Under, certain_tensor
 from compile_lint.fixes.branches.blocks import BranchFix, block_lines, only_statement
-from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
-from compile_lint.fixes.branches.hazards import short_code
 from compile_lint.fixes.branches.conditions import TensorCondition
+from compile_lint.fixes.branches.hazards import short_code
+from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:

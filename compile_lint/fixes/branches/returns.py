@@ -21,8 +21,6 @@ from compile_lint.fixes.branches.blocks import (
     no_fix,
     only_statement,
 )
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls, replacement_for
 from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
@@ -32,6 +30,8 @@ from compile_lint.fixes.branches.hazards import (
     stateful_argument,
     untaken_arm_hazard,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, replacement_for
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext

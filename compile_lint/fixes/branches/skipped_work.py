@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.names import names_read
-from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     LOOP_NOTE,
     BranchFix,
@@ -28,16 +28,16 @@ from compile_lint.fixes.branches.blocks import (
     reads_tensor_data,
     scope_of,
 )
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
-from compile_lint.fixes.branches.hazards import short_code
 from compile_lint.fixes.branches.conditions import TensorCondition
-from compile_lint.fixes.guards import is_side_effect_free
 from compile_lint.fixes.branches.hazards import (
     enclosing_loop,
+    short_code,
     stateful_argument,
     untaken_arm_hazard,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
+from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext

@@ -8,9 +8,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 
 
 class SortTensors(Rule):
@@ -300,7 +300,7 @@ def _callers_pass_tensors(rule: Rule, expr: cst.BaseExpression) -> bool:
     for call in calls:
         caller = context.module_index.enclosing_function.get(call)
         argument = _argument(call, expr.value, position)
-        if caller is None or argument is None or not context.facts.element_kind(argument, caller) is Kind.TENSOR:
+        if caller is None or argument is None or context.facts.element_kind(argument, caller) is not Kind.TENSOR:
             return False
     return True
 

@@ -6,14 +6,14 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, SAFE_OPERANDS, receives_tensor_only_method
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes, walk
-from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, SAFE_OPERANDS, receives_tensor_only_method
 from compile_lint.fixes.branches.conditions import operand_evidence
 from compile_lint.fixes.guards import spell
-from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 
 
 class MinMaxKeyOverTensors(Rule):

@@ -7,9 +7,9 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.self_state import GROW_METHODS, reset_in_traced_method, self_container
 from compile_lint.rules.support.syntax import self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class SelfDictStateInForward(Rule):

@@ -6,9 +6,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.guards import spell
-from compile_lint.rules.support.syntax import positional_arguments
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import positional_arguments
 
 
 class TensorListConstructor(Rule):

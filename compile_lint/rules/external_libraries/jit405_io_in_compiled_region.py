@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules.support.bindings import call_name, made_by
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.bindings import call_name, made_by
 
 
 class IoInCompiledRegion(Rule):

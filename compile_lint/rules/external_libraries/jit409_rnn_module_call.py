@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import made_only_by
 from compile_lint.rules.support.syntax import self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class RnnModuleCall(Rule):

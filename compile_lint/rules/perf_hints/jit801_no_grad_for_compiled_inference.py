@@ -8,10 +8,10 @@ import libcst as cst
 
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule, target_names
 from compile_lint.fixes.guards import spell
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Valid
+from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule, target_names
 
 
 class NoGradForCompiledInference(CompiledSiteRule):

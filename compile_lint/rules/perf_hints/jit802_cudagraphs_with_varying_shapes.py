@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Valid
 from compile_lint.rules.support.compile_sites import (
     CUDAGRAPH_MODES,
     ENCODER,
@@ -13,7 +14,6 @@ from compile_lint.rules.support.compile_sites import (
     compile_mode,
     varying_shape_calls,
 )
-from compile_lint.rules.base import Invalid, Valid
 
 
 class CudagraphsWithVaryingShapes(CompiledSiteRule):

@@ -6,11 +6,11 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule
 from compile_lint.rules.base import Invalid, Valid
+from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule
 
 
 class TimingWithoutWarmup(CompiledSiteRule):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Valid
 from compile_lint.rules.support.compile_sites import (
     CUDAGRAPH_MODES,
     ENCODER,
@@ -14,8 +16,6 @@ from compile_lint.rules.support.compile_sites import (
     compile_mode,
     varying_shape_calls,
 )
-from compile_lint.fixes.plan import FixPlan
-from compile_lint.rules.base import Invalid, Valid
 
 
 class VaryingShapesWithoutDynamic(CompiledSiteRule):

@@ -7,9 +7,9 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind, annotation_kind
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.specializing import specialized_arguments
 from compile_lint.rules.support.syntax import argument_for, find_param
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class SpecializedScalarArgument(Rule):

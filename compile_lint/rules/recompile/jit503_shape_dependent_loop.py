@@ -8,9 +8,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.certainty import certain_one_tensor
 from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import made_only_by
 from compile_lint.rules.support.syntax import int_literal, self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class ShapeDependentLoop(Rule):

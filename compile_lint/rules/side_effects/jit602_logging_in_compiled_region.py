@@ -6,7 +6,6 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.rules.support.bindings import made_by
 from compile_lint.fixes.guards import (
     StatementCalls,
     compile_only_message,
@@ -16,6 +15,7 @@ from compile_lint.fixes.guards import (
 )
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.bindings import made_by
 
 
 class LoggingInCompiledRegion(StatementCalls, Rule):

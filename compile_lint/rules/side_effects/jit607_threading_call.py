@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import call_name
 from compile_lint.rules.support.threads import is_thread_primitive
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class ThreadingCall(Rule):

@@ -7,7 +7,6 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.imports import dotted_name
-
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import call_name
 from compile_lint.rules.support.syntax import class_method, keyword_argument
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class ParameterCreatedInForward(Rule):

@@ -13,8 +13,8 @@ from compile_lint.analysis.kinds.facts import Kind, annotation_kind, returned_va
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.conditions import data_dependent
-from compile_lint.rules.support.syntax import class_method
 from compile_lint.rules.base import Rule
+from compile_lint.rules.support.syntax import class_method
 
 # Receivers that are certainly not a tensor or an array: `.item()` on them is not ours.
 NOT_ARRAYS = frozenset({Kind.PY, Kind.SHAPE, Kind.LIST, Kind.DICT, Kind.MODULE, Kind.SELF})

@@ -10,15 +10,15 @@ import libcst as cst
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.fixes.capture_scalars import report_captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
-from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorItem(ElifTracker, Rule):

@@ -9,12 +9,12 @@ import libcst as cst
 
 from compile_lint.analysis.syntax.walk import walk
 from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
-from compile_lint.fixes.plan import FixPlan
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorTolist(Rule):

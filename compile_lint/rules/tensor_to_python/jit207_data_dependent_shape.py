@@ -9,9 +9,9 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import with_reason
 from compile_lint.fixes.masked_updates import masked_update_fix
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class DataDependentShape(Rule):
