@@ -61,7 +61,7 @@ class CallGraph:
         self.modules = modules
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(module_bases))
         self.classes = ClassResolver(lambda key: self.cls(*key), self._bases, self._qualify)
-        self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
+        self._files: dict[tuple[str, str], Optional[tuple[str, tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
 
     # ----- lookups -----
@@ -73,12 +73,12 @@ class CallGraph:
         summary = self.summaries.get(path)
         return summary.classes.get(qualname) if summary is not None else None
 
-    def _module_file(self, qualified: str, path: str) -> Optional[tuple[Optional[str], tuple[str, ...]]]:
+    def _module_file(self, qualified: str, path: str) -> Optional[tuple[str, tuple[str, ...]]]:
         key = (qualified, os.path.dirname(path) if qualified.startswith(".") else "")
         if key not in self._files:
             file, rest = self.modules.module_file(qualified, path)
-            file = os.path.abspath(file) if file else None
-            self._files[key] = (file, rest) if file in self.summaries else None
+            found = os.path.abspath(file) if file else None
+            self._files[key] = (found, rest) if found is not None and found in self.summaries else None
         return self._files[key]
 
     # ----- classes -----
@@ -158,8 +158,8 @@ class CallGraph:
             elements = [("instance", p, q) for kind, p, q in self.resolve(path, scope, container, depth + 1)
                         if kind == "elements"]
             return self._continue(elements, [part for part in rest.split(".") if part], depth)
-        head, *rest = spelling.split(".")
-        return self._continue(self._name(path, scope, head, depth), rest, depth)
+        head, *attributes = spelling.split(".")
+        return self._continue(self._name(path, scope, head, depth), attributes, depth)
 
     def _super(self, path: str, scope: Optional[FunctionInfo], name: str) -> list[Target]:
         if scope is None or not scope.owner or "." in name:
@@ -285,14 +285,15 @@ class CallGraph:
         if positions is not None:
             positional = [arg for arg in call.args if arg.keyword is None]
             for index in positions:
-                if index < len(positional) and positional[index].spelling:
+                spelling = positional[index].spelling if index < len(positional) else None
+                if spelling:
                     if qualified in ALWAYS_TRACED_OPS:
-                        inner = CallSite(positional[index].spelling, call.line, (Arg(None, TENSOR),) * 8, call.eager)
+                        inner = CallSite(spelling, call.line, (Arg(None, TENSOR),) * 8, call.eager)
                     elif index == 0 and qualified.endswith("checkpoint"):
-                        inner = CallSite(positional[index].spelling, call.line, tuple(positional[1:]), call.eager)
+                        inner = CallSite(spelling, call.line, tuple(positional[1:]), call.eager)
                     else:
-                        inner = CallSite(positional[index].spelling, call.line, (), call.eager, starred=True)
-                    found.extend((k, key, inner) for k in self._functions(path, scope, positional[index].spelling))
+                        inner = CallSite(spelling, call.line, (), call.eager, starred=True)
+                    found.extend((k, key, inner) for k in self._functions(path, scope, spelling))
             return found
         for called, _, _ in list(found):
             callee = self.function(called)
@@ -314,7 +315,7 @@ class CallGraph:
         return keys
 
 
-def passed(callee: FunctionInfo, call: CallSite) -> list[tuple[object, str]]:
+def passed(callee: FunctionInfo, call: CallSite) -> list[tuple[Arg, str]]:
     """(argument, parameter name) pairs of `call` into `callee` (a method's `self`/`cls` is bound)."""
     names = [name for name, _, _ in callee.params]
     if callee.owner and names[:1] in (["self"], ["cls"]):

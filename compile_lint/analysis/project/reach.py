@@ -29,7 +29,7 @@ from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
-from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, FileSummary
+from compile_lint.analysis.project.summary import LOCAL, PARAM, PY, TENSOR, CallSite, FileSummary
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.storage.stamps import stamps as _stamps
 from compile_lint.storage.walk import PROJECT_INDEX, python_files
@@ -63,7 +63,7 @@ class FileReach:
     path: str
     functions: dict[str, Reached] = field(default_factory=dict)
     digest: str = ""
-    project: Optional["ProjectReach"] = field(default=None, compare=False, repr=False)
+    project: Optional["ProjectReach | StoredReach"] = field(default=None, compare=False, repr=False)
     # (calling function, callee as spelled) of the file's traced calls of another file's
     # `@torch.compiler.disable` function: an intended break at the call (JIT611).
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
@@ -80,7 +80,7 @@ class ProjectReach:
         self.graph = graph
         self.entries = entries
         self.parents: dict[Key, tuple[Key, int]] = {}
-        self.sites: dict[Key, list[tuple[Key, object]]] = {}
+        self.sites: dict[Key, list[tuple[Key, CallSite]]] = {}
         self.reached: set[Key] = set()
         # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
@@ -149,9 +149,9 @@ class ProjectReach:
                 if name in declared and not declared[name][0] and name not in ("self", "cls"):
                     result = TENSOR_HINT  # the "untyped forward parameter is a tensor" default
             elif depth < 20:
-                kinds = set()
+                kinds: set[Optional[str]] = set()
                 for caller, call in self.sites.get(key, []):
-                    pairs = dict((param, arg) for arg, param in passed(function, call))  # type: ignore[arg-type]
+                    pairs = dict((param, arg) for arg, param in passed(function, call))
                     arg = pairs.get(name)
                     if arg is None:
                         if getattr(call, "starred", False):
@@ -159,13 +159,15 @@ class ProjectReach:
                         continue
                     kinds.add(self._tag_hint(caller, arg.tag if arg.tag != LOCAL else f"local:{arg.spelling}",
                                              depth, set()) if arg.tag != PARAM else
-                              self.hint(caller, arg.spelling, depth + 1))
+                              # an argument tagged PARAM is a parameter's name: spelled, never None
+                              self.hint(caller, arg.spelling, depth + 1))  # type: ignore[arg-type]
                 result = kinds.pop() if len(kinds) == 1 else None
         self._hints[memo] = result
         return result
 
     def _tag_hint(self, caller: Key, tag: str, depth: int, seen: set) -> Optional[str]:
-        """The hint a value of `caller` passes, from its tag: a tensor by syntax, a Python value, a parameter, a local."""
+        """The hint a value of `caller` passes, from its tag: a tensor by syntax, a Python value,
+        a parameter, a local."""
         if tag == PY:
             return PY_HINT
         if tag == TENSOR:
@@ -207,7 +209,7 @@ def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tu
     """One file's answer, with the digest the lint cache keys its findings on."""
     digest = hashlib.blake2b(repr((sorted(functions.items()), sorted(disabled))).encode(),
                              digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled)  # type: ignore[arg-type]
+    return FileReach(path, functions, digest, project, disabled)
 
 
 class StoredReach:
@@ -273,7 +275,7 @@ def project_reach(
     configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
     map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
     frozen: bool = False,
-) -> ProjectReach:
+) -> "ProjectReach | StoredReach":
     """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
 
     With `frozen`, a project already answered in this process is not re-checked (a CLI
@@ -293,8 +295,8 @@ def project_reach(
     if unchanged is not None:
         # Every file as the last run found it: its traced set, without loading a summary. The
         # files' stamps were just checked; only the directories are stat'ed for the memo.
-        files, stored = unchanged
-        stamps = {path: stamp for path, (stamp, _) in files.items()} | _stamps(_directories(root, files))
+        stamped, stored = unchanged
+        stamps = {path: stamp for path, (stamp, _) in stamped.items()} | _stamps(_directories(root, stamped))
         memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
         return _answer(memo)
     summaries = store.summaries(files, map_function)
@@ -320,7 +322,8 @@ def project_reach(
 
 
 def _answer_key(key: tuple, digests: dict[str, str]) -> str:
-    """What a stored answer depends on: the question, every project file's bytes (path -> digest), where imports resolve."""
+    """What a stored answer depends on: the question, every project file's bytes (path -> digest),
+    where imports resolve."""
     return hashlib.blake2b(repr((key, sorted(digests.items()), sys.path)).encode(), digest_size=16).hexdigest()
 
 

@@ -15,7 +15,7 @@ import ast
 import hashlib
 import sys
 import tokenize
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings, value_tag
 from compile_lint.analysis.project.summary import (
@@ -199,7 +199,8 @@ class _Summariser:
         summary.import_spans = tuple(spans)
 
     def _binding(self, spellings: tuple[str, ...], value: ast.AST, class_attribute: bool = False) -> Binding:
-        spelled = dotted(value.func) + "()" if isinstance(value, ast.Call) and dotted(value.func) else dotted(value)
+        func = dotted(value.func) if isinstance(value, ast.Call) else None
+        spelled = func + "()" if func else dotted(value)
         return self._share(Binding(self._names(spellings), spelled and _intern(spelled), class_attribute))
 
     def _names(self, spellings: Iterable[str]) -> tuple[str, ...]:
@@ -247,7 +248,7 @@ class _Summariser:
                 self._body(value, scope, owner, prefix, eager, bindings, params)
             elif isinstance(value, list):
                 for item in value:
-                    if isinstance(item, ast.excepthandler):
+                    if isinstance(item, ast.ExceptHandler):  # the one kind of excepthandler
                         self._text_self_calls(item.type)
                         self._body(item.body, scope, owner, prefix, eager, bindings, params)
                     elif isinstance(item, ast.AST):
@@ -267,7 +268,7 @@ class _Summariser:
             if isinstance(node, ast.Name):
                 self._add_tag(scope, node.id, OTHER)
 
-    def _loop_alias(self, stmt: ast.For, scope: FunctionInfo) -> None:
+    def _loop_alias(self, stmt: Union[ast.For, ast.AsyncFor], scope: FunctionInfo) -> None:
         """`for blk in self.blocks` / `for i, blk in enumerate(self.blocks)`: `blk` is an element."""
         iterable, target = stmt.iter, stmt.target
         if (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate" and iterable.args
@@ -277,7 +278,8 @@ class _Summariser:
         if container and isinstance(target, ast.Name):
             self._add_alias(scope, target.id, (f"{container}[]",))
 
-    def _assignment(self, targets: list[ast.AST], value: ast.AST, scope: FunctionInfo, owner: Optional[str]) -> None:
+    def _assignment(self, targets: Sequence[ast.AST], value: ast.AST, scope: FunctionInfo,
+                    owner: Optional[str]) -> None:
         spellings = value_spellings(value)
         for target in targets:
             if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
@@ -321,13 +323,13 @@ class _Summariser:
             if kind is ast.Lambda:
                 self._text_self_calls(current)  # a lambda's calls are not the function's own
                 continue
-            if kind is ast.IfExp:
+            if isinstance(current, ast.IfExp):
                 compiled = self._sense(current.test, False, {})
                 pending.append((current.test, branch_eager))
                 pending.append((current.body, branch_eager or compiled is False))
                 pending.append((current.orelse, branch_eager or compiled is True))
                 continue
-            if kind is ast.Call:
+            if isinstance(current, ast.Call):
                 self._call(current, scope, branch_eager, params)
             for child in ast.iter_child_nodes(current):
                 pending.append((child, branch_eager))
@@ -375,7 +377,8 @@ class _Summariser:
         return found
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:
-        """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record (a lambda, a decorator)."""
+        """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record
+        (a lambda, a decorator)."""
         if self._self_calls is None or node is None:
             return
         for inner in ast_nodes(node):
@@ -384,14 +387,14 @@ class _Summariser:
                 if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
                     self._self_calls.add(func.attr)
 
-    def _function(self, node: ast.FunctionDef, parent: FunctionInfo, owner: Optional[str], prefix: str,
-                  method: bool = False) -> None:
+    def _function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], parent: FunctionInfo,
+                  owner: Optional[str], prefix: str, method: bool = False) -> None:
         qualname = _intern(f"{prefix}{node.name}")
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
         decorators = []
         for decorator in node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            spelling = dotted(target)
+            called = decorator.func if isinstance(decorator, ast.Call) else decorator
+            spelling = dotted(called)
             if spelling:
                 decorators.append(self._qualified(spelling))
         arguments = node.args
@@ -408,8 +411,8 @@ class _Summariser:
             info.parent = parent.qualname
             parent.nested = parent.nested + (qualname,)
         self.summary.functions[qualname] = info
-        for decorator in info.decorators:
-            if decorator in COMPILE_FUNCTIONS:
+        for decorator_name in info.decorators:
+            if decorator_name in COMPILE_FUNCTIONS:
                 self._compile_entry(MODULE_SCOPE, node.lineno, qualname)
         # Decorators and defaults run where the `def` is: in the enclosing method, if any.
         for decorator in node.decorator_list:
@@ -449,10 +452,11 @@ class _Summariser:
                 spellings = value_spellings(stmt.value)
                 if spellings and all(not s.endswith("()") for s in spellings):
                     # a class attribute alias: `act = staticmethod(gelu)`
-                    cls.makers[_intern(stmt.targets[0].id)] = (self._binding(spellings, stmt.value, class_attribute=True),)
+                    binding = self._binding(spellings, stmt.value, class_attribute=True)
+                    cls.makers[_intern(stmt.targets[0].id)] = (binding,)
 
 
-def _single_bindings(function: ast.FunctionDef) -> dict[str, ast.AST]:
+def _single_bindings(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> dict[str, ast.AST]:
     """Names bound once by a plain `name = value` in `function` (`compiling = is_compiling()`)."""
     counts: dict[str, int] = {}
     values: dict[str, ast.AST] = {}
