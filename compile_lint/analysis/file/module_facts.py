@@ -69,8 +69,10 @@ def compiled_callables(index: ModuleIndex, imports: ImportMap) -> dict[str, Opti
     return collector.calls
 
 
-def compiled_bindings(index: ModuleIndex, imports: ImportMap) -> dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]]:
-    """Every binding of each compiled name, in source order: (the `Assign` or decorated `FunctionDef`, its compile call).
+def compiled_bindings(index: ModuleIndex,
+                      imports: ImportMap) -> dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]]:
+    """Every binding of each compiled name, in source order: (the `Assign` or decorated `FunctionDef`,
+    its compile call).
 
     `compiled_callables` keeps one call per name (the last); a module that binds a name
     in several places (two functions each with its own `model`, a class defined twice)

@@ -36,7 +36,7 @@ class ModuleIndex:
                 self.nodes.append(node)
                 self.enclosing_function[node] = functions[-1] if functions else None
             if type(node) is cst.FunctionDef:
-                functions.append(node)  # type: ignore[arg-type]
+                functions.append(node)
             return True
 
         def on_leave(node: cst.CSTNode) -> None:
