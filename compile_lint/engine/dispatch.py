@@ -1,4 +1,5 @@
-"""One walk of a module for every rule: each rule's visit_/leave_ hooks called as the walk passes, region rules only inside traced code."""
+"""One walk of a module for every rule: each rule's visit_/leave_ hooks called as the walk passes,
+region rules only inside traced code."""
 
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ class Dispatcher:
                 leave_table.setdefault(name, []).append(method)
         self.needs_regions = bool(self.region_visitors or self.region_leavers)
         self.has_module_rules = bool(self.module_visitors or self.module_leavers)
-        hooked = set(self.region_visitors) | set(self.module_visitors) | set(self.region_leavers) | set(self.module_leavers)
+        hooked = (set(self.region_visitors) | set(self.module_visitors)
+                  | set(self.region_leavers) | set(self.module_leavers))
         self.skip_whitespace = not (hooked & {t.__name__ for t in WHITESPACE_TYPES})
         self.eager_depth = 0
         self.traced_depth = 0

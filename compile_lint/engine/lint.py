@@ -86,7 +86,7 @@ class _AnchoredFindings(list):
         self.stack = stack
         self.anchors: list[tuple[Anchor, ...]] = []
 
-    def append(self, finding) -> None:  # type: ignore[override]
+    def append(self, finding) -> None:
         super().append(finding)
         self.anchors.append(tuple(self.stack))
 
@@ -174,7 +174,7 @@ def lint_module(
                 column=column + 1,
                 end_line=end_line,
                 end_column=end_column + 1,
-                code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
+                code=rule.code, name=rule.name, kind=rule.kind,
                 message=_reached(_with_conditions(finding.message, mode, condition), reached_from),
                 reached_from=reached_from,
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
@@ -325,7 +325,8 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
         def inherits_module(qualified: str) -> bool:
             return is_imported_module_class(symbols, qualified, path, config.module_bases)
 
-        if not reached and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
+        if not reached and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases,
+                                                        inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:

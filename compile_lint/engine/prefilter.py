@@ -127,8 +127,8 @@ def may_have_regions(tree: ast.Module, text: str, inherits_module: Optional[Impo
                 return True
     if "compile" in text or "optimize" in text:
         imports = _import_targets(tree)
-        for node in ast_nodes(tree):
-            if isinstance(node, (ast.Attribute, ast.Name)) and _names_compile(node, imports):
+        for inner in ast_nodes(tree):
+            if isinstance(inner, (ast.Attribute, ast.Name)) and _names_compile(inner, imports):
                 return True
     return inherits_module is not None and _inherits_imported_module(tree, inherits_module)
 
