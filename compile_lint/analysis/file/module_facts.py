@@ -226,7 +226,7 @@ def native_handles(index: ModuleIndex, imports: ImportMap) -> "NativeHandles":
     """Names and `self.` attributes bound to a loaded native library."""
     handles = NativeHandles(imports)
     for node in index.of_type(cst.Assign):
-        handles.visit_Assign(node, index.enclosing_function[node] is not None)  # type: ignore[arg-type]
+        handles.visit_Assign(node, index.enclosing_function[node] is not None)
     return handles
 
 

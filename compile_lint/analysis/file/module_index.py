@@ -8,7 +8,7 @@ the module once, on first use, and keeps the nodes those questions need in sourc
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, TypeVar, overload
 
 import libcst as cst
 
@@ -16,6 +16,7 @@ from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, walk
 
 # The node types the index keeps; everything module-wide is answered from these.
 INDEXED_TYPES = (cst.Call, cst.Assign, cst.AnnAssign, cst.FunctionDef, cst.Decorator, cst.For)
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 class ModuleIndex:
@@ -45,14 +46,20 @@ class ModuleIndex:
 
         walk(module, on_visit, on_leave, WHITESPACE_TYPES)
 
-    def of_type(self, *types: type) -> list[cst.CSTNode]:
+    @overload
+    def of_type(self, kind: type[_Node], /) -> list[_Node]: ...
+
+    @overload
+    def of_type(self, *types: type) -> list[cst.CSTNode]: ...
+
+    def of_type(self, *types: type) -> list:
         """The kept nodes of `types`, in source order."""
         return [node for node in self.nodes if isinstance(node, types)]
 
     @property
     def calls(self) -> list[cst.Call]:
         """Every call in the module, in source order."""
-        return self.of_type(cst.Call)  # type: ignore[return-value]
+        return self.of_type(cst.Call)
 
     def replay(self, visitor: object, *types: type) -> None:
         """Call `visitor.visit_<Type>(node)` for each kept node of `types`, in source order.
