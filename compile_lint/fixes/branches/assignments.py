@@ -1,8 +1,9 @@
-"""Value selection: `if c: x = a` / `else: x = b` (several names, augmented assignments, `elif` chains, temporaries) -> one `x = torch.where(c, a, b)` per name; a guarded update without `else` keeps the old value."""
+"""Value selection: `if c: x = a` / `else: x = b` (several names, augmented assignments, `elif` chains,
+temporaries) -> one `x = torch.where(c, a, b)` per name; a guarded update without `else` keeps the old value."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union, cast
 
 import libcst as cst
 
@@ -92,7 +93,8 @@ class _Substitute(cst.CSTTransformer):
 
 
 def substitute(expr: cst.BaseExpression, name: str, value: cst.BaseExpression) -> cst.BaseExpression:
-    return expr.visit(_Substitute(name, value))
+    # _Substitute swaps names for expressions and removes nothing: an expression comes back.
+    return cast(cst.BaseExpression, expr.visit(_Substitute(name, value)))
 
 
 def assignments(context: FileContext, node: cst.If, condition: TensorCondition) -> BranchFix:

@@ -238,7 +238,7 @@ def _method_receiver(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _operand(expr: cst.BaseExpression, invert: bool = False) -> cst.BaseExpression:
     """`expr` parenthesised where `&`, `|` or `~` would bind tighter than it does."""
-    loose = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.Lambda)
+    loose: tuple[type[cst.BaseExpression], ...] = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.Lambda)
     if invert:
         loose = loose + (cst.BinaryOperation,)
     if isinstance(expr, loose) and not expr.lpar:

@@ -1,4 +1,5 @@
-"""Returns: `if c: return a` ... `return b` -> the statements between, then `return torch.where(c, a, b)` (or `torch.cond`)."""
+"""Returns: `if c: return a` ... `return b` -> the statements between, then `return torch.where(c, a, b)`
+(or `torch.cond`)."""
 
 from __future__ import annotations
 
@@ -92,9 +93,13 @@ def returns(context: FileContext, node: cst.If, condition: TensorCondition) -> B
         lines = [*tail_lines[:-1], new_return]
         return builder.plan([(node, replacement_for(None, lines, node))], message)
     following = tail_lines[0]
-    moved = following.with_changes(leading_lines=[*node.leading_lines, *following.leading_lines]) \
-        if following is not tail_lines[-1] else new_return.with_changes(
-            leading_lines=[*node.leading_lines, *new_return.leading_lines])
+    # The tail is statement lines of the block (they have leading lines); mypy sees CSTNodes.
+    if following is not tail_lines[-1]:
+        moved = following.with_changes(
+            leading_lines=[*node.leading_lines, *following.leading_lines])  # type: ignore[attr-defined]
+    else:
+        moved = new_return.with_changes(
+            leading_lines=[*node.leading_lines, *new_return.leading_lines])  # type: ignore[attr-defined]
     replacements: list = [(node, cst.RemovalSentinel.REMOVE)]
     if following is tail_lines[-1]:
         replacements.append((tail_lines[-1], moved))
