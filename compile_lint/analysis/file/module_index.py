@@ -8,7 +8,7 @@ the module once, on first use, and keeps the nodes those questions need in sourc
 
 from __future__ import annotations
 
-from typing import Optional, TypeVar, overload
+from typing import Optional, TypeVar, Union, overload
 
 import libcst as cst
 
@@ -17,6 +17,7 @@ from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, walk
 # The node types the index keeps; everything module-wide is answered from these.
 INDEXED_TYPES = (cst.Call, cst.Assign, cst.AnnAssign, cst.FunctionDef, cst.Decorator, cst.For)
 _Node = TypeVar("_Node", bound=cst.CSTNode)
+_Other = TypeVar("_Other", bound=cst.CSTNode)
 
 
 class ModuleIndex:
@@ -48,6 +49,9 @@ class ModuleIndex:
 
     @overload
     def of_type(self, kind: type[_Node], /) -> list[_Node]: ...
+
+    @overload
+    def of_type(self, kind: type[_Node], other: type[_Other], /) -> list[Union[_Node, _Other]]: ...
 
     @overload
     def of_type(self, *types: type) -> list[cst.CSTNode]: ...

@@ -1,4 +1,5 @@
-"""JIT301 self-list-grown-in-forward: A list on `self` grown in forward (`self.cache.append(x)`) recompiles on every call."""
+"""JIT301 self-list-grown-in-forward: A list on `self` grown in forward
+(`self.cache.append(x)`) recompiles on every call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT306 self-dict-state-in-forward: A dict on `self` that forward counts in or grows (`self.stats["calls"] += 1`) recompiles every call."""
+"""JIT306 self-dict-state-in-forward: A dict on `self` that forward counts in or grows
+(`self.stats["calls"] += 1`) recompiles every call."""
 
 from __future__ import annotations
 

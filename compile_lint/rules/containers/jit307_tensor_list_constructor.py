@@ -1,4 +1,5 @@
-"""JIT307 tensor-list-constructor: `torch.as_tensor(list_of_tensors)` (or `torch.Tensor(...)`) fails to compile at all."""
+"""JIT307 tensor-list-constructor: `torch.as_tensor(list_of_tensors)` (or
+`torch.Tensor(...)`) fails to compile at all."""
 
 from __future__ import annotations
 

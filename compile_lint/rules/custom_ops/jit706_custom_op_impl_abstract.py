@@ -1,4 +1,5 @@
-"""JIT706 custom-op-impl-abstract: A `torch.library.custom_op` object has no `impl_abstract`: the module fails at import."""
+"""JIT706 custom-op-impl-abstract: A `torch.library.custom_op` object has no `impl_abstract`:
+the module fails at import."""
 
 from __future__ import annotations
 

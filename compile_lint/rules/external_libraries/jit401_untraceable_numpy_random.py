@@ -1,4 +1,5 @@
-"""JIT401 untraceable-numpy-random: An `np.random` call Dynamo cannot trace: most distributions, generators, scalar draws."""
+"""JIT401 untraceable-numpy-random: An `np.random` call Dynamo cannot trace:
+most distributions, generators, scalar draws."""
 
 from __future__ import annotations
 

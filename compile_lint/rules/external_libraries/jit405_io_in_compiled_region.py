@@ -1,4 +1,5 @@
-"""JIT405 io-in-compiled-region: File, network or process I/O (`open`, `torch.save`, `json.dump`, `requests.get`) in forward."""
+"""JIT405 io-in-compiled-region: File, network or process I/O (`open`, `torch.save`, `json.dump`,
+`requests.get`) in forward."""
 
 from __future__ import annotations
 

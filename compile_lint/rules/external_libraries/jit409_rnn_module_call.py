@@ -1,4 +1,5 @@
-"""JIT409 rnn-module-call: Using an `nn.LSTM`, `nn.GRU` or `nn.RNN` module in a compiled region makes Dynamo give up on that forward."""
+"""JIT409 rnn-module-call: Using an `nn.LSTM`, `nn.GRU` or `nn.RNN` module in a compiled
+region makes Dynamo give up on that forward."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT802 cudagraphs-with-varying-shapes: `mode="reduce-overhead"` (CUDA graphs) fed inputs whose shape changes every call."""
+"""JIT802 cudagraphs-with-varying-shapes: `mode="reduce-overhead"` (CUDA graphs) fed
+inputs whose shape changes every call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT804 varying-shapes-without-dynamic: A compiled model called with shapes that follow a loop, compiled without `dynamic=`."""
+"""JIT804 varying-shapes-without-dynamic: A compiled model called with shapes that follow a loop,
+compiled without `dynamic=`."""
 
 from __future__ import annotations
 

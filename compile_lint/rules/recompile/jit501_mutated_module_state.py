@@ -1,4 +1,5 @@
-"""JIT501 mutated-module-state: Python state on `self` updated in forward (`self.step += 1`) recompiles on every call."""
+"""JIT501 mutated-module-state: Python state on `self` updated in forward
+(`self.step += 1`) recompiles on every call."""
 
 from __future__ import annotations
 
@@ -357,7 +358,7 @@ class MutatedModuleState(Rule):
         if function is None:
             return False
         declared = any(
-            type(node) is cst.Global and any(item.name.value == name for item in node.names)  # type: ignore[attr-defined]
+            type(node) is cst.Global and any(item.name.value == name for item in node.names)
             for node in iter_nodes(function.body)
         )
         if not declared:

@@ -1,4 +1,5 @@
-"""JIT502 specialized-scalar-argument: A per-call Python value reaching an argument Dynamo specializes recompiles for every value."""
+"""JIT502 specialized-scalar-argument: A per-call Python value reaching an argument
+Dynamo specializes recompiles for every value."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class SpecializedScalarArgument(Rule):
     Instead: fix the value at construction (`self.p = p` in `__init__`, an `nn.Dropout`
     or `nn.Upsample` module), and pass an output `size=` instead of a varying
     `scale_factor`.
-    """
+    """  # noqa: E501 - the rule's documentation (--explain, docs/rules.md) as written
 
     code = "JIT502"
     name = "specialized-scalar-argument"

@@ -260,7 +260,7 @@ class ShapeDependentLoop(Rule):
                     return self._dim_argument(iterable, 0) == 0
                 # split(k) yields ceil(size / k) pieces; split([2, 3]) a fixed number
                 sizes = iterable.args[0].value if iterable.args else None
-                return int_literal(sizes) is not None and self._dim_argument(iterable, 1) == 0
+                return sizes is not None and int_literal(sizes) is not None and self._dim_argument(iterable, 1) == 0
         return certain_one_tensor(self.context, iterable)
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""JIT504 python-scalar-argument: A Python float/int input of a compiled function recompiles the first time it changes."""
+"""JIT504 python-scalar-argument: A Python float/int input of a compiled function
+recompiles the first time it changes."""
 
 from __future__ import annotations
 

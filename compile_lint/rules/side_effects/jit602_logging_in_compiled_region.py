@@ -1,4 +1,5 @@
-"""JIT602 logging-in-compiled-region: A logger call (`logger.info`, `logger.warning_once`, `logging.debug`) breaks the graph."""
+"""JIT602 logging-in-compiled-region: A logger call (`logger.info`, `logger.warning_once`,
+`logging.debug`) breaks the graph."""
 
 from __future__ import annotations
 

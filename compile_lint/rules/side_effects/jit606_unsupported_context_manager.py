@@ -1,4 +1,5 @@
-"""JIT606 unsupported-context-manager: `with lock:`, `with warnings.catch_warnings():`, `with torch.backends.cudnn.flags(...)` and other untraceable context managers break."""
+"""JIT606 unsupported-context-manager: `with lock:`, `with warnings.catch_warnings():`,
+`with torch.backends.cudnn.flags(...)` and other untraceable context managers break."""
 
 from __future__ import annotations
 

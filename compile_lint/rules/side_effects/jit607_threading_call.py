@@ -1,4 +1,5 @@
-"""JIT607 threading-call: Calling `threading` (`lock.acquire()`, `threading.get_ident()`) in a compiled region breaks."""
+"""JIT607 threading-call: Calling `threading` (`lock.acquire()`, `threading.get_ident()`)
+in a compiled region breaks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT611 compiler-disabled-call: A call to a `@torch.compiler.disable` function from a compiled region (an intended break)."""
+"""JIT611 compiler-disabled-call: A call to a `@torch.compiler.disable` function from a
+compiled region (an intended break)."""
 
 from __future__ import annotations
 

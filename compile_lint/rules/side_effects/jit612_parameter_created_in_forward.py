@@ -1,4 +1,5 @@
-"""JIT612 parameter-created-in-forward: Building an `nn.Parameter`, or a layer that owns one, inside a compiled region breaks the graph."""
+"""JIT612 parameter-created-in-forward: Building an `nn.Parameter`, or a layer that owns one,
+inside a compiled region breaks the graph."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT613 rng-state-in-forward: Seeding or saving the random state, or using a `torch.Generator`, inside a compiled region breaks the graph."""
+"""JIT613 rng-state-in-forward: Seeding or saving the random state, or using a `torch.Generator`,
+inside a compiled region breaks the graph."""
 
 from __future__ import annotations
 

@@ -283,7 +283,8 @@ class TensorItem(ElifTracker, Rule):
             calls="[(torch.randn(8, 6), torch.tensor(4)), (torch.randn(8, 6), torch.tensor(3))]",
             entry="Rows",
             lines=[6],
-            note="No fix: a reshape size read from a 0-d input is guarded on (`8 % n`): it recompiles, captured or not.",
+            note=("No fix: a reshape size read from a 0-d input is guarded on (`8 % n`): "
+                  "it recompiles, captured or not."),
         ),
         Invalid(
             """
@@ -422,8 +423,8 @@ class TensorItem(ElifTracker, Rule):
         if report_captured_size(self.context, self.report, node, self.message):
             return
         assert isinstance(node.func, cst.Attribute)
-        fix = keep_tensor_fix(self.context, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
-                              receiver)
+        detached = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+        fix = keep_tensor_fix(self.context, node, detached, receiver)
         reason = unkept_number(self.context, node, unsafe_operand(self.context, receiver))
         self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
 

@@ -332,7 +332,8 @@ class TensorToPythonScalar(ElifTracker, Rule):
             return
         message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
         value = node.args[0].value
-        outcome = linearise_data_read(self.context, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
+        outcome = (linearise_data_read(self.context, node, self.is_elif)
+                   if self.context.kind(value) is Kind.TENSOR else None)
         if outcome is not None:
             self.report(node, message=with_reason(message, outcome), fix=outcome.fix)
             return

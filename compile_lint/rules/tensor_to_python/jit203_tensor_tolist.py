@@ -231,7 +231,8 @@ class _RowLoop:
         if len(statements) == 1:
             replacements = [(first, cst.FlattenSentinel([head, body]))]
         else:
-            replacements = [(first, head), (statements[1], body.with_changes(leading_lines=statements[1].leading_lines))]
+            replacements = [(first, head),
+                            (statements[1], body.with_changes(leading_lines=statements[1].leading_lines))]
         replacements.append((consumer, cast))
         return FixPlan(replacements, "Vectorise the row loop: columns by `unbind`, arithmetic on tensors", "unsafe")
 

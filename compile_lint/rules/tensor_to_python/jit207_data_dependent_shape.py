@@ -278,7 +278,8 @@ class DataDependentShape(Rule):
             calls="[(torch.randn(4, 8), torch.tensor([0, 1, 1, 2]))]",
             entry="AddClassEmbedding",
             lines=[11],
-            note="no fix: `self.emb[1]` might be one row per selected element, and the mask covers only `y`'s first dim",
+            note=("no fix: `self.emb[1]` might be one row per selected element, "
+                  "and the mask covers only `y`'s first dim"),
         ),
         Invalid(
             """
