@@ -96,6 +96,7 @@ def _fix_verified(files: Sequence[str], config: Config, options: api.RunOptions,
 
     # -j N given: N // 2 targets at once (two processes each); else one at a time, in order.
     accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs)
+    assert options.fix is not None  # called for --fix --verify: the options fix
     options = dataclasses.replace(options, fix=dataclasses.replace(options.fix, accept_all=accept_all))
     # Each target runs once with all the fixes (a subprocess per side), and SIGTERM or SIGHUP
     # stops those subprocesses as Ctrl-C does.
@@ -222,8 +223,8 @@ def check(argv: Sequence[str]) -> int:
     paths = args.paths or ["."]
     try:
         config = configure(args, paths)
-    except ConfigError as problem:
-        error(str(problem))
+    except ConfigError as invalid:
+        error(str(invalid))
         return EXIT_ERROR
     if args.show_settings:
         return _show_settings(config)
