@@ -28,7 +28,8 @@ __all__ = ["Case", "case_id", "example_cases", "fix_problems", "flagged_lines", 
            "run_example"]
 
 
-def example_cases(kind: str, predicate: Callable[[type[Rule], Example], bool] = lambda rule, example: True) -> list[Case]:
+def example_cases(kind: str,
+                  predicate: Callable[[type[Rule], Example], bool] = lambda rule, example: True) -> list[Case]:
     """(rule, index, example) for every rule's `kind` ("invalid"/"valid") examples that pass `predicate`."""
     return [(rule, index, example) for rule in ALL_RULES for index, example in enumerate(getattr(rule, kind))
             if predicate(rule, example)]

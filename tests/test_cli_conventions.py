@@ -373,7 +373,7 @@ def test_command_line_patterns_are_relative_to_the_working_directory_without_a_c
     ("x = 1  # compile-lint: noqa", ["JIT101"]),  # after code: not a file directive
 ])
 def test_a_file_level_noqa_exempts_the_file(tmp_path, directive, left):
-    # Issue 25.9: as `# ruff: noqa` and flake8's `# flake8: noqa` (which flake8 already honoured).
+    # Issue 25.9: as ruff's and flake8's file-wide noqa comments (which flake8 already honoured).
     (tmp_path / "m.py").write_text(directive + "\n" + BREAKING_GATE)
     result = run_cli("--no-cache", "--output-format", "json", "m.py", cwd=tmp_path)
     assert [finding["code"] for finding in assert_findings_json(result.stdout)] == left

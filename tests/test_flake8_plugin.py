@@ -127,7 +127,7 @@ def test_flake8_matches_compile_lint_on_examples():
 
 @pytest.mark.parametrize("directive", ["# compile-lint: noqa: JIT101", "# compile-lint: noqa", "# flake8: noqa"])
 def test_file_level_noqa_gives_the_clis_findings(tmp_path, directive):
-    # Issue 25.9: flake8 honours `# flake8: noqa` itself; `# compile-lint: noqa` is the plugin's.
+    # Issue 25.9: flake8 honours its own file-wide noqa comment itself; compile-lint's is the plugin's.
     with open(os.path.join(FIXTURES, "gated.py"), encoding="utf-8") as handle:
         (tmp_path / "gated.py").write_text(directive + "\n" + handle.read().replace("  # noqa: JIT102", ""))
     ours = findings(compile_lint("--no-cache", "--output-format", "concise", "gated.py", cwd=str(tmp_path)).stdout)

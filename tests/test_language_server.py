@@ -323,7 +323,7 @@ def test_the_server_honours_the_mode_setting(client, tmp_path):
 
 
 def test_a_file_level_noqa_exempts_the_file_in_the_editor_too(client, tmp_path):
-    # Issue 25.9: `# compile-lint: noqa` (and flake8's `# flake8: noqa`) silences the whole file.
+    # Issue 25.9: compile-lint's file-wide noqa comment (and flake8's) silences the whole file.
     text = Path(FIXTURE).read_text().replace("  # noqa: JIT102", "")
     uri = _open(client, tmp_path / "gated.py", "# compile-lint: noqa: JIT101\n" + text)
     assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["JIT102"]

@@ -202,7 +202,7 @@ def test_show_library_findings_lists_the_librarys_sites_apart(installed):
     findings = assert_findings_json(result.stdout)
     _assert_user_findings(findings, site)
     listed = {(Path(f["path"]).relative_to(site).as_posix(), f["line"], f["code"],
-               tuple((l["path"], l["line"], l["function"]) for l in f["library"]["called_from"]))
+               tuple((link["path"], link["line"], link["function"]) for link in f["library"]["called_from"]))
               for f in findings if "library" in f}
     users = {(code, library_path, library_line): (file, line) for (file, line), (code, library_path, library_line)
              in expected().items()}

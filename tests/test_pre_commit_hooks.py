@@ -75,7 +75,7 @@ def test_lint_hook_fails_on_findings_and_prints_them(tmp_path, pre_commit_home):
     assert result.returncode == 1, output
     assert "compile-lint....." in output and "Failed" in output
     assert "model.py:8:12: JIT101 " in output
-    assert "JIT102" not in output  # its line carries `# noqa: JIT102`
+    assert "JIT102" not in output  # its line carries a noqa comment for JIT102
     assert "Found 1 finding in 1 file." in output
     assert "Traceback" not in output
 

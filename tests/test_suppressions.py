@@ -30,7 +30,7 @@ CASES = [
     ("  # noqa because it runs eagerly", True),  # a bare noqa with words, no colon (ruff, flake8)
     ("  # noqa: JIT101", True),
     ("  # noqa:JIT101", True),
-    ("  #noqa:JIT101", True),  # ruff reads it; flake8 alone needs `# noqa`
+    ("  #noqa:JIT101", True),  # ruff reads it; flake8 alone needs the space after the hash
     ("  # noqa : JIT101", True),
     ("  # noqa: JIT1", True),  # a prefix, as in flake8 (ruff matches exact codes only)
     ("  # noqa:JIT102,JIT101", True),
@@ -127,8 +127,8 @@ def test_cli_and_real_flake8_agree_on_well_formed_and_typo_codes(tmp_path):
 
 
 def test_flake8_reads_a_malformed_list_as_a_bare_noqa_for_every_plugin(tmp_path):
-    # flake8 decides noqa for every plugin after the plugin runs: `# noqa: foo` fails its
-    # code pattern and counts as a bare `# noqa`, for pyflakes' F401 exactly as for JIT101.
+    # flake8 decides noqa for every plugin after the plugin runs: a noqa naming `foo` fails its
+    # code pattern and counts as a bare noqa, for pyflakes' F401 exactly as for JIT101.
     # compile-lint (like ruff) silences nothing with it; the README says so.
     path = tmp_path / "m.py"
     source = CODE.format(noqa="  # noqa: foo")
@@ -152,7 +152,7 @@ def test_a_normal_run_warns_about_each_malformed_noqa_once_even_from_the_cache(t
             "upper-case letters then digits, apart): it suppresses nothing",
         ], result.stderr
         assert result.returncode == 1
-    # A `# noqa` inside a string is no directive: no warning.
+    # A noqa comment inside a string is no directive: no warning.
     path.write_text('TEXT = "# noqa: foo"\n')
     result = subprocess.run([sys.executable, "-m", "compile_lint", "--no-cache", str(path)],
                             capture_output=True, text=True, timeout=300)

@@ -1,1 +1,2 @@
-"""Plain values every layer passes around: findings, fixes, edits, text offsets, the codes that are not rules, results."""
+"""Plain values every layer passes around: findings, fixes, edits, text offsets, the codes that
+are not rules, results."""

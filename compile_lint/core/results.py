@@ -36,7 +36,7 @@ class LintResult:
     unwritten: bool = False  # fixed, but the fixed text could not be written back
     rolled_back: Optional[str] = None  # --fix --verify refused the fixes: why (the file is unchanged)
     malformed_noqa: list[tuple[int, str]] = field(default_factory=list)  # (line, why): each suppresses nothing
-    noqa_skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # (finding, why it got no `# noqa`)
+    noqa_skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # (finding, why it got no noqa comment)
 
     @property
     def changed(self) -> bool:

@@ -28,7 +28,13 @@ from compile_lint.engine.cache import cache_root
 from compile_lint.engine.files import is_excluded
 from compile_lint.engine.fixing import fix_file, fix_text, is_applicable
 from compile_lint.engine.pipeline import (
-    Fixing, RunOptions, discover_files, library_results, lint_files, lint_paths, prepare_project,
+    Fixing,
+    RunOptions,
+    discover_files,
+    library_results,
+    lint_files,
+    lint_paths,
+    prepare_project,
 )
 from compile_lint.engine.pool import Progress
 from compile_lint.engine.project import ProjectIndex

@@ -25,8 +25,8 @@ import sys
 from typing import Iterable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.settings.config import Config
 from compile_lint.core.diagnostics import Diagnostic, Edit, Fix, Inside
+from compile_lint.settings.config import Config
 from compile_lint.storage.atomic import atomic_file
 
 CACHE_DIR_NAME = ".compile-lint-cache"

@@ -1,4 +1,5 @@
-"""One walk of a module for every rule: each rule's visit_/leave_ hooks called as the walk passes, region rules only inside traced code."""
+"""One walk of a module for every rule: each rule's visit_/leave_ hooks called as the walk passes,
+region rules only inside traced code."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.core.results import LintCancelled
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, code_fields, concrete_types, walk
+from compile_lint.core.results import LintCancelled
 from compile_lint.engine.positions import Anchor
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
-
 
 # Nodes that can contain a function definition; outside compiled regions nothing else
 # needs walking when only region-scoped rules run.
@@ -84,7 +84,8 @@ class Dispatcher:
                 leave_table.setdefault(name, []).append(method)
         self.needs_regions = bool(self.region_visitors or self.region_leavers)
         self.has_module_rules = bool(self.module_visitors or self.module_leavers)
-        hooked = set(self.region_visitors) | set(self.module_visitors) | set(self.region_leavers) | set(self.module_leavers)
+        hooked = (set(self.region_visitors) | set(self.module_visitors)
+                  | set(self.region_leavers) | set(self.module_leavers))
         self.skip_whitespace = not (hooked & {t.__name__ for t in WHITESPACE_TYPES})
         self.eager_depth = 0
         self.traced_depth = 0

@@ -110,9 +110,10 @@ class IncrementalParser:
 
     def _first_code_offset(self, index: int) -> int:
         """Where statement `index`'s first line of code (a decorator or its keyword) starts."""
-        module = self.module
-        statement = module.body[index]  # type: ignore[union-attr]
-        return self.starts[index] + sum(len(module.code_for_node(line)) for line in statement.leading_lines)  # type: ignore[union-attr]
+        module, starts = self.module, self.starts
+        assert module is not None and starts is not None  # asked only of a prepared tree
+        statement = module.body[index]
+        return starts[index] + sum(len(module.code_for_node(line)) for line in statement.leading_lines)
 
     def _splice(self, text: str) -> Optional[cst.Module]:
         old, module = self.text, self.module
@@ -147,7 +148,7 @@ class IncrementalParser:
                 return None
         if high + 1 < count:
             following = body[high + 1]
-            if any(line.whitespace.value for line in following.leading_lines):  # type: ignore[attr-defined]
+            if any(line.whitespace.value for line in following.leading_lines):
                 high += 1  # indented lines the block before may take as its footer
         start = starts[low]
         end = (starts[high + 1] if high + 1 < count else self.body_end)

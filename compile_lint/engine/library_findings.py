@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Optional
 from compile_lint.analysis.project.library_reach import LibraryCall, LibraryFunction
 from compile_lint.analysis.project.reach import FileReach
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.core.diagnostics import Diagnostic, Inside, InLibrary
+from compile_lint.core.diagnostics import Diagnostic, InLibrary, Inside
 from compile_lint.settings.config import Config
 from compile_lint.storage.stamps import file_stamp
 

@@ -16,31 +16,30 @@ import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
 from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode, static_condition
-from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import is_imported_module_class
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.project.reach import FileReach
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.walk import flat_walks
-from compile_lint.settings.config import Config
-from compile_lint.settings.selection import rule_enabled
-from compile_lint.engine.project import ProjectIndex, symbol_index
-from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.core.source_index import SourceIndex
 from compile_lint.core.codes import SYNTAX_ERROR_CODE
+from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintCancelled
+from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher
-from compile_lint.engine.library_findings import LibraryLinter, call_site_findings
 from compile_lint.engine.evidence import with_evidence
+from compile_lint.engine.library_findings import LibraryLinter, call_site_findings
 from compile_lint.engine.parse import parse_module
-from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
+from compile_lint.engine.project import ProjectIndex, symbol_index
 from compile_lint.engine.source import SourceError, read_source
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
-from compile_lint.settings.versions import holds_for, target_torch_version
+from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
-
+from compile_lint.settings.config import Config
+from compile_lint.settings.selection import rule_enabled
+from compile_lint.settings.versions import holds_for, target_torch_version
 
 
 def may_hold_regions(text: str, module_bases: Iterable[str] = (), cross_file: bool = True) -> bool:
@@ -90,7 +89,7 @@ class _AnchoredFindings(list):
         self.stack = stack
         self.anchors: list[tuple[Anchor, ...]] = []
 
-    def append(self, finding) -> None:  # type: ignore[override]
+    def append(self, finding) -> None:
         super().append(finding)
         self.anchors.append(tuple(self.stack))
 
@@ -178,7 +177,7 @@ def lint_module(
                 column=column + 1,
                 end_line=end_line,
                 end_column=end_column + 1,
-                code=rule.code, name=rule.name, kind=rule.kind,  # type: ignore[arg-type]
+                code=rule.code, name=rule.name, kind=rule.kind,
                 message=_reached(with_evidence(_with_conditions(finding.message, mode, condition), finding.node,
                                                context.regions.external.get(finding.function)), reached_from),
                 reached_from=reached_from,
@@ -334,7 +333,8 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
         def inherits_module(qualified: str) -> bool:
             return is_imported_module_class(symbols, qualified, path, config.module_bases)
 
-        if not reached and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases, inherits_module):
+        if not reached and prefilter and not needs_lint(text, rule_classes, syntax_enabled, config.module_bases,
+                                                        inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
     try:

@@ -54,7 +54,7 @@ class RunOptions:
     jobs: int = 1  # processes (a pool of forked workers from 8 files on)
     cache: bool = False  # read and write the lint cache (plain lints only)
     fix: Optional[Fixing] = None
-    add_noqa: bool = False  # silence every finding with `# noqa: CODE` instead
+    add_noqa: bool = False  # silence every finding with a noqa comment naming its code instead
     progress: Progress = no_progress  # shown the results as they come ("Indexing", "Linting", ...)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -86,7 +86,8 @@ class RenderCache:
 
     def put(self, node: cst.CSTNode, key: tuple, value: object) -> None:
         """Keep `value` for `node` under `key`."""
-        self._entries[(id(node), *key)] = (node, value)
+        entry_key = (id(node), *key)
+        self._entries[entry_key] = (node, value)
         while len(self._entries) > self.limit:
             self._entries.popitem(last=False)
 
@@ -136,12 +137,14 @@ class NodePositions:
         key = id(node)
         if key not in self._rendered:
             cache_key = ("spans", tuple(indent_tokens), self.module.default_indent, self.module.default_newline)
-            rendered = self.cache.get(node, cache_key) if self.cache is not None else None
+            # The cache holds what `put` kept under this key: render_with_spans's triple.
+            rendered = cast(Optional[tuple[str, dict, dict]],
+                            self.cache.get(node, cache_key) if self.cache is not None else None)
             if rendered is None:
                 rendered = render_with_spans(self.module, node, indent_tokens)
                 if self.cache is not None:
                     self.cache.put(node, cache_key, rendered)
-            text, spans, extents = rendered  # type: ignore[misc]
+            text, spans, extents = rendered
             offset = self.locate(text)
             self._rendered[key] = None if offset is None else Rendering(
                 self.source[offset:offset + len(text)], offset, self.line_of(offset) - 1, spans, extents)

@@ -28,10 +28,10 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS, DEFAULT_MODULE_BASE_NAMES
 from compile_lint.analysis.project.expressions import dotted_parts as _dotted
 from compile_lint.analysis.project.summariser import import_bindings
+from compile_lint.analysis.syntax.ast_walk import ast_nodes
 
 if TYPE_CHECKING:
     from compile_lint.rules.base import Rule
@@ -127,8 +127,8 @@ def may_have_regions(tree: ast.Module, text: str, inherits_module: Optional[Impo
                 return True
     if "compile" in text or "optimize" in text:
         imports = _import_targets(tree)
-        for node in ast_nodes(tree):
-            if isinstance(node, (ast.Attribute, ast.Name)) and _names_compile(node, imports):
+        for inner in ast_nodes(tree):
+            if isinstance(inner, (ast.Attribute, ast.Name)) and _names_compile(inner, imports):
                 return True
     return inherits_module is not None and _inherits_imported_module(tree, inherits_module)
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.walk import visit
 from compile_lint.analysis.kinds.certainty import BY_DEFAULT, EAGER_TENSOR, tensor_evidence
+from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.fixes.plan import FixPlan
 

@@ -30,15 +30,15 @@ Unsafe: integer `x` with a float `+=` raises in the original and is truncated by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional, TypeGuard, Union
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
-from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.hazards import ShapeModel
+from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
@@ -47,8 +47,10 @@ if TYPE_CHECKING:
 # Elementwise operators whose result at an element depends only on that element: `//` and
 # `%` are left out (an integer division by zero raises in the where form even where the
 # mask selects nothing).
-_AUGMENTED = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract,
-              cst.MultiplyAssign: cst.Multiply, cst.DivideAssign: cst.Divide}
+_AUGMENTED: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract,
+    cst.MultiplyAssign: cst.Multiply, cst.DivideAssign: cst.Divide,
+}
 _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 _SCALAR_TERMS = (("scalar",), ("0d",))
 
@@ -63,10 +65,13 @@ def masked_update_fix(context: FileContext, read: cst.Subscript, mask: cst.BaseE
     if statement is None:
         return None
     target = statement.target if isinstance(statement, cst.AugAssign) else statement.targets[0].target
+    assert isinstance(target, cst.Subscript)  # `_update_statement` found it read through the mask
+    value: cst.BaseExpression
     if isinstance(statement, cst.AugAssign):
         operator = _AUGMENTED.get(type(statement.operator))
         if operator is None:
-            return no_fix(f"only `+= -= *= /=` updates through a mask are rewritten, not `{_code(statement.operator).strip()}`")
+            return no_fix("only `+= -= *= /=` updates through a mask are rewritten, "
+                          f"not `{_code(statement.operator).strip()}`")
         value = cst.BinaryOperation(target, operator(), _right_operand(statement.value, operator))
     else:
         value = statement.value
@@ -127,12 +132,14 @@ def _rewrite(context: FileContext, statement: cst.CSTNode, target: cst.BaseExpre
 
 # Operators that bind tighter than `+ -` and than `* /`: `x + 2.0 * math.pi` needs no
 # parentheses; `x - (a - b)` and `x + (a + b)` do (floating-point addition does not associate).
-_TIGHTER = {cst.Add: (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power),
-            cst.Subtract: (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power),
-            cst.Multiply: (cst.Power,), cst.Divide: (cst.Power,)}
+_TIGHTER: dict[type[cst.BaseBinaryOp], tuple[type[cst.BaseBinaryOp], ...]] = {
+    cst.Add: (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power),
+    cst.Subtract: (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power),
+    cst.Multiply: (cst.Power,), cst.Divide: (cst.Power,),
+}
 
 
-def _right_operand(value: cst.BaseExpression, operator: type) -> cst.BaseExpression:
+def _right_operand(value: cst.BaseExpression, operator: type[cst.BaseBinaryOp]) -> cst.BaseExpression:
     """`value` as the right operand of `operator`, parenthesised unless it binds tighter."""
     if isinstance(value, cst.BinaryOperation) and not value.lpar and isinstance(value.operator, _TIGHTER[operator]):
         return value
@@ -157,7 +164,7 @@ def _update_statement(context: FileContext, read: cst.Subscript,
     return parent if _masked_by(target, _code(mask)) else None
 
 
-def _masked_by(expr: cst.BaseExpression, spelled_mask: str) -> bool:
+def _masked_by(expr: cst.BaseExpression, spelled_mask: str) -> TypeGuard[cst.Subscript]:
     """True for `y[mask]` with `mask` spelled `spelled_mask` (one index, nothing else)."""
     return (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
             and _code(expr.slice[0].slice.value) == spelled_mask)
@@ -260,7 +267,9 @@ def _same_shape(context: FileContext, expr: cst.BaseExpression, target: cst.Base
     # torch.zeros_like(inputs)` is `inputs`'s shape); either proof is enough.
     for kept in ((_code(target),), ()):
         shapes = _shapes(context, expr, target, kept=kept)
-        term = shapes.term(expr) if shapes is not None else None
+        if shapes is None:
+            continue
+        term = shapes.term(expr)
         if term is not None and term not in _SCALAR_TERMS and term == shapes.term(target):
             return True
     return False

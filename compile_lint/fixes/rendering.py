@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequenc
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.codegen import render_at
 from compile_lint.analysis.syntax.imports import ImportMap
 from compile_lint.analysis.syntax.walk import children
 from compile_lint.core.diagnostics import Edit, Fix
-from compile_lint.analysis.syntax.codegen import render_at
 from compile_lint.core.text_offsets import line_and_column, line_starts, split_lines
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ class _Replace(cst.CSTTransformer):
     def __init__(self, mapping: Mapping[cst.CSTNode, object]) -> None:
         self.mapping = mapping
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+    def on_leave(self, original_node, updated_node):
         if original_node in self.mapping:
             return self.mapping[original_node]
         return updated_node
@@ -60,11 +60,11 @@ def diff_edits(old: str, new: str) -> tuple[Edit, ...]:
     new_lines = split_lines(new)
     starts = line_starts(old)
     line_offsets = [0]
-    for line in old_lines:
-        line_offsets.append(line_offsets[-1] + len(line))
+    for old_line in old_lines:
+        line_offsets.append(line_offsets[-1] + len(old_line))
     new_offsets = [0]
-    for line in new_lines:
-        new_offsets.append(new_offsets[-1] + len(line))
+    for new_line in new_lines:
+        new_offsets.append(new_offsets[-1] + len(new_line))
     edits = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
@@ -204,7 +204,7 @@ class FixBuilder:
         """Child -> parent for the whole module (built on first use)."""
         if callable(self._parents):
             self._parents = self._parents()
-        return self._parents  # type: ignore[return-value]
+        return self._parents
 
     def _top_level(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         parents = self.parents
@@ -228,11 +228,13 @@ class FixBuilder:
 
     def _holder(self, anchors: Sequence[Anchor], olds: Sequence[cst.CSTNode]) -> Optional[int]:
         """Index of the innermost anchor holding every node of `olds`, or None."""
+        positions = self.positions
+        assert positions is not None  # asked only by `_placed_top`, which has positions
         for index in range(len(anchors) - 1, -1, -1):
             anchor = anchors[index]
             # Statements and functions inside the top-level statement are worth rendering (with
             # positions) to find out; the top-level statement itself only if already rendered.
-            rendering = self.positions.rendering(anchor) if index or self.positions.is_rendered(anchor) else None
+            rendering = positions.rendering(anchor) if index or positions.is_rendered(anchor) else None
             if rendering is not None:
                 # An anchor that is itself replaced cannot be rewritten around the replacement.
                 if all(id(old) in rendering.spans for old in olds) and (index == 0 or anchor[0] not in olds):
@@ -321,7 +323,8 @@ class FixBuilder:
         placed = self._top_text(anchors[0][0])
         return None if placed is None else (holder, anchors[0][0], *placed)
 
-    def _statement_holding(self, root: cst.CSTNode, olds: Sequence[cst.CSTNode], extents: dict) -> Optional[cst.CSTNode]:
+    def _statement_holding(self, root: cst.CSTNode, olds: Sequence[cst.CSTNode],
+                           extents: dict) -> Optional[cst.CSTNode]:
         """The innermost statement of a block below `root` that holds every node of `olds` (none of them itself).
 
         The path from `root` down to each node follows the rendered extents: only a child
@@ -367,7 +370,9 @@ class FixBuilder:
         if self.positions.code_at(statement, indent) != old_text:  # type: ignore[union-attr]
             return None
         try:
-            new_text = render_at(self.module, statement.visit(_Replace(mapping)), [indent] if indent else [])
+            # A sentinel comes back only if `mapping` removes the statement itself: render_at raises, caught below.
+            replaced = statement.visit(_Replace(mapping))
+            new_text = render_at(self.module, replaced, [indent] if indent else [])  # type: ignore[arg-type]
         except Exception:  # a fix that cannot be rendered is no fix
             return _NO_FIX
         if not parses_at(new_text, indent, self.module.default_newline):
@@ -399,7 +404,7 @@ class FixBuilder:
             narrowed = self._narrowed(mapping, olds, anchors, holder, old_text, start)
             if narrowed is _NO_FIX:
                 return None
-            new_text = narrowed  # type: ignore[assignment]
+            new_text = narrowed
         else:
             layout = self.layout()
             tops = {self._top_level(old) for old, _ in replacements}

@@ -52,7 +52,7 @@ class UsageParser(argparse.ArgumentParser):
     argparse prints the whole usage block first, which buries the one line that says what is wrong.
     """
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"compile-lint: error: {message}\nFor more information, try '{self.prog} --help'.\n")
 
 
@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
             "'reached from FILE:LINE in FUNCTION'). "
             "Subcommands: `compile-lint verify TARGET...` proves findings on the real compiler; "
             "`compile-lint explain-log LOG` maps a run's logged graph breaks and recompiles to your lines; "
-            "`compile-lint rule CODE|--all` explains rules; `compile-lint clean` removes the cache; `compile-lint server` runs the language server for editors."
+            "`compile-lint rule CODE|--all` explains rules; `compile-lint clean` removes the cache; "
+            "`compile-lint server` runs the language server for editors."
         ),
     )
     parser.add_argument("paths", nargs="*", default=None, metavar="PATH",

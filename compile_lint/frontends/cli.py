@@ -20,12 +20,22 @@ from compile_lint.engine import api
 from compile_lint.frontends.arguments import STDIN, build_parser, configure, reads_stdin
 from compile_lint.frontends.progress import track
 from compile_lint.frontends.report import (
-    EXIT_CLEAN, EXIT_ERROR, emit, error, report, report_diff, warn,
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    emit,
+    error,
+    report,
+    report_diff,
+    warn,
 )
 from compile_lint.frontends.rule_command import print_explanations
 from compile_lint.frontends.summary import plural
 from compile_lint.frontends.usage import (
-    explain_codes, output_file_problem, usage_problem, usage_warnings, verify_usage_error,
+    explain_codes,
+    output_file_problem,
+    usage_problem,
+    usage_warnings,
+    verify_usage_error,
 )
 from compile_lint.settings.config import Config, ConfigError, describe_settings
 
@@ -64,6 +74,7 @@ def _fix_verified(files: Sequence[str], config: Config, options: api.RunOptions,
 
     # -j N given: N // 2 targets at once (two processes each); else one at a time, in order.
     accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs)
+    assert options.fix is not None  # called for --fix --verify: the options fix
     options = dataclasses.replace(options, fix=dataclasses.replace(options.fix, accept_all=accept_all))
     # Each target runs once with all the fixes (a subprocess per side), and SIGTERM or SIGHUP
     # stops those subprocesses as Ctrl-C does.
@@ -200,8 +211,8 @@ def check(argv: Sequence[str]) -> int:
     paths = args.paths or ["."]
     try:
         config = configure(args, paths)
-    except ConfigError as problem:
-        error(str(problem))
+    except ConfigError as invalid:
+        error(str(invalid))
         return EXIT_ERROR
     if args.show_settings:
         return _show_settings(config)

@@ -19,11 +19,11 @@ import os
 from typing import Any, Iterator, Sequence
 
 from compile_lint import __version__
-from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.engine.api import SYNTAX_ERROR_CODE, ProjectIndex, lint_source
 from compile_lint.engine.lint import may_hold_regions
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import CODE_PREFIX
+from compile_lint.settings.config import Config, ConfigError, load_config
 
 Flake8Error = tuple[int, int, str, type]
 

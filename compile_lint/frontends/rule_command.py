@@ -87,7 +87,8 @@ def rule_command(argv: Sequence[str]) -> int:
     parser = UsageParser(prog="compile-lint rule", description=(
         "Explain a rule (or every rule with --all): what it flags, why it breaks or recompiles, its fix, "
         "and its examples. The same text as `compile-lint --explain CODE`."))
-    parser.add_argument("code", nargs="?", metavar="CODE", help="the rule code, e.g. JIT101 (also JIT000, JIT900-JIT905)")
+    parser.add_argument("code", nargs="?", metavar="CODE",
+                        help="the rule code, e.g. JIT101 (also JIT000, JIT900-JIT905)")
     parser.add_argument("--all", action="store_true", help="explain every rule and code")
     parser.add_argument("--output-format", choices=RULE_FORMATS, default="text",
                         help="text, or json: an object (an array of them with --all)")

@@ -33,16 +33,21 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
-from compile_lint.settings.config import Config, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic, Edit
-from compile_lint.reporters.docs import graph_break_url
+from compile_lint.core.text_offsets import split_lines
 from compile_lint.engine.api import (
-    SYNTAX_ERROR_CODE, LintCancelled, ProjectIndex, fix_text, is_applicable, lint_source,
+    SYNTAX_ERROR_CODE,
+    LintCancelled,
+    ProjectIndex,
+    fix_text,
+    is_applicable,
+    lint_source,
 )
 from compile_lint.engine.incremental import IncrementalParser
 from compile_lint.engine.positions import RenderCache
 from compile_lint.engine.suppressions import add_noqa
-from compile_lint.core.text_offsets import split_lines
+from compile_lint.reporters.docs import graph_break_url
+from compile_lint.settings.config import Config, ConfigError, load_config
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
@@ -221,7 +226,8 @@ def _to_lsp(types, document, diagnostic: Diagnostic):
 
 
 def _text_edits(types, document, edits: Sequence[Edit]):
-    return [types.TextEdit(range=_range(types, document, e.line, e.column, e.end_line, e.end_column), new_text=e.content)
+    return [types.TextEdit(range=_range(types, document, e.line, e.column, e.end_line, e.end_column),
+                           new_text=e.content)
             for e in edits]
 
 
@@ -294,7 +300,7 @@ def _plain(method: Callable) -> Callable:
         async def handler(params):
             return await method(params)
     else:
-        def handler(params):
+        def handler(params):  # type: ignore[misc]  # the plain twin of the async handler above
             return method(params)
     return handler
 
@@ -312,7 +318,8 @@ class CompileLintServer:
         from pygls.lsp.server import LanguageServer
 
         self.types = types
-        self.server = LanguageServer(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.server = LanguageServer(SOURCE, __version__,
+                                     text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.configs: dict[str, Config] = {}
         # What reaches each document from the rest of its project, as the CLI and flake8 see it.
         self.project = ProjectIndex()
@@ -528,8 +535,8 @@ class CompileLintServer:
         state = self.documents.get(uri) if isinstance(uri, str) else None
         if state is None or state.linted is None or state.linted.version != data.get("version"):
             return action  # the text changed since: nothing to apply
-        document = self.server.workspace.get_text_document(uri)  # type: ignore[arg-type]
-        outcome = await self.fix_all_outcome(uri, state.linted, self.config_for(document.path))  # type: ignore[arg-type]
+        document = self.server.workspace.get_text_document(uri)
+        outcome = await self.fix_all_outcome(uri, state.linted, self.config_for(document.path))
         if outcome.error is None and outcome.changed:
             text = _Text(self.server.workspace.position_codec, state.linted.text)
             action.edit = self.fix_all_action(uri, text, outcome).edit
@@ -544,7 +551,8 @@ def build_server():
 def serve(argv: Optional[Sequence[str]] = None) -> int:
     """`compile-lint server [--stdio]`: run the language server on stdin/stdout."""
     parser = argparse.ArgumentParser(prog="compile-lint server", description="Run the compile-lint language server.")
-    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default and only transport)")
+    parser.add_argument("--stdio", action="store_true",
+                        help="talk LSP over stdin/stdout (the default and only transport)")
     parser.parse_args(list(argv or ()))
     try:
         server = build_server()

@@ -1,1 +1,2 @@
-"""Reporters: findings as text, concise, JSON, GitHub annotations and SARIF; rule documentation (`--explain`, docs/rules.md)."""
+"""Reporters: findings as text, concise, JSON, GitHub annotations and SARIF; rule
+documentation (`--explain`, docs/rules.md)."""

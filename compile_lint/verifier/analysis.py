@@ -14,7 +14,7 @@ import logging
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from compile_lint.verifier.targets import Call, copy_calls
 
@@ -95,7 +95,8 @@ def _library_roots() -> tuple[str, ...]:
     import compile_lint
 
     roots = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib")}
-    roots |= {os.path.dirname(os.path.abspath(package.__file__)) for package in (torch, compile_lint)}
+    # Both are packages imported from their files: each has a __file__.
+    roots |= {os.path.dirname(os.path.abspath(cast(str, package.__file__))) for package in (torch, compile_lint)}
     return tuple(os.path.abspath(root) + os.sep for root in roots if root)
 
 
@@ -149,8 +150,9 @@ def parse_break_message(message: str) -> Optional[GraphBreak]:
     if not gb_type:
         gb_type = lines[0].strip() if lines else ""
     gb_id = _GB_ID.search(message)
-    path, line = user_frame(found["path"], int(found["line"]), _traceback_frames(message, "User code traceback:"))
-    return GraphBreak(path, line, gb_type,
+    path, line_number = user_frame(found["path"], int(found["line"]),
+                                   _traceback_frames(message, "User code traceback:"))
+    return GraphBreak(path, line_number, gb_type,
                       gb_id.group(1).upper() if gb_id else None, explanation)
 
 
@@ -283,7 +285,8 @@ def compare(expected: Any, actual: Any, where: str = "output") -> Comparison:
             return Comparison(False, float("inf"), f"{where}: a tensor became {type(actual).__name__}")
         if expected.shape != actual.shape or expected.dtype != actual.dtype:
             return Comparison(False, float("inf"),
-                              f"{where}: {tuple(expected.shape)} {expected.dtype} vs {tuple(actual.shape)} {actual.dtype}")
+                              f"{where}: {tuple(expected.shape)} {expected.dtype} "
+                              f"vs {tuple(actual.shape)} {actual.dtype}")
         if not expected.is_floating_point() and not expected.is_complex():
             equal = bool(torch.equal(expected.cpu(), actual.cpu()))
             return Comparison(equal, 0.0 if equal else float("inf"), "" if equal else f"{where}: values differ")
@@ -294,7 +297,8 @@ def compare(expected: Any, actual: Any, where: str = "output") -> Comparison:
         same_nonfinite = bool(((a == b) | finite | (a.isnan() & b.isnan())).all())
         max_diff = float(diff[finite].max()) if bool(finite.any()) else 0.0
         ok = same_nonfinite and bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
-        detail = "" if ok else f"{where}: max abs diff {max_diff:.3g} over atol={atol:g} rtol={rtol:g} ({expected.dtype})"
+        detail = "" if ok else (f"{where}: max abs diff {max_diff:.3g} over atol={atol:g} rtol={rtol:g} "
+                                f"({expected.dtype})")
         return Comparison(ok, max_diff, detail)
     if isinstance(expected, (list, tuple)):
         if not isinstance(actual, (list, tuple)) or len(expected) != len(actual):
@@ -308,7 +312,8 @@ def compare(expected: Any, actual: Any, where: str = "output") -> Comparison:
         ok = abs(expected - actual) <= 1e-6 + 1e-6 * abs(expected)
         return Comparison(ok, abs(expected - actual), "" if ok else f"{where}: {expected} vs {actual}")
     equal = expected == actual
-    return Comparison(bool(equal), 0.0 if equal else float("inf"), "" if equal else f"{where}: {expected!r} vs {actual!r}")
+    return Comparison(bool(equal), 0.0 if equal else float("inf"),
+                      "" if equal else f"{where}: {expected!r} vs {actual!r}")
 
 
 def _combine(parts: list[Comparison]) -> Comparison:

@@ -311,7 +311,8 @@ def run_bench(fresh_model: Callable[[], Callable], calls: Sequence[Call], device
         variants = ["eager", "default+patch", "reduce-overhead+patch"]
     if control and patch_mode == "compare":
         variants = [v for variant in variants
-                    for v in ((variant, variant.replace("+patch", "+control")) if variant.endswith("+patch") else (variant,))]
+                    for v in ((variant, variant.replace("+patch", "+control")) if variant.endswith("+patch")
+                              else (variant,))]
     if not device.startswith("cuda"):
         # reduce-overhead's gain is CUDA graph replay; on CPU it only adds compile time.
         variants = [v for v in variants if not v.startswith("reduce-overhead")]

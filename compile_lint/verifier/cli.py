@@ -9,9 +9,9 @@ import os
 import sys
 from typing import Sequence
 
-from compile_lint.settings.config import VERIFY_MODES, ConfigError, load_config
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.reporters.formats import FORMATS, render
+from compile_lint.settings.config import VERIFY_MODES, ConfigError, load_config
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated, stop_on_termination
 from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
 from compile_lint.verifier.scratch import remove_stale

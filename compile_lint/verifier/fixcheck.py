@@ -62,7 +62,7 @@ def problems(analysis: dict) -> int:
 def problems_in(analysis: dict, path: str) -> int:
     """The graph breaks + recompiles of one run that the compiler placed in the file at `path`."""
     def at(item: Optional[dict]) -> bool:
-        return bool(item and item.get("path")) and os.path.abspath(item["path"]) == path
+        return item is not None and bool(item.get("path")) and os.path.abspath(item["path"]) == path
 
     found = sum(at(item) for item in analysis["graph_breaks"]) + sum(at(item) for item in analysis["recompiles"])
     if analysis.get("fullgraph_error") and not analysis["graph_breaks"] and at(analysis.get("fullgraph_location")):

@@ -89,7 +89,7 @@ def _size_hint(expr: Any) -> Optional[int]:
         method = getattr(sizevars, name, None)
         if method is not None:
             try:
-                return int(method(expr, fallback=None))  # type: ignore[arg-type]
+                return int(method(expr, fallback=None))
             except Exception:  # noqa: BLE001 - some versions reject fallback=None
                 try:
                     return int(method(expr))

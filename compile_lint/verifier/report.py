@@ -40,7 +40,7 @@ def _diagnostic(kind: tuple, path: Optional[str], line: int, message: str,
     text = linecache.getline(path, line).rstrip() if path else ""
     column = len(text) - len(text.lstrip()) + 1 if text.strip() else 1
     end_column = len(text) + 1 if text.strip() else 1
-    return Diagnostic(display_path(path), line, column, line, end_column, code, name, category,  # type: ignore[arg-type]
+    return Diagnostic(display_path(path), line, column, line, end_column, code, name, category,
                       message, gb_type, gb_id)
 
 
@@ -58,11 +58,13 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
     found = result["analysis"]
     out: list[Diagnostic] = []
     if found.get("eager_error"):
-        out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line, f"{target}: raises eagerly: {found['eager_error']}"))
+        out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line,
+                               f"{target}: raises eagerly: {found['eager_error']}"))
         return out
     for brk in found["graph_breaks"]:
         gb = f" ({brk['gb_id']})" if brk.get("gb_id") else ""
-        text = f"graph break at runtime: {brk['gb_type']}{gb}" + (f": {brk['explanation']}" if brk.get("explanation") else "")
+        text = (f"graph break at runtime: {brk['gb_type']}{gb}"
+                + (f": {brk['explanation']}" if brk.get("explanation") else ""))
         out.append(_diagnostic(RUNTIME_BREAK, brk["path"], brk["line"], text, brk["gb_type"], brk.get("gb_id")))
     break_lines = {(display_path(b["path"]), b["line"]) for b in found["graph_breaks"]}
     if found.get("fullgraph_error"):
@@ -72,7 +74,8 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
                                    f"fullgraph=True fails: {found['fullgraph_error']}",
                                    found.get("fullgraph_gb_type"), found.get("fullgraph_gb_id")))
     if found.get("compile_error"):
-        out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line, f"{target}: compile fails: {found['compile_error']}"))
+        out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line,
+                               f"{target}: compile fails: {found['compile_error']}"))
     for recompile in found["recompiles"]:
         out.append(_diagnostic(RUNTIME_RECOMPILE, recompile["path"], recompile["line"],
                                f"recompiled {friendly_function(recompile['function'])}: "
@@ -87,7 +90,8 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
         for call, eager_ms, compiled_ms in slower:
             why = _why_slow(found)
             out.append(_diagnostic(RUNTIME_SLOWER, entry_path, entry_line,
-                                   f"compiled is slower than eager on call {call} ({compiled_ms:.3f} ms vs {eager_ms:.3f} ms): {why}"))
+                                   f"compiled is slower than eager on call {call} "
+                                   f"({compiled_ms:.3f} ms vs {eager_ms:.3f} ms): {why}"))
     return out
 
 
@@ -145,7 +149,8 @@ def summary_lines(result: dict) -> list[str]:
     where = ", ".join([found["device"], found["backend"]] + ([f"{mode} mode"] if mode else []))
     if found.get("eager_error"):
         return [f"{target} [{where}]: raises eagerly: {found['eager_error']}"]
-    fullgraph = "fullgraph=True OK" if not found.get("fullgraph_error") else f"fullgraph=True fails: {found['fullgraph_error']}"
+    fullgraph = ("fullgraph=True OK" if not found.get("fullgraph_error")
+                 else f"fullgraph=True fails: {found['fullgraph_error']}")
     comparison = found.get("comparison")
     equal = ("outputs equal to eager" if comparison and comparison["equal"] else
              f"outputs DIFFER: {comparison['detail']}" if comparison else "outputs not compared")
@@ -165,7 +170,8 @@ def bench_table(bench: dict) -> list[str]:
     timings = bench.get("timings", [])
     if timings:
         eager = {t["call"]: t["median_ms"] for t in timings if t["variant"] == "eager"}
-        lines += ["", "| call | variant | compile s | median ms | speedup vs eager |", "| --- | --- | --- | --- | --- |"]
+        lines += ["", "| call | variant | compile s | median ms | speedup vs eager |",
+                  "| --- | --- | --- | --- | --- |"]
         for t in sorted(timings, key=lambda t: (t["call"], t["variant"] != "eager")):
             speed = f"{eager[t['call']] / t['median_ms']:.2f}x" if t["call"] in eager and t["median_ms"] > 0 else "-"
             lines.append(f"| {t['call']} | {t['variant']} | {t['compile_s']:.1f} | {t['median_ms']:.4f} | {speed} |")
@@ -175,7 +181,8 @@ def bench_table(bench: dict) -> list[str]:
                   f"| stock | {stock['kernels']} | {stock['buffers']} | {stock['loads']} |",
                   f"| patched | {patched['kernels']} | {patched['buffers']} | {patched['loads']} |"]
     if bench.get("numerics"):
-        lines += ["", "| dtype | stock max abs diff | patched max abs diff | atol | patched within tolerance |", "| --- | --- | --- | --- | --- |"]
+        lines += ["", "| dtype | stock max abs diff | patched max abs diff | atol | patched within tolerance |",
+                  "| --- | --- | --- | --- | --- |"]
         lines += [f"| {n['dtype']} | {n['stock_max_abs_diff']:.3g} | {n['patched_max_abs_diff']:.3g} | {n['atol']:g} | "
                   f"{'yes' if n['patched_within_tolerance'] else 'NO'} |" for n in bench["numerics"]]
     if bench.get("recommendation"):

@@ -42,8 +42,9 @@ def user_frame(error: BaseException) -> tuple[str, int] | None:
 
 def _error(kind: str, error: BaseException) -> dict:
     lines = str(error).strip().splitlines()
+    formatted = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     found: dict[str, Any] = {"kind": kind, "message": f"{type(error).__name__}: {lines[0] if lines else ''}",
-                             "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__))[-4000:]}
+                             "traceback": formatted[-4000:]}
     frame = user_frame(error)
     if frame is not None:
         found["path"], found["line"] = frame
@@ -116,7 +117,8 @@ class _FixedSources:
     """
 
     def __init__(self, fixed: dict[str, str]) -> None:
-        self.fixed, self.hits = fixed, set()
+        self.fixed = fixed
+        self.hits: set[str] = set()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """The fixed file's spec in place of the original's; None for every other module."""
@@ -124,7 +126,9 @@ class _FixedSources:
         import importlib.util
 
         found = importlib.machinery.PathFinder.find_spec(name, path)
-        original = os.path.abspath(found.origin) if found is not None and found.origin else None
+        if found is None or not found.origin:
+            return None
+        original = os.path.abspath(found.origin)
         if original not in self.fixed:
             return None
         self.hits.add(original)
@@ -158,7 +162,7 @@ def fixcheck_request(request: dict) -> dict:
     else:
         finder = _FixedSources(fixed)
         sys.meta_path.insert(0, finder)
-        if own_file in fixed:
+        if own_file is not None and own_file in fixed:
             module = import_path(own_file, "fixed", code_path=fixed[own_file])
             finder.hits.add(own_file)
         else:

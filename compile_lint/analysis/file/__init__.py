@@ -1,1 +1,2 @@
-"""One file: its FileContext, traced regions, modes (paths), reaching definitions, call targets and one index of the module."""
+"""One file: its FileContext, traced regions, modes (paths), reaching definitions, call targets
+and one index of the module."""

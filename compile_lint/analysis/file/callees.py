@@ -50,7 +50,8 @@ class Callees:
         cls = self.instance_class(call.func, function)
         return self.find_method(cls, "forward") if cls is not None else None
 
-    def instance_class(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> Optional[cst.ClassDef]:
+    def instance_class(self, expr: cst.BaseExpression, function: cst.FunctionDef,
+                       depth: int = 0) -> Optional[cst.ClassDef]:
         """The module class of this file whose instance `expr` certainly is, or None."""
         if depth > _MAX_DEPTH:
             return None
@@ -66,7 +67,8 @@ class Callees:
             return classes.pop() if len(classes) == 1 else None
         return None
 
-    def element_class(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> Optional[cst.ClassDef]:
+    def element_class(self, expr: cst.BaseExpression, function: cst.FunctionDef,
+                      depth: int = 0) -> Optional[cst.ClassDef]:
         """The module class of every element of the ModuleList/Sequential `expr` (`self.blocks`), or None."""
         if depth > _MAX_DEPTH:
             return None
@@ -74,7 +76,8 @@ class Callees:
             return self._self_attribute_class(expr, function, element=True)
         return None
 
-    def _self_attribute_class(self, expr: cst.Attribute, function: cst.FunctionDef, element: bool) -> Optional[cst.ClassDef]:
+    def _self_attribute_class(self, expr: cst.Attribute, function: cst.FunctionDef,
+                              element: bool) -> Optional[cst.ClassDef]:
         """The one class every value the owner class assigns to `self.NAME` has (or its elements have)."""
         owner = self.owner_class.get(function)
         if owner is None:

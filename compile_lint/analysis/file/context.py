@@ -8,19 +8,22 @@ from __future__ import annotations
 import textwrap
 import tokenize
 from functools import cached_property
-from typing import Callable, Hashable, Iterable, Optional, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Optional, TypeVar, cast
 
 import libcst as cst
 
 from compile_lint.analysis.file import module_facts
-from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.module_index import ModuleIndex
-from compile_lint.analysis.file.paths import PathModes
+from compile_lint.analysis.file.paths import Modes, PathModes
 from compile_lint.analysis.file.regions import Regions, find_regions, predicate_sense
+from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import children
+
+if TYPE_CHECKING:  # the engine passes it; importing it here would load the call graph
+    from compile_lint.analysis.project.reach import FileReach
 
 _Built = TypeVar("_Built")
 
@@ -38,7 +41,7 @@ def dependency_context(
     def build() -> Optional[FileContext]:
         summary = symbols.summary(path)
         found = summary.functions.get(function) if summary is not None else None
-        if found is None or not found.end_line:
+        if summary is None or found is None or not found.end_line:
             return None
         try:
             with tokenize.open(path) as handle:
@@ -64,7 +67,7 @@ class FileContext:
     def __init__(
         self, path: str, module: cst.Module, module_bases: Iterable[str] = (), source: Optional[str] = None,
         symbols: Optional[SymbolIndex] = None, branch_fix: Optional[str] = None,
-        reach: Optional[object] = None,
+        reach: Optional[FileReach] = None,
     ) -> None:
         self.path = path
         self.module = module
@@ -141,7 +144,9 @@ class FileContext:
         if symbol is None or symbol.kind != "function" or symbol.owner is not None:
             return None
         context = dependency_context(self.symbols, symbol.path, symbol.name, self.module_bases)
-        function = context.top_level_function(symbol.name) if context is not None else None
+        if context is None:
+            return None
+        function = context.top_level_function(symbol.name)
         return (context, function) if function is not None else None
 
     def top_level_function(self, name: str) -> Optional[cst.FunctionDef]:
@@ -165,8 +170,8 @@ class FileContext:
     def paths(self) -> PathModes:
         """The modes (`self.training` or not) in which traced code runs."""
         facts = self.facts
-        return PathModes(self.regions.roots | set(self.regions.external), lambda: self.parents, facts.call_sites, facts.assignments,
-                         lambda test: predicate_sense(test, self.imports), self._parents_within)
+        return PathModes(self.regions.roots | set(self.regions.external), lambda: self.parents, facts.call_sites,
+                         facts.assignments, lambda test: predicate_sense(test, self.imports), self._parents_within)
 
     def _parents_within(self, function: cst.FunctionDef) -> dict[cst.CSTNode, cst.CSTNode]:
         """Child node -> parent node below `function` (the module's map once that is built)."""
@@ -265,7 +270,7 @@ class FileContext:
             current = stack.pop()
             sources = self.facts.conditional_tensor_bindings(current) or self._short_circuit_tensors(current, function)
             if sources:
-                reached = frozenset()
+                reached: Modes = frozenset()
                 for source in sources:
                     reached |= self.paths.modes_at(source, function)
                 modes &= reached
@@ -359,7 +364,8 @@ class FileContext:
         return list(cached) if cached is not None else None
 
     def bases_mention(self, words: frozenset[str]) -> bool:
-        """Whether a file holding a base class of the visited class (as the symbol index finds them) names one of `words`.
+        """Whether a file holding a base class of the visited class (as the symbol index finds them)
+        names one of `words`.
 
         False when no base can be read: then no base's assignments can name them either.
         """

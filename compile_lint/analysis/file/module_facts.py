@@ -11,9 +11,9 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.module_index import ModuleIndex
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 
 FAKE_REGISTRARS = frozenset({"torch.library.register_fake", "torch.library.impl_abstract"})
 
@@ -69,8 +69,10 @@ def compiled_callables(index: ModuleIndex, imports: ImportMap) -> dict[str, Opti
     return collector.calls
 
 
-def compiled_bindings(index: ModuleIndex, imports: ImportMap) -> dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]]:
-    """Every binding of each compiled name, in source order: (the `Assign` or decorated `FunctionDef`, its compile call).
+def compiled_bindings(index: ModuleIndex,
+                      imports: ImportMap) -> dict[str, list[tuple[cst.CSTNode, Optional[cst.Call]]]]:
+    """Every binding of each compiled name, in source order: (the `Assign` or decorated `FunctionDef`,
+    its compile call).
 
     `compiled_callables` keeps one call per name (the last); a module that binds a name
     in several places (two functions each with its own `model`, a class defined twice)
@@ -224,7 +226,7 @@ def native_handles(index: ModuleIndex, imports: ImportMap) -> "NativeHandles":
     """Names and `self.` attributes bound to a loaded native library."""
     handles = NativeHandles(imports)
     for node in index.of_type(cst.Assign):
-        handles.visit_Assign(node, index.enclosing_function[node] is not None)  # type: ignore[arg-type]
+        handles.visit_Assign(node, index.enclosing_function[node] is not None)
     return handles
 
 

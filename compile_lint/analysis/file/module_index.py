@@ -8,7 +8,7 @@ the module once, on first use, and keeps the nodes those questions need in sourc
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, TypeVar, Union, overload
 
 import libcst as cst
 
@@ -16,6 +16,8 @@ from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, walk
 
 # The node types the index keeps; everything module-wide is answered from these.
 INDEXED_TYPES = (cst.Call, cst.Assign, cst.AnnAssign, cst.FunctionDef, cst.Decorator, cst.For)
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+_Other = TypeVar("_Other", bound=cst.CSTNode)
 
 
 class ModuleIndex:
@@ -36,7 +38,7 @@ class ModuleIndex:
                 self.nodes.append(node)
                 self.enclosing_function[node] = functions[-1] if functions else None
             if type(node) is cst.FunctionDef:
-                functions.append(node)  # type: ignore[arg-type]
+                functions.append(node)
             return True
 
         def on_leave(node: cst.CSTNode) -> None:
@@ -45,14 +47,23 @@ class ModuleIndex:
 
         walk(module, on_visit, on_leave, WHITESPACE_TYPES)
 
-    def of_type(self, *types: type) -> list[cst.CSTNode]:
+    @overload
+    def of_type(self, kind: type[_Node], /) -> list[_Node]: ...
+
+    @overload
+    def of_type(self, kind: type[_Node], other: type[_Other], /) -> list[Union[_Node, _Other]]: ...
+
+    @overload
+    def of_type(self, *types: type) -> list[cst.CSTNode]: ...
+
+    def of_type(self, *types: type) -> list:
         """The kept nodes of `types`, in source order."""
         return [node for node in self.nodes if isinstance(node, types)]
 
     @property
     def calls(self) -> list[cst.Call]:
         """Every call in the module, in source order."""
-        return self.of_type(cst.Call)  # type: ignore[return-value]
+        return self.of_type(cst.Call)
 
     def replay(self, visitor: object, *types: type) -> None:
         """Call `visitor.visit_<Type>(node)` for each kept node of `types`, in source order.

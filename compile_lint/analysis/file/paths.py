@@ -123,7 +123,8 @@ class PathModes:
         return modes
 
     # ----- tests ---------------------------------------------------------------------
-    def evaluate(self, test: cst.BaseExpression, mode: str, function: cst.FunctionDef, depth: int = 0) -> Optional[bool]:
+    def evaluate(self, test: cst.BaseExpression, mode: str, function: cst.FunctionDef,
+                 depth: int = 0) -> Optional[bool]:
         """The value of `test` in `mode` (True/False), or None when it depends on more than the mode."""
         if depth > _MAX_DEPTH:
             return None

@@ -16,20 +16,31 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
-from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
-
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.predicates import (  # noqa: F401 - one table, re-exported
-    COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, DEFAULT_MODULE_BASE_NAMES,
-    DISABLE_DECORATORS, EAGER_PREDICATE_NAMES, EAGER_PREDICATES, MODULE_BASE_PREFIX, OPAQUE_OP_DECORATORS,
+    COMPILE_FUNCTIONS,
+    COMPILING_PREDICATE_NAMES,
+    COMPILING_PREDICATES,
+    DEFAULT_MODULE_BASE_NAMES,
+    DISABLE_DECORATORS,
+    EAGER_PREDICATE_NAMES,
+    EAGER_PREDICATES,
+    MODULE_BASE_PREFIX,
+    OPAQUE_OP_DECORATORS,
+)
+from compile_lint.analysis.syntax.predicates import (
     TRACING_HELPER as _TRACING_HELPER,
 )
+from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
+
+if TYPE_CHECKING:  # the engine passes it; importing it here would load the call graph
+    from compile_lint.analysis.project.reach import FileReach
 
 
 @dataclass
@@ -416,7 +427,7 @@ def find_regions(
     source: Optional[str] = None,
     symbols: Optional[SymbolIndex] = None,
     path: Optional[str] = None,
-    reach: Optional[object] = None,
+    reach: Optional[FileReach] = None,
 ) -> Regions:
     """Compute the compiled regions of `module`.
 
@@ -450,7 +461,7 @@ class _RegionFinder:
 
     def __init__(
         self, module: cst.Module, imports: ImportMap, extra_module_bases: Iterable[str], source: Optional[str],
-        symbols: Optional[SymbolIndex] = None, path: Optional[str] = None, reach: Optional[object] = None,
+        symbols: Optional[SymbolIndex] = None, path: Optional[str] = None, reach: Optional[FileReach] = None,
     ) -> None:
         self.imports = imports
         self.reach = reach
@@ -468,8 +479,10 @@ class _RegionFinder:
             branches = _EagerBranches(imports, self.regions.eager_only, self.regions.compile_only)
         if calls is not None and branches is not None:
             visit(module, _CompileCallsAndEagerBranches(calls, branches))
-        elif calls is not None or branches is not None:
-            visit(module, calls or branches)
+        elif calls is not None:
+            visit(module, calls)
+        elif branches is not None:
+            visit(module, branches)
         self.base_names = frozenset(DEFAULT_MODULE_BASE_NAMES | set(extra_module_bases))
 
     def find(self) -> Regions:
@@ -490,11 +503,12 @@ class _RegionFinder:
         regions.roots = set(roots)
         self._close(roots)
         if self.reach is not None:
-            self._add_reached()
+            self._add_reached(self.reach)
         return regions
 
     def _close(self, roots: Iterable[cst.FunctionDef], chain: Optional[tuple] = None) -> None:
-        """Add `roots` and everything they call in the file, transitively (with `chain`: how the project reaches them)."""
+        """Add `roots` and everything they call in the file, transitively (with `chain`: how the project
+        reaches them)."""
         regions, index = self.regions, self.index
         pending = list(roots)
         while pending:
@@ -508,9 +522,9 @@ class _RegionFinder:
             pending.extend(index.nested.get(function, {}).values())
             pending.extend(self._callees(function))
 
-    def _add_reached(self) -> None:
+    def _add_reached(self, reach: FileReach) -> None:
         """The functions of this file the project's entry points reach that the file's own roots do not."""
-        reached = sorted(self.reach.functions.values(), key=lambda r: (len(r.chain), r.qualname))  # type: ignore[attr-defined]
+        reached = sorted(reach.functions.values(), key=lambda r: (len(r.chain), r.qualname))
         for record in reached:
             function = self.index.qualnames.get(record.qualname)
             if function is None:

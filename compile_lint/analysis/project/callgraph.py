@@ -22,15 +22,28 @@ from typing import Iterable, Optional
 
 from compile_lint.analysis.project.classes import ClassResolver
 from compile_lint.analysis.project.dispatch import (
-    MAX_MATCHES, class_table, element_targets, matching, pattern_attribute, returned_targets, table_values,
+    MAX_MATCHES,
+    class_table,
+    element_targets,
+    matching,
+    pattern_attribute,
+    returned_targets,
+    table_values,
 )
 from compile_lint.analysis.project.dispatch_spellings import PATTERN, TABLE_ENTRY
-from compile_lint.analysis.project.libraries import LibraryIndex
 from compile_lint.analysis.project.expressions import MODULE_SELF_METHODS
+from compile_lint.analysis.project.libraries import LibraryIndex
 from compile_lint.analysis.project.modules import ModuleResolver
 from compile_lint.analysis.project.properties import READ, getter_targets, is_property
 from compile_lint.analysis.project.summary import (
-    MODULE_SCOPE, TENSOR, UNKNOWN, Arg, CallSite, ClassInfo, FileSummary, FunctionInfo,
+    MODULE_SCOPE,
+    TENSOR,
+    UNKNOWN,
+    Arg,
+    CallSite,
+    ClassInfo,
+    FileSummary,
+    FunctionInfo,
 )
 from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES, MODULE_BASE_PREFIX
 
@@ -70,7 +83,7 @@ class CallGraph:
         self.libraries: Optional[LibraryIndex] = None
         # Installed libraries' classes the project makes objects of (library_reach.instantiated_classes).
         self.instantiated: tuple[Key, ...] = ()
-        self._files: dict[tuple[str, str], Optional[tuple[Optional[str], tuple[str, ...]]]] = {}
+        self._files: dict[tuple[str, str], Optional[tuple[str, tuple[str, ...]]]] = {}
         self._subclasses: Optional[dict[tuple[str, str], list[tuple[str, str]]]] = None
         self._property_names: Optional[frozenset[str]] = None
         self._starred: dict[tuple[str, str], list[Target]] = {}
@@ -96,16 +109,16 @@ class CallGraph:
         summary = self.summaries.get(path)
         return summary.classes.get(qualname) if summary is not None else None
 
-    def _module_file(self, qualified: str, path: str) -> Optional[tuple[Optional[str], tuple[str, ...]]]:
+    def _module_file(self, qualified: str, path: str) -> Optional[tuple[str, tuple[str, ...]]]:
         key = (qualified, os.path.dirname(path) if qualified.startswith(".") else "")
         if key not in self._files:
             file, rest = self.modules.module_file(qualified, path)
-            file = os.path.abspath(file) if file else None
-            if file is not None and file not in self.summaries and self.libraries is not None:
-                library = self.libraries.summary(file)
+            found = os.path.abspath(file) if file else None
+            if found is not None and found not in self.summaries and self.libraries is not None:
+                library = self.libraries.summary(found)
                 if library is not None:
-                    self.summaries[file] = library
-            self._files[key] = (file, rest) if file in self.summaries else None
+                    self.summaries[found] = library
+            self._files[key] = (found, rest) if found is not None and found in self.summaries else None
         return self._files[key]
 
     # ----- classes -----
@@ -156,7 +169,9 @@ class CallGraph:
         found = []
         for sub_path, sub_name in self.subclasses(path, qualname):
             info = self.cls(sub_path, sub_name)
-            methods = matching(info.methods, name) if info is not None else []  # `name` may be a getattr pattern
+            if info is None:
+                continue
+            methods = matching(info.methods, name)  # `name` may be a getattr pattern
             if len(methods) <= MAX_MATCHES:  # a pattern matching more of one class's methods enumerates nothing
                 found += [(sub_path, info.methods[method]) for method in methods]
         for made in self.instantiated:  # a library object the project makes runs its own class's `name`
@@ -199,8 +214,8 @@ class CallGraph:
                     if target[0] == "instance" and self.is_module_class(target[1], target[2])
                     and self.method(target[1], target[2], method) is None]
         if "()." in spelling:
-            made, _, rest = spelling.partition("().")
-            return self._continue(self.resolve(path, scope, made + "()", depth + 1), rest.split("."), depth)
+            maker, _, rest = spelling.partition("().")
+            return self._continue(self.resolve(path, scope, maker + "()", depth + 1), rest.split("."), depth)
         if spelling.endswith("()"):
             made: list[Target] = []
             for kind, made_path, qualname in self.resolve(path, scope, spelling[:-2], depth + 1):
@@ -215,8 +230,8 @@ class CallGraph:
             container, _, rest = spelling.partition("[]")
             elements = element_targets(self.resolve(path, scope, container, depth + 1))
             return self._continue(elements, [part for part in rest.split(".") if part], depth)
-        head, *rest = spelling.split(".")
-        return self._continue(self._name(path, scope, head, depth), rest, depth)
+        head, *attributes = spelling.split(".")
+        return self._continue(self._name(path, scope, head, depth), attributes, depth)
 
     def _returned(self, key: Key, depth: int) -> list[Target]:
         """What a call of function `key` gives: what each of its traced `return`s names (a factory's instances)."""
@@ -419,14 +434,15 @@ class CallGraph:
         if positions is not None:
             positional = [arg for arg in call.args if arg.keyword is None]
             for index in positions:
-                if index < len(positional) and positional[index].spelling:
+                spelling = positional[index].spelling if index < len(positional) else None
+                if spelling:
                     if qualified in ALWAYS_TRACED_OPS:
-                        inner = CallSite(positional[index].spelling, call.line, (Arg(None, TENSOR),) * 8, call.eager)
+                        inner = CallSite(spelling, call.line, (Arg(None, TENSOR),) * 8, call.eager)
                     elif index == 0 and qualified.endswith("checkpoint"):
-                        inner = CallSite(positional[index].spelling, call.line, tuple(positional[1:]), call.eager)
+                        inner = CallSite(spelling, call.line, tuple(positional[1:]), call.eager)
                     else:
-                        inner = CallSite(positional[index].spelling, call.line, (), call.eager, starred=True)
-                    found.extend((k, key, inner) for k in self._functions(path, scope, positional[index].spelling))
+                        inner = CallSite(spelling, call.line, (), call.eager, starred=True)
+                    found.extend((k, key, inner) for k in self._functions(path, scope, spelling))
             return found
         for called, _, _ in list(found):
             callee = self.function(called)
@@ -457,7 +473,7 @@ class CallGraph:
         return keys
 
 
-def passed(callee: FunctionInfo, call: CallSite) -> list[tuple[object, str]]:
+def passed(callee: FunctionInfo, call: CallSite) -> list[tuple[Arg, str]]:
     """(argument, parameter name) pairs of `call` into `callee` (a method's `self`/`cls` is bound)."""
     names = [name for name, _, _ in callee.params]
     if callee.owner and names[:1] in (["self"], ["cls"]):

@@ -1,4 +1,5 @@
-"""Class hierarchies over file summaries: the method resolution order, where a method is, whether a class is an nn.Module.
+"""Class hierarchies over file summaries: the method resolution order, where a method is,
+whether a class is an nn.Module.
 
 The order is Python's own (C3 linearisation) over the bases the caller can resolve:
 `class D(B, C)` with `B(A)` and `C(A)` looks in D, B, C, then A, as Python does. A base

@@ -69,9 +69,9 @@ def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[
                 kind, target_path, qualname = target
                 if kind == "class":
                     target = ("instance", target_path, qualname)
-                key = graph.called(target)
-                if key is not None:
-                    entries.setdefault(key, (path, line))
+                called = graph.called(target)
+                if called is not None:
+                    entries.setdefault(called, (path, line))
             if not targets and "." in spelling:
                 # `torch.compile(model.infer)` with `model` a parameter: the method of that
                 # name of the project's module classes (of any class when no module has one).
@@ -83,11 +83,12 @@ def entry_points(graph: CallGraph, configured_keys: Iterable[Key] = ()) -> dict[
                     continue
                 positional = [arg for arg in call.args if arg.keyword is None]
                 for index in HIGHER_ORDER_OPS[summary.qualify(call.callee)]:
-                    if index < len(positional) and positional[index].spelling:
-                        for target in graph.resolve(path, function, positional[index].spelling):
-                            key = graph.called(target) if target[0] != "class" else None
-                            if key is not None:
-                                entries.setdefault(key, (path, call.line, "cond"))
+                    argument = positional[index].spelling if index < len(positional) else None
+                    if argument:
+                        for target in graph.resolve(path, function, argument):
+                            called = graph.called(target) if target[0] != "class" else None
+                            if called is not None:
+                                entries.setdefault(called, (path, call.line, "cond"))
     return {key: where for key, where in entries.items() if not is_disabled(graph, key)}
 
 
@@ -98,7 +99,8 @@ def _methods_named(graph: CallGraph, name: str) -> list[Key]:
     """The methods `name` of the project's nn.Module classes, else of its other classes (a few at most)."""
     if name.startswith("__") or name == "forward":
         return []
-    modules, others = [], []
+    modules: list[Key] = []
+    others: list[Key] = []
     for path, summary in graph.summaries.items():
         for qualname, cls in summary.classes.items():
             if name in cls.methods:

@@ -106,9 +106,10 @@ class IndexStore:
             return
         if self._dirty and _dump(self.cache_file, {"format": INDEX_FORMAT, "entries": self.entries}):
             self._dirty = False
-        if self._answer is not None:
+        answer_file = self._answer_file()
+        if self._answer is not None and answer_file is not None:
             key, files, answer = self._answer
-            _dump(self._answer_file(), {"format": INDEX_FORMAT, "key": key, "files": files, "answer": answer})
+            _dump(answer_file, {"format": INDEX_FORMAT, "key": key, "files": files, "answer": answer})
             self._answer = None
 
 

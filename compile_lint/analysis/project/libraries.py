@@ -231,7 +231,8 @@ def _top_levels(folder: str, name: str, dist_name: str) -> list[str]:
             for line in handle:
                 head = line.split(",", 1)[0].split("/", 1)
                 top = head[0][:-3] if head[0].endswith(".py") and len(head) == 1 else head[0]
-                if top and top not in tops and not top.endswith(_METADATA_SUFFIXES) and top not in ("..", "__pycache__"):
+                if (top and top not in tops and not top.endswith(_METADATA_SUFFIXES)
+                        and top not in ("..", "__pycache__")):
                     tops.append(top)
     except OSError:
         pass

@@ -108,8 +108,9 @@ class LibraryWalk:
             targets = grouped.setdefault((function, line, callee), [])
             if target not in targets:
                 targets.append(target)
-        return tuple(LibraryCall(function, line, callee, self._reached(targets, self._receivers(path, function, callee)))
-                     for (function, line, callee), targets in sorted(grouped.items()))
+        return tuple(
+            LibraryCall(function, line, callee, self._reached(targets, self._receivers(path, function, callee)))
+            for (function, line, callee), targets in sorted(grouped.items()))
 
     def _receivers(self, path: str, function: str, callee: str) -> tuple[Key, ...]:
         """The classes of the library objects a user's call calls (`loss_func(...)`: its class), if it names any."""

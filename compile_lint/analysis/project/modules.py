@@ -69,10 +69,10 @@ class ModuleResolver:
         location = self._top_level(parts[0], from_path)
         if location is None:
             return None, parts
-        directory, file = location
-        if directory is None:
+        package, file = location
+        if package is None:
             return file, parts[1:]
-        return self.descend(directory, file, parts[1:])
+        return self.descend(package, file, parts[1:])
 
     @staticmethod
     def descend(directory: str, file: Optional[str], parts: tuple[str, ...]) -> tuple[Optional[str], tuple[str, ...]]:

@@ -14,7 +14,7 @@ the function the summary holds.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Container, Optional
 
 from compile_lint.analysis.project.expressions import dotted
 from compile_lint.analysis.project.summary import CallSite, FunctionInfo
@@ -31,7 +31,7 @@ _DATA_ATTRIBUTES = frozenset({
 _MAX_PARTS = 3
 
 
-def read_spelling(node: ast.Attribute, module_names: dict) -> Optional[str]:
+def read_spelling(node: ast.Attribute, module_names: Container[str]) -> Optional[str]:
     """The spelling of an attribute read worth keeping (`self.dist.variance`), or None."""
     if type(node.ctx) is not ast.Load or node.attr in _DATA_ATTRIBUTES or node.attr.startswith("__"):
         return None

@@ -34,7 +34,7 @@ from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
 from compile_lint.analysis.project.library_reach import LibraryCall, LibraryWalk, instantiated_classes, library_notes
 from compile_lint.analysis.project.modules import ModuleResolver, package_root
-from compile_lint.analysis.project.summary import FileSummary
+from compile_lint.analysis.project.summary import CallSite, FileSummary
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.project.values import ValueHints
 from compile_lint.storage.stamps import stamps as _stamps
@@ -70,7 +70,7 @@ class FileReach:
     path: str
     functions: dict[str, Reached] = field(default_factory=dict)
     digest: str = ""
-    project: Optional["ProjectReach"] = field(default=None, compare=False, repr=False)
+    project: Optional["ProjectReach | StoredReach"] = field(default=None, compare=False, repr=False)
     # (calling function, callee as spelled) of the file's traced calls of another file's
     # `@torch.compiler.disable` function, or of a parameter a traced caller passes one to: an
     # intended break at the call (JIT611).
@@ -97,7 +97,7 @@ class ProjectReach:
             graph.instantiated = instantiated_classes(graph)
             self.library = LibraryWalk(graph, libraries)
         self.parents: dict[Key, tuple[Key, int]] = {}
-        self.sites: dict[Key, list[tuple[Key, object]]] = {}
+        self.sites: dict[Key, list[tuple[Key, CallSite]]] = {}
         self.reached: set[Key] = set()
         # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
@@ -219,7 +219,7 @@ def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tu
     if library_calls:
         facts += (library_calls,)
     digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled, library_calls)  # type: ignore[arg-type]
+    return FileReach(path, functions, digest, project, disabled, library_calls)
 
 
 class StoredReach:
@@ -290,7 +290,7 @@ def project_reach(
     configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
     map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
     frozen: bool = False, libraries: Optional[Callable[[str], LibraryIndex]] = None,
-) -> ProjectReach:
+) -> "ProjectReach | StoredReach":
     """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
 
     With `frozen`, a project already answered in this process is not re-checked (a CLI
@@ -314,8 +314,8 @@ def project_reach(
     if unchanged is not None:
         # Every file as the last run found it: its traced set, without loading a summary. The
         # files' stamps were just checked; only the directories are stat'ed for the memo.
-        files, stored = unchanged
-        stamps = {path: stamp for path, (stamp, _) in files.items()} | _stamps(_directories(root, files))
+        stamped, stored = unchanged
+        stamps = {path: stamp for path, (stamp, _) in stamped.items()} | _stamps(_directories(root, stamped))
         if libraries is not None:
             stamps |= _stamps(installation_folders())
         memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
@@ -350,7 +350,8 @@ def project_reach(
 
 
 def _answer_key(key: tuple, digests: dict[str, str]) -> str:
-    """What a stored answer depends on: the question, every project file's bytes (path -> digest), where imports resolve."""
+    """What a stored answer depends on: the question, every project file's bytes (path -> digest),
+    where imports resolve."""
     return hashlib.blake2b(repr((key, sorted(digests.items()), sys.path)).encode(), digest_size=16).hexdigest()
 
 

@@ -15,23 +15,52 @@ import ast
 import hashlib
 import sys
 import tokenize
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence, Union, cast
 
 from compile_lint.analysis.project.dispatch_spellings import (
-    RETURNED as RETURNED_ALIAS, TABLE_ENTRY, dispatch_defaults, dispatched_callee, dispatched_spellings, returned_dispatch,
+    RETURNED as RETURNED_ALIAS,
+)
+from compile_lint.analysis.project.dispatch_spellings import (
+    TABLE_ENTRY,
+    dispatch_defaults,
+    dispatched_callee,
+    dispatched_spellings,
+    returned_dispatch,
     table_spellings,
 )
 from compile_lint.analysis.project.expressions import (
-    callee_spelling, compiled_spellings, dotted, value_spellings, value_tag,
+    callee_spelling,
+    compiled_spellings,
+    dotted,
+    value_spellings,
+    value_tag,
 )
 from compile_lint.analysis.project.properties import read_spelling
 from compile_lint.analysis.project.summary import (
-    ELEMENT, ITEM, LOCAL, MODULE_SCOPE, OTHER, PARAM, PY, RETURNED, TENSOR, UNKNOWN, Arg, Binding, CallSite,
-    ClassInfo, FileSummary, FunctionInfo,
+    ELEMENT,
+    ITEM,
+    LOCAL,
+    MODULE_SCOPE,
+    OTHER,
+    PARAM,
+    PY,
+    RETURNED,
+    TENSOR,
+    UNKNOWN,
+    Arg,
+    Binding,
+    CallSite,
+    ClassInfo,
+    FileSummary,
+    FunctionInfo,
 )
 from compile_lint.analysis.syntax.ast_walk import ast_nodes
 from compile_lint.analysis.syntax.predicates import (
-    COMPILE_FUNCTIONS, COMPILING_PREDICATE_NAMES, COMPILING_PREDICATES, EAGER_PREDICATE_NAMES, EAGER_PREDICATES,
+    COMPILE_FUNCTIONS,
+    COMPILING_PREDICATE_NAMES,
+    COMPILING_PREDICATES,
+    EAGER_PREDICATE_NAMES,
+    EAGER_PREDICATES,
 )
 
 _intern = sys.intern
@@ -206,7 +235,8 @@ class _Summariser:
         summary.star_imports = tuple(stars)
 
     def _binding(self, spellings: tuple[str, ...], value: ast.AST, class_attribute: bool = False) -> Binding:
-        spelled = dotted(value.func) + "()" if isinstance(value, ast.Call) and dotted(value.func) else dotted(value)
+        func = dotted(value.func) if isinstance(value, ast.Call) else None
+        spelled = func + "()" if func else dotted(value)
         return self._share(Binding(self._names(spellings), spelled and _intern(spelled), class_attribute))
 
     def _names(self, spellings: Iterable[str]) -> tuple[str, ...]:
@@ -281,7 +311,7 @@ class _Summariser:
                 self._body(value, scope, owner, prefix, eager, bindings, params)
             elif isinstance(value, list):
                 for item in value:
-                    if isinstance(item, ast.excepthandler):
+                    if isinstance(item, ast.ExceptHandler):  # the one kind of excepthandler
                         self._text_self_calls(item.type)
                         self._body(item.body, scope, owner, prefix, eager, bindings, params)
                     elif isinstance(item, ast.AST):
@@ -328,7 +358,7 @@ class _Summariser:
             if isinstance(node, ast.Name):
                 self._add_tag(scope, node.id, OTHER)
 
-    def _loop_alias(self, stmt: ast.For, scope: FunctionInfo) -> None:
+    def _loop_alias(self, stmt: Union[ast.For, ast.AsyncFor], scope: FunctionInfo) -> None:
         """`for blk in self.blocks` / `for i, blk in enumerate(self.blocks)`: `blk` is an element."""
         iterable, target = stmt.iter, stmt.target
         if (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate" and iterable.args
@@ -338,7 +368,8 @@ class _Summariser:
         if container and isinstance(target, ast.Name):
             self._add_alias(scope, target.id, (f"{container}[]",))
 
-    def _assignment(self, targets: list[ast.AST], value: ast.AST, scope: FunctionInfo, owner: Optional[str]) -> None:
+    def _assignment(self, targets: Sequence[ast.AST], value: ast.AST, scope: FunctionInfo,
+                    owner: Optional[str]) -> None:
         spellings = dispatched_spellings(value) or value_spellings(value)
         for target in targets:
             if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
@@ -347,11 +378,12 @@ class _Summariser:
             elif isinstance(target, (ast.Tuple, ast.List)) and scope.qualname != MODULE_SCOPE:
                 # `a, b = f(x)`: item K of what the call returns; any other unpacking: not known here.
                 callee = callee_spelling(value.func) if isinstance(value, ast.Call) else None
+                line = value.lineno if isinstance(value, ast.Call) else 0
                 starred = any(isinstance(element, ast.Starred) for element in target.elts)
                 for position, element in enumerate(target.elts):
                     if isinstance(element, ast.Name):
                         known = callee is not None and not starred and scope.owner != ""
-                        self._add_tag(scope, element.id, f"{ITEM}:{position}:{RETURNED}:{value.lineno}:{callee}"
+                        self._add_tag(scope, element.id, f"{ITEM}:{position}:{RETURNED}:{line}:{callee}"
                                       if known else OTHER)
             if isinstance(target, ast.Name) and scope.qualname != MODULE_SCOPE:
                 # A local table of functions or classes: `fns = {"a": f, "b": g}; fns[key](x)`.
@@ -388,17 +420,17 @@ class _Summariser:
             if kind is ast.Lambda:
                 self._text_self_calls(current)  # a lambda's calls are not the function's own
                 continue
-            if kind is ast.IfExp:
+            if isinstance(current, ast.IfExp):
                 compiled = self._sense(current.test, False, {})
                 pending.append((current.test, branch_eager))
                 pending.append((current.body, branch_eager or compiled is False))
                 pending.append((current.orelse, branch_eager or compiled is True))
                 continue
-            if kind is ast.Call:
+            if isinstance(current, ast.Call):
                 self._call(current, scope, branch_eager, params)
                 callees.add(id(current.func))
             elif kind is ast.Attribute and id(current) not in callees:
-                self._read(current, scope, branch_eager)
+                self._read(cast(ast.Attribute, current), scope, branch_eager)
             elif kind is ast.Yield or kind is ast.YieldFrom:
                 scope.returns = _GENERATOR  # what a generator returns is no value of its returns
             for child in ast.iter_child_nodes(current):
@@ -476,7 +508,8 @@ class _Summariser:
         return found
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:
-        """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record (a lambda, a decorator)."""
+        """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record
+        (a lambda, a decorator)."""
         if self._self_calls is None or node is None:
             return
         for inner in ast_nodes(node):
@@ -485,14 +518,14 @@ class _Summariser:
                 if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
                     self._self_calls.add(func.attr)
 
-    def _function(self, node: ast.FunctionDef, parent: FunctionInfo, owner: Optional[str], prefix: str,
-                  method: bool = False) -> None:
+    def _function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], parent: FunctionInfo,
+                  owner: Optional[str], prefix: str, method: bool = False) -> None:
         qualname = _intern(f"{prefix}{node.name}")
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
         decorators = []
         for decorator in node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            spelling = dotted(target)
+            called = decorator.func if isinstance(decorator, ast.Call) else decorator
+            spelling = dotted(called)
             if spelling:
                 decorators.append(self._qualified(spelling))
         arguments = node.args
@@ -509,8 +542,8 @@ class _Summariser:
             info.parent = parent.qualname
             parent.nested = parent.nested + (qualname,)
         self.summary.functions[qualname] = info
-        for decorator in info.decorators:
-            if decorator in COMPILE_FUNCTIONS:
+        for decorator_name in info.decorators:
+            if decorator_name in COMPILE_FUNCTIONS:
                 self._compile_entry(MODULE_SCOPE, node.lineno, qualname)
         # Decorators and defaults run where the `def` is: in the enclosing method, if any.
         for decorator in node.decorator_list:
@@ -554,7 +587,7 @@ class _Summariser:
                     cls.makers[_intern(stmt.targets[0].id)] = (binding,)
 
 
-def _single_bindings(function: ast.FunctionDef) -> dict[str, ast.AST]:
+def _single_bindings(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> dict[str, ast.AST]:
     """Names bound once by a plain `name = value` in `function` (`compiling = is_compiling()`)."""
     counts: dict[str, int] = {}
     values: dict[str, ast.AST] = {}

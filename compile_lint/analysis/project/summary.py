@@ -41,12 +41,12 @@ def _pickled_by_fields(cls: _Record) -> _Record:
     A slotted object's default pickling restores each slot by name (and a frozen dataclass's
     through Python-level `__setstate__`): loading a project's index took twice as long.
     """
-    values = operator.attrgetter(*cls.__slots__)
+    values = operator.attrgetter(*vars(cls)["__slots__"])
 
     def __reduce__(self):
         return type(self), values(self)
 
-    cls.__reduce__ = __reduce__
+    cls.__reduce__ = __reduce__  # type: ignore[method-assign,assignment]  # replacing the hook is the point
     return cls
 
 

@@ -23,7 +23,7 @@ questions, and the iteration ends (each head rises at most twice).
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Optional
+from typing import Any, Callable, Hashable, Iterable, Optional, cast
 
 from compile_lint.analysis.project.callgraph import CallGraph, Key, passed
 from compile_lint.analysis.project.summary import ELEMENT, ITEM, LOCAL, PARAM, PY, RETURNED, TENSOR
@@ -134,7 +134,7 @@ class ValueHints:
         return None
 
     def _compute(self, node: Hashable) -> object:
-        kind, key, detail = node  # type: ignore[misc]
+        kind, key, detail = cast(tuple[str, Key, Any], node)  # ("param" | "local" | "return", function, detail)
         function = self.graph.function(key)
         if function is None:
             return None
@@ -154,7 +154,7 @@ class ValueHints:
             if name in annotated and not annotated[name] and name not in ("self", "cls"):
                 return TENSOR_HINT  # the "untyped forward parameter is a tensor" default
             return None
-        kinds = []
+        kinds: list[object] = []
         for caller, call in self.sites(key):
             pairs = dict((param, arg) for arg, param in passed(function, call))
             arg = pairs.get(name)

@@ -9,7 +9,8 @@ import libcst as cst
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
 
 
-def calls_in(function: cst.FunctionDef, skip: Collection[cst.CSTNode] = (), into_classes: bool = True) -> list[cst.Call]:
+def calls_in(function: cst.FunctionDef, skip: Collection[cst.CSTNode] = (),
+             into_classes: bool = True) -> list[cst.Call]:
     """The calls in `function` (its decorators too), in source order; nested functions left out.
 
     The subtrees of `skip` are left out too (the regions and the context pass the eager-only

@@ -45,7 +45,9 @@ class _PositionState(PositionProvidingCodegenState):
     __slots__ = ("spans", "extents", "starts")
 
     def __init__(self, default_indent: str, default_newline: str, indent_tokens: Sequence[str]) -> None:
-        super().__init__(default_indent=default_indent, default_newline=default_newline, provider=None,
+        # No metadata provider: this state keeps the spans itself (libcst's signature wants one).
+        super().__init__(default_indent=default_indent, default_newline=default_newline,
+                         provider=None,  # type: ignore[arg-type]
                          indent_tokens=list(indent_tokens))
         # By id of the node (a node's own hash is a Python call; the rendered nodes stay alive).
         self.spans: dict[int, Span] = {}
@@ -68,7 +70,7 @@ class _PositionState(PositionProvidingCodegenState):
         if key not in self.spans:
             self.spans[key] = extent
 
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _Recorder(self, node, start_node, end_node)
 
 
@@ -77,7 +79,7 @@ class _PlainState(CodegenState):
 
     __slots__ = ()
 
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _NO_POSITION
 
 
@@ -92,7 +94,8 @@ def render_at(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str
     return "".join(state.tokens)
 
 
-def render_with_spans(module: cst.Module, node: cst.CSTNode, indent_tokens: Sequence[str] = ()) -> tuple[str, dict, dict]:
+def render_with_spans(module: cst.Module, node: cst.CSTNode,
+                      indent_tokens: Sequence[str] = ()) -> tuple[str, dict, dict]:
     """The code of `node` as it is in `module` at that indentation, and every node's span and extent in it."""
     state = _PositionState(module.default_indent, module.default_newline, indent_tokens)
     node._codegen(state)

@@ -22,8 +22,8 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     parts = []
     # `type() is`: libcst's node classes are ABCs (slow isinstance) and these have no subclasses.
     while type(node) is cst.Attribute:
-        parts.append(node.attr.value)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
+        parts.append(node.attr.value)
+        node = node.value
     if type(node) is not cst.Name:
         return None
     parts.append(node.value)

@@ -1,14 +1,15 @@
-"""Value selection: `if c: x = a` / `else: x = b` (several names, augmented assignments, `elif` chains, temporaries) -> one `x = torch.where(c, a, b)` per name; a guarded update without `else` keeps the old value."""
+"""Value selection: `if c: x = a` / `else: x = b` (several names, augmented assignments, `elif` chains,
+temporaries) -> one `x = torch.where(c, a, b)` per name; a guarded update without `else` keeps the old value."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union, cast
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.analysis.syntax.names import names_read
 from compile_lint.analysis.kinds.certainty import tensor_before
+from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.blocks import (
     WHERE_NOTE,
     BranchFix,
@@ -22,8 +23,6 @@ from compile_lint.fixes.branches.blocks import (
     reads_tensor_data,
     scope_of,
 )
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
 from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
@@ -37,6 +36,8 @@ from compile_lint.fixes.branches.hazards import (
     enclosing_loop,
     untaken_arm_hazard,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
@@ -92,7 +93,8 @@ class _Substitute(cst.CSTTransformer):
 
 
 def substitute(expr: cst.BaseExpression, name: str, value: cst.BaseExpression) -> cst.BaseExpression:
-    return expr.visit(_Substitute(name, value))
+    # _Substitute swaps names for expressions and removes nothing: an expression comes back.
+    return cast(cst.BaseExpression, expr.visit(_Substitute(name, value)))
 
 
 def assignments(context: FileContext, node: cst.If, condition: TensorCondition) -> BranchFix:

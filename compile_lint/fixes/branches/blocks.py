@@ -78,7 +78,7 @@ def only_statement(line: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
     return None
 
 
-_AUGMENTED = {
+_AUGMENTED: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
     cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.PowerAssign: cst.Power,
     cst.ModuloAssign: cst.Modulo, cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr,
@@ -98,10 +98,12 @@ def assignment_steps(context: FileContext, lines: Sequence[cst.CSTNode]) -> Unio
             steps.append(Step(small.targets[0].target.value, small.value, line))
         elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
             steps.append(Step(small.target.value, small.value, line))
-        elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and type(small.operator) in _AUGMENTED:
+        elif (isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name)
+              and type(small.operator) in _AUGMENTED):
             name = small.target.value
             if _may_alias(context, name):
-                return f"`{name} {short_code(small.operator).strip()}` updates `{name}` in place, which may alias another tensor"
+                return (f"`{name} {short_code(small.operator).strip()}` updates `{name}` in place, "
+                        "which may alias another tensor")
             operator = _AUGMENTED[type(small.operator)]()
             value = cst.BinaryOperation(cst.Name(name), operator, parenthesised(small.value))
             steps.append(Step(name, value, line))
@@ -149,7 +151,8 @@ def _may_alias(context: FileContext, name: str) -> bool:
             continue  # the augmented assignment itself
         if not isinstance(value, cst.BaseExpression) or isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
             return True
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in VIEW_METHODS:
+        if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in VIEW_METHODS):
             return True
     return False
 
@@ -173,7 +176,8 @@ class Scope:
                 skip.add(id(node.attr))
             elif isinstance(node, cst.Arg) and node.keyword is not None:
                 skip.add(id(node.keyword))
-            elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor,
+                                   cst.NamedExpr)):
                 target = node.target
                 for inner in iter_nodes(target):
                     if isinstance(inner, cst.Name) and not isinstance(node, cst.AugAssign):

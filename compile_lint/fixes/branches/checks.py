@@ -9,13 +9,13 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.blocks import BranchFix, no_fix, parenthesised
-from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
     converted_tensors,
     operand_evidence,
     tensor_condition,
 )
+from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
@@ -42,12 +42,12 @@ def check(context: FileContext, node: cst.If, condition: TensorCondition, statem
     if problem:
         return no_fix(problem)
     builder = TorchCalls(context)
-    passes = cst.UnaryOperation(cst.BitInvert(), parenthesised(condition.tensor))
+    passes: cst.BaseExpression = cst.UnaryOperation(cst.BitInvert(), parenthesised(condition.tensor))
     inner = condition.tensor
     if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.BitInvert):
         passes = inner.expression.with_changes(lpar=[], rpar=[])
-    args = [passes] + ([message] if message is not None else [])
-    check: cst.CSTNode = cst.SimpleStatementLine(body=[cst.Expr(builder.call("torch._assert_async", *args))])
+    asserted = [passes] + ([message] if message is not None else [])
+    check: cst.BaseStatement = cst.SimpleStatementLine(body=[cst.Expr(builder.call("torch._assert_async", *asserted))])
     if condition.guard is not None:
         check = cst.If(test=condition.guard, body=cst.IndentedBlock(body=[check]))
     compiled = cst.If(

@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.kinds.certainty import SAFE_OPERANDS, Under, annotated_tensor, certain_tensor, tensor_evidence
-from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.file.regions import predicate_sense
+from compile_lint.analysis.kinds.certainty import (
+    SAFE_OPERANDS,
+    Under,
+    annotated_tensor,
+    certain_tensor,
+    tensor_evidence,
+)
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.branches.hazards import is_bool_expression
 
@@ -232,7 +238,7 @@ def _method_receiver(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _operand(expr: cst.BaseExpression, invert: bool = False) -> cst.BaseExpression:
     """`expr` parenthesised where `&`, `|` or `~` would bind tighter than it does."""
-    loose = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.Lambda)
+    loose: tuple[type[cst.BaseExpression], ...] = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.Lambda)
     if invert:
         loose = loose + (cst.BinaryOperation,)
     if isinstance(expr, loose) and not expr.lpar:

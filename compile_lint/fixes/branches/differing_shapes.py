@@ -221,8 +221,8 @@ def _expression_use_problem(context: FileContext, node: cst.CSTNode, depth: int)
         parent = context.parent(current)
         if isinstance(parent, cst.Return):
             return _returned_problem(context)
-        if isinstance(parent, cst.Element) and isinstance(context.parent(parent), cst.Tuple) \
-                and isinstance(context.parent(context.parent(parent)), cst.Return):
+        if isinstance(parent, cst.Element) and isinstance(elements := context.parent(parent), cst.Tuple) \
+                and isinstance(context.parent(elements), cst.Return):
             return _returned_problem(context)
         if isinstance(parent, cst.UnaryOperation):
             current = parent
@@ -246,6 +246,7 @@ def _expression_use_problem(context: FileContext, node: cst.CSTNode, depth: int)
         if isinstance(parent, cst.Assign) and parent.value is current and len(parent.targets) == 1 \
                 and isinstance(parent.targets[0].target, cst.Name):
             statement = context.parent(parent)
+            assert statement is not None  # an assignment sits in a statement line
             return _name_use_problem(context, parent.targets[0].target.value, statement, depth + 1)
         if isinstance(parent, cst.Expr):
             return None  # computed and dropped

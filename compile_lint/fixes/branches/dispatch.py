@@ -90,17 +90,20 @@ def _returns(node: cst.If, only: Optional[cst.BaseSmallStatement], lines: Sequen
     return any(isinstance(only_statement(line), cst.Return) for line in lines)
 
 
+# Each rewrite gets `only` as its shape's matcher narrowed it (an Assign, a Raise): the
+# ignores below are where mypy cannot follow that.
 SHAPES: tuple[Shape, ...] = (
     Shape("shortcut to None", _sets_to_none,
-          lambda context, node, condition, only: shortcuts.shortcut_to_none(context, node, only)),
-    Shape("check", _alone(cst.Raise), checks.check),
+          lambda context, node, condition, only: shortcuts.shortcut_to_none(
+              context, node, only)),  # type: ignore[arg-type]
+    Shape("check", _alone(cst.Raise), checks.check),  # type: ignore[arg-type]
     Shape("skip the rest of a loop", _alone(cst.Continue),
           lambda context, node, condition, only: skipped_work.skip_rest_of_loop(context, node, condition)),
     Shape("break", _alone(cst.Break),
           lambda context, node, condition, only: skipped_work.no_break_fix(context, node, condition)),
     Shape("flag", _sets_flag,
           lambda context, node, condition, only: skipped_work.set_flag(
-              context, node, condition, only.targets[0].target.value)),
+              context, node, condition, only.targets[0].target.value)),  # type: ignore[union-attr]
     Shape("masked writes", lambda node, only, lines: node.orelse is None,
           lambda context, node, condition, only: masked_writes.masked_writes(context, node, condition)),
     Shape("returns", _returns, lambda context, node, condition, only: returns.returns(context, node, condition)),

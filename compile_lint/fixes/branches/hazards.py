@@ -17,8 +17,8 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.imports import dotted_name
-from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.analysis.syntax.names import names_read
+from compile_lint.analysis.syntax.walk import iter_nodes
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
@@ -147,7 +147,8 @@ class ShapeModel:
             self._depth -= 1
 
     def _term(self, expr: cst.BaseExpression) -> Optional[ShapeTerm]:
-        if isinstance(expr, (cst.Integer, cst.Float)) or (isinstance(expr, cst.Name) and expr.value in ("True", "False")):
+        if (isinstance(expr, (cst.Integer, cst.Float))
+                or (isinstance(expr, cst.Name) and expr.value in ("True", "False"))):
             return ("scalar",)
         if isinstance(expr, cst.Name):
             if expr.value in self.bindings:
@@ -315,13 +316,15 @@ def data_reads(expr: cst.CSTNode) -> set[str]:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             if node.attr.value in _METADATA_ATTRIBUTES:
                 metadata.add(id(node.value))
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+              and isinstance(node.func.value, cst.Name)):
             if node.func.attr.value in _METADATA_METHODS:
                 metadata.add(id(node.func.value))
     return names_read(expr, metadata)
 
 
-def untaken_arm_hazard(context: FileContext, arms: Sequence[cst.CSTNode], condition: cst.BaseExpression) -> Optional[str]:
+def untaken_arm_hazard(context: FileContext, arms: Sequence[cst.CSTNode],
+                       condition: cst.BaseExpression) -> Optional[str]:
     """Why computing `arms` when the condition says not to could fail or poison gradients, or None.
 
     Linalg decompositions and `torch.autograd.grad` are hazards anywhere in an arm; indexing
@@ -335,7 +338,8 @@ def untaken_arm_hazard(context: FileContext, arms: Sequence[cst.CSTNode], condit
                 qualified = context.qualname(node.func) or ""
                 method = node.func.attr.value if isinstance(node.func, cst.Attribute) else qualified.rsplit(".", 1)[-1]
                 if qualified.startswith(("torch.autograd.", "torch.func.")) or method in ("backward", "grad"):
-                    return "an arm computes gradients (`torch.autograd.grad`): NaN/inf of the untaken arm would reach them"
+                    return ("an arm computes gradients (`torch.autograd.grad`): NaN/inf of the untaken arm "
+                            "would reach them")
                 if qualified.startswith("torch.linalg.") or method in _LINALG_NAMES:
                     return f"an arm calls `{method}`, which may raise on the inputs the condition rules out"
                 if method in _PARTIAL_METHODS and names_read(node) & guarded:
@@ -389,7 +393,8 @@ def stateful_argument(context: FileContext, arms: Sequence[cst.CSTNode]) -> Opti
             spelled += sorted(names_read(node.value)) if isinstance(node.value, (cst.Name, cst.Attribute)) else []
             for name in spelled:
                 if any(word in name for word in STATEFUL_ARGUMENT_WORDS):
-                    return f"a call gets `{name}`, a cache it may update: computing it when the branch is not taken changes that state"
+                    return (f"a call gets `{name}`, a cache it may update: computing it when the branch is not "
+                            "taken changes that state")
     return None
 
 

@@ -1,4 +1,5 @@
-"""Masked writes: `if m.any(): x[m] = v` (or `x.masked_fill_(m, v)`) runs always under compile, where writing nothing is what the mask does."""
+"""Masked writes: `if m.any(): x[m] = v` (or `x.masked_fill_(m, v)`) runs always under compile, where
+writing nothing is what the mask does."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.certainty import Under, certain_tensor
 from compile_lint.fixes.branches.blocks import BranchFix, block_lines, only_statement
-from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
-from compile_lint.fixes.branches.hazards import short_code
 from compile_lint.fixes.branches.conditions import TensorCondition
+from compile_lint.fixes.branches.hazards import short_code
+from compile_lint.fixes.branches.torch_calls import TorchCalls, compiling_predicate
 from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
@@ -29,16 +30,19 @@ def masked_writes(context: FileContext, node: cst.If, condition: TensorCondition
     for line in block_lines(node.body):
         small = only_statement(line)
         target_index = None
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Subscript):
+        if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Subscript)):
             subscript = small.targets[0].target
             if len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index):
                 target_index = subscript.slice[0].slice.value
-            if target_index is None or short_code(target_index) != spelled or not is_side_effect_free(context, small.value):
+            if (target_index is None or short_code(target_index) != spelled
+                    or not is_side_effect_free(context, small.value)):
                 return None
             continue
         call = small.value if isinstance(small, cst.Expr) else small.value if isinstance(small, cst.Assign) else None
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value in _MASKED_WRITE_METHODS and call.args and short_code(call.args[0].value) == spelled):
+                and call.func.attr.value in _MASKED_WRITE_METHODS and call.args
+                and short_code(call.args[0].value) == spelled):
             return None
     builder = TorchCalls(context)
     test = node.test.with_changes(lpar=[], rpar=[]) if node.test.lpar else node.test

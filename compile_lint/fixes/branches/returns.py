@@ -1,4 +1,5 @@
-"""Returns: `if c: return a` ... `return b` -> the statements between, then `return torch.where(c, a, b)` (or `torch.cond`)."""
+"""Returns: `if c: return a` ... `return b` -> the statements between, then `return torch.where(c, a, b)`
+(or `torch.cond`)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,6 @@ from compile_lint.fixes.branches.blocks import (
     no_fix,
     only_statement,
 )
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls, replacement_for
 from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     TensorCondition,
@@ -32,6 +31,8 @@ from compile_lint.fixes.branches.hazards import (
     stateful_argument,
     untaken_arm_hazard,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, replacement_for
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
@@ -92,9 +93,13 @@ def returns(context: FileContext, node: cst.If, condition: TensorCondition) -> B
         lines = [*tail_lines[:-1], new_return]
         return builder.plan([(node, replacement_for(None, lines, node))], message)
     following = tail_lines[0]
-    moved = following.with_changes(leading_lines=[*node.leading_lines, *following.leading_lines]) \
-        if following is not tail_lines[-1] else new_return.with_changes(
-            leading_lines=[*node.leading_lines, *new_return.leading_lines])
+    # The tail is statement lines of the block (they have leading lines); mypy sees CSTNodes.
+    if following is not tail_lines[-1]:
+        moved = following.with_changes(
+            leading_lines=[*node.leading_lines, *following.leading_lines])  # type: ignore[attr-defined]
+    else:
+        moved = new_return.with_changes(
+            leading_lines=[*node.leading_lines, *new_return.leading_lines])  # type: ignore[attr-defined]
     replacements: list = [(node, cst.RemovalSentinel.REMOVE)]
     if following is tail_lines[-1]:
         replacements.append((tail_lines[-1], moved))

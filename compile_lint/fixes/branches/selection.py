@@ -53,7 +53,8 @@ class Arms:
             return (f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in shape (a reduction, reshape "
                     "or indexing on one side): torch.where would broadcast them")
         if dtype_changes(if_true) != dtype_changes(if_false):
-            return f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in dtype: torch.where would promote"
+            return (f"`{short_code(if_true)}` and `{short_code(if_false)}` may differ in dtype: "
+                    "torch.where would promote")
         return None
 
     def pair_problem_of(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]]) -> Optional[str]:
@@ -97,8 +98,9 @@ def _operands(context: FileContext, values: Sequence[cst.BaseExpression]) -> lis
     return found
 
 
-def select(context: FileContext, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpression, if_false: cst.BaseExpression,
-           prefer: str, site: Optional[ResultSite] = None) -> Union[cst.BaseExpression, str]:
+def select(context: FileContext, builder: TorchCalls, arms: Arms, if_true: cst.BaseExpression,
+           if_false: cst.BaseExpression, prefer: str,
+           site: Optional[ResultSite] = None) -> Union[cst.BaseExpression, str]:
     """`torch.where` (or `torch.cond`) choosing between two values, or why neither is valid.
 
     `site` says where the result goes; with it, arms that differ in shape may get torch.cond.

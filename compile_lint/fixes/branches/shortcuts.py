@@ -1,4 +1,5 @@
-"""Shortcuts: `if (mask == 1).all(): mask = None` is taken only eagerly, so the compiled path takes the general route."""
+"""Shortcuts: `if (mask == 1).all(): mask = None` is taken only eagerly, so the compiled path takes the
+general route."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.names import names_read
-from compile_lint.analysis.kinds.certainty import tensor_before
 from compile_lint.fixes.branches.blocks import (
     LOOP_NOTE,
     BranchFix,
@@ -28,16 +28,16 @@ from compile_lint.fixes.branches.blocks import (
     reads_tensor_data,
     scope_of,
 )
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
-from compile_lint.fixes.branches.hazards import short_code
 from compile_lint.fixes.branches.conditions import TensorCondition
-from compile_lint.fixes.guards import is_side_effect_free
 from compile_lint.fixes.branches.hazards import (
     enclosing_loop,
+    short_code,
     stateful_argument,
     untaken_arm_hazard,
 )
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls, assignment_line, replacement_for
+from compile_lint.fixes.guards import is_side_effect_free
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
@@ -70,11 +70,11 @@ def skip_rest_of_loop(context: FileContext, node: cst.If, condition: TensorCondi
     return skip_with_where(context, node, condition, rest, loop, nested or condition.guard is not None)
 
 
-def skip_with_where(context: FileContext, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
+def skip_with_where(context: FileContext, node: cst.If, condition: TensorCondition, rest: Sequence[cst.CSTNode],
                      loop: Optional[cst.CSTNode], keep_rest: bool, flag: Optional[cst.CSTNode] = None) -> BranchFix:
     """The code `node` skips, computed anyway with `NAME = torch.where(skip, NAME, new)` per name."""
-    hazard = stateful_argument(context, rest) or untaken_arm_hazard(context, rest, condition.tensor) or _recorded_by_hooks(
-        context)
+    hazard = (stateful_argument(context, rest) or untaken_arm_hazard(context, rest, condition.tensor)
+              or _recorded_by_hooks(context))
     if hazard:
         return no_fix(hazard)
     selector = _SkipSelector(context, node, condition, rest, loop)
@@ -92,7 +92,8 @@ def skip_with_where(context: FileContext, node: cst.If, condition: TensorConditi
     replacements: list = [(node, cst.RemovalSentinel.REMOVE)]
     for i, (old, new) in enumerate(zip(rest, new_lines)):
         if i == 0:
-            new = new.with_changes(leading_lines=[*node.leading_lines, *new.leading_lines])
+            # `rest` is lines of an indented loop body: statements, which have leading lines.
+            new = new.with_changes(leading_lines=[*node.leading_lines, *new.leading_lines])  # type: ignore[attr-defined]
         replacements.append((old, new))
     return builder.plan(replacements, message)
 
@@ -120,7 +121,7 @@ class _SkipSelector:
     and have their bodies rewritten the same way.
     """
 
-    def __init__(self, context: FileContext, node: cst.If, condition: TensorCondition, rest: list[cst.CSTNode],
+    def __init__(self, context: FileContext, node: cst.If, condition: TensorCondition, rest: Sequence[cst.CSTNode],
                  loop: Optional[cst.CSTNode]) -> None:
         self.context = context
         self.node = node
@@ -203,16 +204,17 @@ def flag_consumer(context: FileContext, node: cst.If, flag: str, condition: Tens
     scope = scope_of(context)
     if scope is None or len(scope.reads.get(flag, [])) != 1:
         return no_fix(f"`{flag}` is read more than once")
-    if not any(only_statement(line) is not None and isinstance(only_statement(line), cst.Assign) and always_binds(line, flag)
-               and isinstance(only_statement(line).value, cst.Name) and only_statement(line).value.value == "False"
+    if not any(isinstance(only := only_statement(line), cst.Assign) and always_binds(line, flag)
+               and isinstance(only.value, cst.Name) and only.value.value == "False"
                for line in block.body[:index]):
         return no_fix(f"`{flag}` is not reset to False before the branch that sets it")
     if condition.guard is not None:
         return no_fix("a Python test in front of the tensor test that sets the flag")
     flag_line = block_lines(node.body)[0]
     return skip_with_where(context, node, condition, block_lines(consumer.body), enclosing_loop(context, node),
-                            keep_rest=True, flag=flag_line.with_changes(leading_lines=()) if hasattr(flag_line, "leading_lines")
-                            else flag_line)
+                           keep_rest=True,
+                           flag=flag_line.with_changes(leading_lines=()) if hasattr(flag_line, "leading_lines")
+                           else flag_line)
 
 
 def no_break_fix(context: FileContext, node: cst.If, condition: TensorCondition) -> BranchFix:

@@ -8,13 +8,13 @@ import libcst as cst
 
 from compile_lint.fixes.branches.assignments import calls_named
 from compile_lint.fixes.branches.blocks import WHERE_NOTE, BranchFix, no_fix
-from compile_lint.fixes.branches.selection import Arms, select
-from compile_lint.fixes.branches.torch_calls import TorchCalls
 from compile_lint.fixes.branches.choice import branch_fix_choice
 from compile_lint.fixes.branches.conditions import (
     tensor_condition,
 )
 from compile_lint.fixes.branches.differing_shapes import ResultSite
+from compile_lint.fixes.branches.selection import Arms, select
+from compile_lint.fixes.branches.torch_calls import TorchCalls
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext

@@ -8,7 +8,7 @@ makes the `BranchFix`; `torch.cond`'s branch outputs are new tensors with one la
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -46,7 +46,8 @@ class TorchCalls:
             arguments[-1] = arguments[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return cst.Call(func=self.name(qualified), args=arguments)
 
-    def where(self, condition: cst.BaseExpression, if_true: cst.BaseExpression, if_false: cst.BaseExpression) -> cst.Call:
+    def where(self, condition: cst.BaseExpression, if_true: cst.BaseExpression,
+              if_false: cst.BaseExpression) -> cst.Call:
         """`torch.where(condition, if_true, if_false)`."""
         self._rests_on(condition, if_true, if_false)
         return self.call("torch.where", condition, if_true, if_false)
@@ -115,7 +116,8 @@ _MAY_RETURN_INPUT = VIEW_METHODS | {"half", "double", "bool", "long", "int", "ty
                                     "requires_grad_", "__getitem__"}
 
 
-def _fresh(value: cst.BaseExpression, operands: Sequence[str], context: Optional[FileContext] = None) -> cst.BaseExpression:
+def _fresh(value: cst.BaseExpression, operands: Sequence[str],
+           context: Optional[FileContext] = None) -> cst.BaseExpression:
     """`value`, cloned unless it is certainly a new tensor (torch.cond rejects aliasing outputs)."""
     if isinstance(value, cst.Tuple):
         return value.with_changes(elements=[e.with_changes(value=_fresh(e.value, operands, context))
@@ -146,7 +148,8 @@ def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def assignment_line(name: str, value: cst.BaseExpression, like: Optional[cst.CSTNode] = None) -> cst.SimpleStatementLine:
+def assignment_line(name: str, value: cst.BaseExpression,
+                    like: Optional[cst.CSTNode] = None) -> cst.SimpleStatementLine:
     line = cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)])
     if isinstance(like, cst.SimpleStatementLine):
         line = line.with_changes(leading_lines=like.leading_lines, trailing_whitespace=like.trailing_whitespace)
@@ -167,14 +170,16 @@ def _with_header_comment(lines: list[cst.CSTNode], node: cst.If) -> list[cst.CST
     return lines
 
 
-def replacement_for(guard: Optional[cst.BaseExpression], lines: list[cst.CSTNode], node: cst.If) -> cst.CSTNode:
+def replacement_for(guard: Optional[cst.BaseExpression], lines: list[cst.CSTNode],
+                    node: cst.If) -> Union[cst.CSTNode, cst.FlattenSentinel]:
     """`lines` as the replacement of `node`, under `if guard:` when there is one."""
     if guard is None:
         lines = _with_header_comment(lines, node)
         return cst.FlattenSentinel(lines) if len(lines) != 1 else lines[0]
     body = [line.with_changes(leading_lines=()) if i == 0 and hasattr(line, "leading_lines") else line
             for i, line in enumerate(lines)]
-    return cst.If(test=guard, body=cst.IndentedBlock(body=body, header=node.body.header
+    # `lines` replace an `if` statement: statements, as an indented block holds.
+    return cst.If(test=guard, body=cst.IndentedBlock(body=body, header=node.body.header  # type: ignore[arg-type]
                                                      if isinstance(node.body, cst.IndentedBlock) else
                                                      cst.TrailingWhitespace()),
                   leading_lines=node.leading_lines)

@@ -1,12 +1,13 @@
-"""JIT301 self-list-grown-in-forward: A list on `self` grown in forward (`self.cache.append(x)`) recompiles on every call."""
+"""JIT301 self-list-grown-in-forward: A list on `self` grown in forward
+(`self.cache.append(x)`) recompiles on every call."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.self_state import GROW_METHODS, reset_in_traced_method, self_container
 from compile_lint.rules.support.syntax import self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class SelfListGrownInForward(Rule):

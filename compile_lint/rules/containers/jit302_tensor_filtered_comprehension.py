@@ -1,4 +1,5 @@
-"""JIT302 tensor-filtered-comprehension: A comprehension filtered on tensor data (`[t for t in xs if t.sum() > 0]`) breaks."""
+"""JIT302 tensor-filtered-comprehension: A comprehension filtered on tensor data
+(`[t for t in xs if t.sum() > 0]`) breaks."""
 
 from __future__ import annotations
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 
 
 class SortTensors(Rule):
@@ -246,11 +246,12 @@ class SortTensors(Rule):
         if key is None:
             items_of = _items_receiver(iterable)
             if items_of is not None:
-                if (self.context.facts.dict_value_kind(items_of, self.context.function).tensorish
+                # context.function is None at module level; the kinds' annotations (analysis/kinds/) say FunctionDef.
+                if (self.context.facts.dict_value_kind(items_of, self.context.function).tensorish  # type: ignore[arg-type]
                         or _filled_with_tensors(self, items_of)):
                     self.report(node, fix=self._key_fix(node) if allow_fix else None)
                 return
-            if (self.context.facts.element_kind(iterable, self.context.function).tensorish
+            if (self.context.facts.element_kind(iterable, self.context.function).tensorish  # type: ignore[arg-type]
                     or _callers_pass_tensors(self, iterable)):
                 self.report(node)
             return
@@ -263,7 +264,7 @@ class SortTensors(Rule):
         if isinstance(first.comma, cst.Comma):
             # The new argument takes the separator that followed the first one, so a
             # call written one argument per line stays that way.
-            key_comma: object = first.comma
+            key_comma: Union[cst.Comma, cst.MaybeSentinel] = first.comma
             first_comma = first.comma if rest else cst.Comma(whitespace_after=node.whitespace_before_args)
             if not rest and isinstance(node.whitespace_before_args, cst.SimpleWhitespace):
                 first_comma = space
@@ -300,7 +301,7 @@ def _callers_pass_tensors(rule: Rule, expr: cst.BaseExpression) -> bool:
     for call in calls:
         caller = context.module_index.enclosing_function.get(call)
         argument = _argument(call, expr.value, position)
-        if caller is None or argument is None or not context.facts.element_kind(argument, caller) is Kind.TENSOR:
+        if caller is None or argument is None or context.facts.element_kind(argument, caller) is not Kind.TENSOR:
             return False
     return True
 

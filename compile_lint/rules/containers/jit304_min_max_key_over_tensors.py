@@ -1,4 +1,5 @@
-"""JIT304 min-max-key-over-tensors: `min(...)`/`max(...)` with `key=` over tensors breaks the graph, whatever the key."""
+"""JIT304 min-max-key-over-tensors: `min(...)`/`max(...)` with `key=` over tensors breaks
+the graph, whatever the key."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, SAFE_OPERANDS, receives_tensor_only_method
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes, walk
-from compile_lint.analysis.kinds.certainty import EAGER_TENSOR, SAFE_OPERANDS, receives_tensor_only_method
 from compile_lint.fixes.branches.conditions import operand_evidence
 from compile_lint.fixes.guards import spell
-from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import is_builtin_call, keyword_argument, positional_arguments
 
 
 class MinMaxKeyOverTensors(Rule):
@@ -78,7 +79,7 @@ class MinMaxKeyOverTensors(Rule):
                 def forward(self, x: torch.Tensor):
                     samples = [x + 0.1 * i for i in range(3)]
                     return torch.stack(samples)[torch.stack([self.score(s).mean() for s in samples]).argmax(0, keepdim=True)][0]
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="BestOfN",
             lines=[11],
         ),
@@ -287,7 +288,10 @@ def _names(node: cst.CSTNode) -> list[tuple[cst.Name, list[cst.CSTNode]]]:
         stack.append(child)
         return True
 
-    walk(node, enter, lambda child: stack.pop())
+    def leave(child: cst.CSTNode) -> None:
+        stack.pop()
+
+    walk(node, enter, leave)
     return found
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union, cast
 
 import libcst as cst
 
@@ -214,7 +214,8 @@ def _subscript_root(expr: cst.BaseExpression) -> Optional[str]:
 def _key_set_reads(
     rule: Rule, body: list[cst.CSTNode], dict_params: set[str]
 ) -> Iterator[tuple[cst.CSTNode, str]]:
-    """(node, param) for each place a function body (its nodes, in order) reads the whole key set of a dict parameter."""
+    """(node, param) for each place a function body (its nodes, in order) reads the whole key set of a dict
+    parameter."""
     if not dict_params:
         return
     for node in body:
@@ -222,17 +223,19 @@ def _key_set_reads(
         if kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
         if kind is cst.Call:
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _KEY_SET_METHODS and not node.args:
+            call = cast(cst.Call, node)  # what `kind is` proved, which mypy does not follow
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _KEY_SET_METHODS and not call.args:
                 root = _subscript_root(func.value)
                 if root in dict_params:
-                    yield node, root
-            elif rule.context.qualname(func) in _KEY_SET_BUILTINS and len(node.args) == 1:
-                root = _subscript_root(node.args[0].value)
-                if root in dict_params and not node.args[0].star:
-                    yield node, root
+                    yield call, root
+            elif rule.context.qualname(func) in _KEY_SET_BUILTINS and len(call.args) == 1:
+                root = _subscript_root(call.args[0].value)
+                if root in dict_params and not call.args[0].star:
+                    yield call, root
         elif kind is cst.For or kind is cst.CompFor:
-            root = _subscript_root(node.iter)
+            loop = cast(Union[cst.For, cst.CompFor], node)
+            root = _subscript_root(loop.iter)
             if root in dict_params:
-                yield node.iter, root
+                yield loop.iter, root
 

@@ -1,4 +1,5 @@
-"""JIT306 self-dict-state-in-forward: A dict on `self` that forward counts in or grows (`self.stats["calls"] += 1`) recompiles every call."""
+"""JIT306 self-dict-state-in-forward: A dict on `self` that forward counts in or grows
+(`self.stats["calls"] += 1`) recompiles every call."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.self_state import GROW_METHODS, reset_in_traced_method, self_container
 from compile_lint.rules.support.syntax import self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class SelfDictStateInForward(Rule):

@@ -1,4 +1,5 @@
-"""JIT307 tensor-list-constructor: `torch.as_tensor(list_of_tensors)` (or `torch.Tensor(...)`) fails to compile at all."""
+"""JIT307 tensor-list-constructor: `torch.as_tensor(list_of_tensors)` (or
+`torch.Tensor(...)`) fails to compile at all."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.guards import spell
-from compile_lint.rules.support.syntax import positional_arguments
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import positional_arguments
 
 
 class TensorListConstructor(Rule):

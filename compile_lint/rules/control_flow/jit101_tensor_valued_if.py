@@ -319,7 +319,7 @@ class TensorValuedIf(ElifTracker, Rule):
                     clamp_value = torch.finfo(hidden_states.dtype).max - 1000
                     hidden_states = torch.where(~torch.isfinite(hidden_states).all(), torch.clamp(hidden_states, min=-clamp_value, max=clamp_value), hidden_states)
                     return hidden_states
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="Overflow",
             lines=[7],
             note="A temporary only the branch reads runs unconditionally.",
@@ -441,7 +441,7 @@ class TensorValuedIf(ElifTracker, Rule):
                         if not to_drop:
                             hidden_states = layer(hidden_states)
                     return hidden_states
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="LayerDrop",
             lines=[15],
             note="The transformers layer-drop flag.",
@@ -459,7 +459,8 @@ class TensorValuedIf(ElifTracker, Rule):
                         return x.mean(1)
                     return (x * mask).sum(1) / mask.sum(1)
             """,
-            calls="[(torch.randn(2, 4, 8), torch.ones(2, 4, 1)), (torch.randn(2, 4, 8), (torch.rand(2, 4, 1) > 0.3).float())]",
+            calls=("[(torch.randn(2, 4, 8), torch.ones(2, 4, 1)), "
+                   "(torch.randn(2, 4, 8), (torch.rand(2, 4, 1) > 0.3).float())]"),
             fixed="""
             import torch
             from torch import nn
@@ -488,7 +489,8 @@ class TensorValuedIf(ElifTracker, Rule):
                         logits[invalid] = -1e4
                     return logits.softmax(-1)
             """,
-            calls="[(torch.randn(4, 8), torch.randn(4, 8) > 1), (torch.randn(4, 8), torch.zeros(4, 8, dtype=torch.bool))]",
+            calls=("[(torch.randn(4, 8), torch.randn(4, 8) > 1), "
+                   "(torch.randn(4, 8), torch.zeros(4, 8, dtype=torch.bool))]"),
             fixed="""
             import torch
             from torch import nn
@@ -526,10 +528,11 @@ class TensorValuedIf(ElifTracker, Rule):
                 def forward(self, a):
                     factor = torch.cond(torch.linalg.eigvalsh(a).amin() > 0, lambda a: torch.linalg.cholesky(a).contiguous(), lambda a: torch.zeros_like(a).contiguous(), (a,))
                     return factor
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="SafeCholesky",
             lines=[6],
-            note="torch.where would run cholesky on a matrix that is not positive definite: torch.cond runs one branch.",
+            note=("torch.where would run cholesky on a matrix that is not positive definite: "
+                  "torch.cond runs one branch."),
         ),
         Invalid(
             """
@@ -628,7 +631,8 @@ class TensorValuedIf(ElifTracker, Rule):
             calls="[(torch.randn(6, 8), torch.tensor([0, 4, 2]))]",
             entry="Experts",
             lines=[13],
-            note="No fix: the loop steps through tensor data, and weight[expert] is out of range when the branch is taken.",
+            note=("No fix: the loop steps through tensor data, "
+                  "and weight[expert] is out of range when the branch is taken."),
         ),
         Invalid(
             """
@@ -741,11 +745,12 @@ class TensorValuedIf(ElifTracker, Rule):
                 def forward(self, x):
                     y = torch.cond(x.abs().mean() > 1, lambda x: self.large(x).clone(memory_format=torch.contiguous_format), lambda x: self.small(x).clone(memory_format=torch.contiguous_format), (x,))
                     return y
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             calls="[(torch.randn(4, 8),), (torch.randn(4, 8) * 3,)]",
             entry="Router",
             lines=[11],
-            note="arms that call submodules get torch.cond under the default `tensor-branch-fix = \"auto\"`: torch.where would run both (measured slower on an H200)",
+            note=("arms that call submodules get torch.cond under the default `tensor-branch-fix = \"auto\"`: "
+                  "torch.where would run both (measured slower on an H200)"),
         ),
         Invalid(
             """
@@ -780,7 +785,7 @@ class TensorValuedIf(ElifTracker, Rule):
                         h = self.proj(x)
                         pooled = torch.cond(h.mean() > 0, lambda h: h.mean(0, keepdim=True).contiguous(), lambda h: (h * 2).contiguous(), (h,))
                         return pooled.sum(-1)
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             calls="[(torch.randn(4, 8) + 3,), (torch.randn(4, 8) - 3,)]",
             entry="Summary",
             lines=[12],
@@ -807,7 +812,7 @@ class TensorValuedIf(ElifTracker, Rule):
                 @torch.no_grad()
                 def forward(self, scores):
                     return torch.cond(scores.mean() > 0, lambda scores: (scores[:2] * 2).contiguous(), lambda scores: scores.softmax(-1).contiguous(), (scores,))
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,)]",
             entry="TopRows",
             lines=[7],

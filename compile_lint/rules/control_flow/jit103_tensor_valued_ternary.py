@@ -78,7 +78,7 @@ class TensorValuedTernary(Rule):
             class Clip(nn.Module):
                 def forward(self, grad):
                     return T.cond(grad.norm() > 1.0, lambda grad: (grad / grad.norm()).contiguous(), lambda grad: grad.clone(memory_format=T.contiguous_format), (grad,))
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="Clip",
             lines=[6],
         ),
@@ -168,7 +168,7 @@ class TensorValuedTernary(Rule):
                 def forward(self, x):
                     y = torch.cond(x.mean() > 0, lambda x: x.amax(0, keepdim=True).contiguous(), lambda x: x.clone(memory_format=torch.contiguous_format), (x,))
                     return y.softmax(-1)
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             calls="[(torch.randn(4, 8) + 1,), (torch.randn(4, 8) - 1,)]",
             entry="PeakPool",
             lines=[7],

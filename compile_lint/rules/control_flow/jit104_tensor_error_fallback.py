@@ -1,4 +1,5 @@
-"""JIT104 tensor-error-fallback: An `except` that falls back when a tensor operation raises never runs under torch.compile."""
+"""JIT104 tensor-error-fallback: An `except` that falls back when a tensor operation
+raises never runs under torch.compile."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.module_facts import string_value
 from compile_lint.analysis.file.regions import OPAQUE_OP_DECORATORS
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.guards import spell
 from compile_lint.fixes.plan import FixPlan

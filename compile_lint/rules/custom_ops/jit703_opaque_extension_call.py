@@ -51,7 +51,7 @@ class OpaqueExtensionCall(Rule):
                     out = torch.empty_like(x)
                     libc.memcpy(ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(x.data_ptr()), x.numel() * x.element_size())
                     return out * 2
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="NativeCopy",
             lines=[13],
         ),
@@ -110,7 +110,7 @@ class OpaqueExtensionCall(Rule):
             class NativeCopy(nn.Module):
                 def forward(self, x):
                     return native_copy(x.contiguous()) * 2
-            """,
+            """,  # noqa: E501 - example code, linted and compared as written
             entry="NativeCopy",
         ),
         Valid(

@@ -1,4 +1,5 @@
-"""JIT704 library-op-without-fake: An op defined with `torch.library.Library.define` and only device kernels breaks the graph."""
+"""JIT704 library-op-without-fake: An op defined with `torch.library.Library.define` and
+only device kernels breaks the graph."""
 
 from __future__ import annotations
 

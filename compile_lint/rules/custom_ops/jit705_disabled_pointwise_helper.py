@@ -1,11 +1,12 @@
-"""JIT705 disabled-pointwise-helper: `@torch.compiler.disable` on a helper that only does elementwise math costs a graph break."""
+"""JIT705 disabled-pointwise-helper: `@torch.compiler.disable` on a helper that only does
+elementwise math costs a graph break."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.regions import call_or_alias_pattern, decorator_pattern
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -230,7 +231,8 @@ class DisabledPointwiseHelper(Rule):
                     func = node.func
                     if isinstance(func, cst.Name):
                         called.add(func.value)
-                    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                    elif (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                          and func.value.value == "self"):
                         called.add(func.attr.value)
 
             for function in self.context.regions.functions:
@@ -288,13 +290,15 @@ def _is_pointwise(expr: cst.BaseExpression, imports: ImportMap) -> bool:
                 return last in _POINTWISE_FUNCTIONAL
             return False
         func = expr.func
-        return isinstance(func, cst.Attribute) and func.attr.value in _POINTWISE_NAMES and _is_pointwise(func.value, imports)
+        return (isinstance(func, cst.Attribute) and func.attr.value in _POINTWISE_NAMES
+                and _is_pointwise(func.value, imports))
     return False
 
 
 def _pointwise_body(function: cst.FunctionDef, imports: ImportMap) -> bool:
     """True when every statement is a docstring, a plain assignment or a return of pointwise math."""
     body = function.body
+    body_lines: list[cst.CSTNode]
     if not isinstance(body, cst.IndentedBlock):
         body_lines = [body]
     else:

@@ -1,4 +1,5 @@
-"""JIT706 custom-op-impl-abstract: A `torch.library.custom_op` object has no `impl_abstract`: the module fails at import."""
+"""JIT706 custom-op-impl-abstract: A `torch.library.custom_op` object has no `impl_abstract`:
+the module fails at import."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.file.module_facts import string_value
 from compile_lint.analysis.file.regions import OPAQUE_OP_DECORATORS
+from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
 

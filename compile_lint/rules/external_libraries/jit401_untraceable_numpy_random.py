@@ -1,11 +1,12 @@
-"""JIT401 untraceable-numpy-random: An `np.random` call Dynamo cannot trace: most distributions, generators, scalar draws."""
+"""JIT401 untraceable-numpy-random: An `np.random` call Dynamo cannot trace:
+most distributions, generators, scalar draws."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules.support.bindings import made_by
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.bindings import made_by
 
 
 class UntraceableNumpyRandom(Rule):

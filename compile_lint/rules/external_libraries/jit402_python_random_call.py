@@ -1,4 +1,5 @@
-"""JIT402 python-random-call: `random.random()`, `random.choice`, `random.gauss`, `uuid4()`... in a compiled region break."""
+"""JIT402 python-random-call: `random.random()`, `random.choice`, `random.gauss`,
+`uuid4()`... in a compiled region break."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""JIT405 io-in-compiled-region: File, network or process I/O (`open`, `torch.save`, `json.dump`, `requests.get`) in forward."""
+"""JIT405 io-in-compiled-region: File, network or process I/O (`open`, `torch.save`, `json.dump`,
+`requests.get`) in forward."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules.support.bindings import call_name, made_by
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.bindings import call_name, made_by
 
 
 class IoInCompiledRegion(Rule):

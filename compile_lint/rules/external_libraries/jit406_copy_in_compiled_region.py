@@ -1,4 +1,5 @@
-"""JIT406 copy-in-compiled-region: `copy.copy(...)` anything, or `copy.deepcopy` of a tensor or module, breaks the graph."""
+"""JIT406 copy-in-compiled-region: `copy.copy(...)` anything, or `copy.deepcopy` of a
+tensor or module, breaks the graph."""
 
 from __future__ import annotations
 

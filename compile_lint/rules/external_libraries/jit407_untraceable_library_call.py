@@ -1,4 +1,5 @@
-"""JIT407 untraceable-library-call: A call into scipy, pandas, scikit-learn, OpenCV, PIL, librosa... in a compiled region."""
+"""JIT407 untraceable-library-call: A call into scipy, pandas, scikit-learn, OpenCV, PIL,
+librosa... in a compiled region."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class UntraceableLibraryCall(Rule):
     Instead: use the torch equivalent (`torch.special.expit`, `torch.signal.windows`,
     `torch.fft`), precompute constants in `__init__`, or wrap the call in a
     `torch.library.custom_op` so it becomes one opaque node of the graph.
-    """
+    """  # noqa: E501 - the rule's documentation (--explain, docs/rules.md) as written
 
     code = "JIT407"
     name = "untraceable-library-call"

@@ -1,12 +1,13 @@
-"""JIT409 rnn-module-call: Using an `nn.LSTM`, `nn.GRU` or `nn.RNN` module in a compiled region makes Dynamo give up on that forward."""
+"""JIT409 rnn-module-call: Using an `nn.LSTM`, `nn.GRU` or `nn.RNN` module in a compiled
+region makes Dynamo give up on that forward."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import made_only_by
 from compile_lint.rules.support.syntax import self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class RnnModuleCall(Rule):

@@ -1,4 +1,5 @@
-"""JIT801 no-grad-for-compiled-inference: Compiled inference under `torch.no_grad()` where `torch.inference_mode()` fits."""
+"""JIT801 no-grad-for-compiled-inference: Compiled inference under `torch.no_grad()`
+where `torch.inference_mode()` fits."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import libcst as cst
 
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule, target_names
 from compile_lint.fixes.guards import spell
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Valid
+from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule, target_names
 
 
 class NoGradForCompiledInference(CompiledSiteRule):
@@ -230,7 +231,8 @@ def eager_embed(batches):
         while node is not None:
             node = self.context.parent(node)
             if isinstance(node, cst.With) and any(
-                isinstance(i.item, cst.Call) and self.context.qualname(i.item.func) == "torch.no_grad" for i in node.items
+                isinstance(i.item, cst.Call) and self.context.qualname(i.item.func) == "torch.no_grad"
+                for i in node.items
             ):
                 return True
         return False
@@ -277,7 +279,8 @@ def _keeps_or_differentiates(node: cst.CSTNode, imports: ImportMap) -> bool:
         def visit_Call(self, call: cst.Call) -> None:
             nonlocal risky
             func = call.func
-            if isinstance(func, cst.Attribute) and (func.attr.value in _GRAD_USES or func.attr.value in ("append", "extend")):
+            if isinstance(func, cst.Attribute) and (func.attr.value in _GRAD_USES
+                                                    or func.attr.value in ("append", "extend")):
                 risky = True
             qualified = imports.qualname(func) or ""
             if qualified.startswith(("torch.autograd.", "torch.enable_grad", "torch.set_grad_enabled")):

@@ -1,9 +1,11 @@
-"""JIT802 cudagraphs-with-varying-shapes: `mode="reduce-overhead"` (CUDA graphs) fed inputs whose shape changes every call."""
+"""JIT802 cudagraphs-with-varying-shapes: `mode="reduce-overhead"` (CUDA graphs) fed
+inputs whose shape changes every call."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Valid
 from compile_lint.rules.support.compile_sites import (
     CUDAGRAPH_MODES,
     ENCODER,
@@ -13,7 +15,6 @@ from compile_lint.rules.support.compile_sites import (
     compile_mode,
     varying_shape_calls,
 )
-from compile_lint.rules.base import Invalid, Valid
 
 
 class CudagraphsWithVaryingShapes(CompiledSiteRule):

@@ -6,11 +6,11 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.regions import COMPILE_FUNCTIONS
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
-from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule
 from compile_lint.rules.base import Invalid, Valid
+from compile_lint.rules.support.compile_sites import ENCODER, CompiledSiteRule
 
 
 class TimingWithoutWarmup(CompiledSiteRule):
@@ -197,9 +197,9 @@ class _TimingEvents(cst.CSTVisitor):
     def _leave_loop(self, node: cst.CSTNode) -> None:
         self._loops.pop()
 
-    visit_For = _enter_loop  # type: ignore[assignment]
+    visit_For = _enter_loop
     leave_For = _leave_loop  # type: ignore[assignment]
-    visit_While = _enter_loop  # type: ignore[assignment]
+    visit_While = _enter_loop
     leave_While = _leave_loop  # type: ignore[assignment]
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -221,7 +221,8 @@ class _TimingEvents(cst.CSTVisitor):
         func = node.func
         if qualified in _TIMERS:
             self.timers.append(self._next())
-        elif isinstance(func, cst.Attribute) and func.attr.value == "record" and dotted_name(func.value) in self._cuda_events:
+        elif (isinstance(func, cst.Attribute) and func.attr.value == "record"
+              and dotted_name(func.value) in self._cuda_events):
             self.timers.append(self._next())
         else:
             name = dotted_name(func)

@@ -1,9 +1,12 @@
-"""JIT804 varying-shapes-without-dynamic: A compiled model called with shapes that follow a loop, compiled without `dynamic=`."""
+"""JIT804 varying-shapes-without-dynamic: A compiled model called with shapes that follow a loop,
+compiled without `dynamic=`."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Valid
 from compile_lint.rules.support.compile_sites import (
     CUDAGRAPH_MODES,
     ENCODER,
@@ -14,8 +17,6 @@ from compile_lint.rules.support.compile_sites import (
     compile_mode,
     varying_shape_calls,
 )
-from compile_lint.fixes.plan import FixPlan
-from compile_lint.rules.base import Invalid, Valid
 
 
 class VaryingShapesWithoutDynamic(CompiledSiteRule):

@@ -1,4 +1,5 @@
-"""JIT501 mutated-module-state: Python state on `self` updated in forward (`self.step += 1`) recompiles on every call."""
+"""JIT501 mutated-module-state: Python state on `self` updated in forward
+(`self.step += 1`) recompiles on every call."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes, visit, walk
 from compile_lint.fixes.guards import spell
-from compile_lint.rules.support.syntax import int_literal, self_attribute
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.syntax import int_literal, self_attribute
 
 
 class MutatedModuleState(Rule):
@@ -357,7 +358,7 @@ class MutatedModuleState(Rule):
         if function is None:
             return False
         declared = any(
-            type(node) is cst.Global and any(item.name.value == name for item in node.names)  # type: ignore[attr-defined]
+            type(node) is cst.Global and any(item.name.value == name for item in node.names)
             for node in iter_nodes(function.body)
         )
         if not declared:

@@ -1,4 +1,5 @@
-"""JIT502 specialized-scalar-argument: A per-call Python value reaching an argument Dynamo specializes recompiles for every value."""
+"""JIT502 specialized-scalar-argument: A per-call Python value reaching an argument
+Dynamo specializes recompiles for every value."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind, annotation_kind
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.specializing import specialized_arguments
 from compile_lint.rules.support.syntax import argument_for, find_param
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class SpecializedScalarArgument(Rule):
@@ -30,7 +31,7 @@ class SpecializedScalarArgument(Rule):
     Instead: fix the value at construction (`self.p = p` in `__init__`, an `nn.Dropout`
     or `nn.Upsample` module), and pass an output `size=` instead of a varying
     `scale_factor`.
-    """
+    """  # noqa: E501 - the rule's documentation (--explain, docs/rules.md) as written
 
     code = "JIT502"
     name = "specialized-scalar-argument"

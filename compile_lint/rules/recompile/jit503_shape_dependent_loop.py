@@ -8,9 +8,9 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.certainty import certain_one_tensor
 from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import made_only_by
 from compile_lint.rules.support.syntax import int_literal, self_attribute
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class ShapeDependentLoop(Rule):
@@ -260,7 +260,7 @@ class ShapeDependentLoop(Rule):
                     return self._dim_argument(iterable, 0) == 0
                 # split(k) yields ceil(size / k) pieces; split([2, 3]) a fixed number
                 sizes = iterable.args[0].value if iterable.args else None
-                return int_literal(sizes) is not None and self._dim_argument(iterable, 1) == 0
+                return sizes is not None and int_literal(sizes) is not None and self._dim_argument(iterable, 1) == 0
         return certain_one_tensor(self.context, iterable)
 
     @staticmethod

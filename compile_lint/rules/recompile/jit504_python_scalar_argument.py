@@ -1,4 +1,5 @@
-"""JIT504 python-scalar-argument: A Python float/int input of a compiled function recompiles the first time it changes."""
+"""JIT504 python-scalar-argument: A Python float/int input of a compiled function
+recompiles the first time it changes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.guards import spell
-from compile_lint.rules.support.specializing import specialized_arguments
-from compile_lint.rules.support.syntax import all_params, annotation_name, argument_for
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.specializing import specialized_arguments
+from compile_lint.rules.support.syntax import all_params, annotation_name, argument_for
 
 
 class PythonScalarArgument(Rule):

@@ -1,4 +1,5 @@
-"""JIT601 print-in-compiled-region: `print(...)` (or `sys.stdout.write`, `pprint`) in a compiled region breaks the graph."""
+"""JIT601 print-in-compiled-region: `print(...)` (or `sys.stdout.write`,
+`pprint`) in a compiled region breaks the graph."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ class PrintInCompiledRegion(StatementCalls, Rule):
         "print() breaks the graph; remove it, or print only eagerly: "
         "`if not torch.compiler.is_compiling(): print(...)`"
     )
-    steps = ("if not torch.compiler.is_compiling(): print(...)", "torch._dynamo.config.reorderable_logging_functions = {print}",
+    steps = ("if not torch.compiler.is_compiling(): print(...)",
+             "torch._dynamo.config.reorderable_logging_functions = {print}",
              "@torch.compiler.disable")
     invalid = [
         Invalid(

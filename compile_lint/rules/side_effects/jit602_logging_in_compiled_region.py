@@ -1,4 +1,5 @@
-"""JIT602 logging-in-compiled-region: A logger call (`logger.info`, `logger.warning_once`, `logging.debug`) breaks the graph."""
+"""JIT602 logging-in-compiled-region: A logger call (`logger.info`, `logger.warning_once`,
+`logging.debug`) breaks the graph."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.rules.support.bindings import made_by
 from compile_lint.fixes.guards import (
     StatementCalls,
     compile_only_message,
@@ -16,6 +16,7 @@ from compile_lint.fixes.guards import (
 )
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.bindings import made_by
 
 
 class LoggingInCompiledRegion(StatementCalls, Rule):

@@ -1,12 +1,13 @@
-"""JIT606 unsupported-context-manager: `with lock:`, `with warnings.catch_warnings():`, `with torch.backends.cudnn.flags(...)` and other untraceable context managers break."""
+"""JIT606 unsupported-context-manager: `with lock:`, `with warnings.catch_warnings():`,
+`with torch.backends.cudnn.flags(...)` and other untraceable context managers break."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import call_name
 from compile_lint.rules.support.threads import is_thread_primitive
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class UnsupportedContextManager(Rule):

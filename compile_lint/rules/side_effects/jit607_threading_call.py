@@ -1,12 +1,13 @@
-"""JIT607 threading-call: Calling `threading` (`lock.acquire()`, `threading.get_ident()`) in a compiled region breaks."""
+"""JIT607 threading-call: Calling `threading` (`lock.acquire()`, `threading.get_ident()`)
+in a compiled region breaks."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import call_name
 from compile_lint.rules.support.threads import is_thread_primitive
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class ThreadingCall(Rule):

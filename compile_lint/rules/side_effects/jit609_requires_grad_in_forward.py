@@ -1,4 +1,5 @@
-"""JIT609 requires-grad-in-forward: `t.requires_grad_()` or `t.requires_grad = ...` inside a compiled region breaks the graph."""
+"""JIT609 requires-grad-in-forward: `t.requires_grad_()` or `t.requires_grad = ...`
+inside a compiled region breaks the graph."""
 
 from __future__ import annotations
 

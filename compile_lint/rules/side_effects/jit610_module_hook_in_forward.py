@@ -1,4 +1,5 @@
-"""JIT610 module-hook-in-forward: Registering a module hook (`register_forward_hook`, ...) in a compiled region breaks."""
+"""JIT610 module-hook-in-forward: Registering a module hook (`register_forward_hook`,
+...) in a compiled region breaks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT611 compiler-disabled-call: A call to a `@torch.compiler.disable` function from a compiled region (an intended break)."""
+"""JIT611 compiler-disabled-call: A call to a `@torch.compiler.disable` function from a
+compiled region (an intended break)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.syntax.imports import dotted_name
-
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

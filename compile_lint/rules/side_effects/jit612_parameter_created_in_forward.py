@@ -1,13 +1,14 @@
-"""JIT612 parameter-created-in-forward: Building an `nn.Parameter`, or a layer that owns one, inside a compiled region breaks the graph."""
+"""JIT612 parameter-created-in-forward: Building an `nn.Parameter`, or a layer that owns one,
+inside a compiled region breaks the graph."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import visit
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import call_name
 from compile_lint.rules.support.syntax import class_method, keyword_argument
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class ParameterCreatedInForward(Rule):

@@ -1,12 +1,13 @@
-"""JIT613 rng-state-in-forward: Seeding or saving the random state, or using a `torch.Generator`, inside a compiled region breaks the graph."""
+"""JIT613 rng-state-in-forward: Seeding or saving the random state, or using a `torch.Generator`,
+inside a compiled region breaks the graph."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import call_name, made_only_by
 from compile_lint.rules.support.syntax import keyword_argument
-from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.torch_tables import SKIPPED_TORCH_FUNCTIONS
 
 

@@ -1,4 +1,5 @@
-"""JIT614 dynamo-mark-in-forward: `torch._dynamo.mark_static_address` or `mark_dynamic` inside a compiled region stops the compile with an error."""
+"""JIT614 dynamo-mark-in-forward: `torch._dynamo.mark_static_address` or `mark_dynamic` inside a compiled region stops
+the compile with an error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JIT615 method-binding-in-forward: Binding a method at run time with `types.MethodType`, or `__get__` on a lambda, a nested function or a torch builtin, breaks the graph."""
+"""JIT615 method-binding-in-forward: Binding a method at run time with `types.MethodType`, or `__get__` on a lambda,
+a nested function or a torch builtin, breaks the graph."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class MethodBindingInForward(Rule):
 
     Instead: call the function with the object as its first argument (`helper(self, x)`),
     use `functools.partial(helper, self)`, or bind once in `__init__`.
-    """
+    """  # noqa: E501 - the rule's documentation (--explain, docs/rules.md) as written
 
     code = "JIT615"
     name = "method-binding-in-forward"

@@ -1,4 +1,5 @@
-"""JIT617 explicit-graph-break: `torch._dynamo.graph_break()` in compiled code breaks the graph on purpose: fullgraph fails there."""
+"""JIT617 explicit-graph-break: `torch._dynamo.graph_break()` in compiled code breaks the
+graph on purpose: fullgraph fails there."""
 
 from __future__ import annotations
 

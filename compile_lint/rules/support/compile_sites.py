@@ -7,8 +7,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING
+from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.base import Rule
 
@@ -138,11 +138,11 @@ def varying_shape_calls(context: FileContext) -> Iterator[tuple[cst.Call, str]]:
     found: list[tuple[cst.Call, str]] = []
     compiled = context.compiled_callables
     for loop in context.module_index.of_type(cst.For):
-        loop_vars = target_names(loop.target)  # type: ignore[attr-defined]
+        loop_vars = target_names(loop.target)
         if not loop_vars:
             continue
         body = LoopBody()
-        visit(loop.body, body)  # type: ignore[attr-defined]
+        visit(loop.body, body)
         variation = ShapeVariation(loop_vars, body.assigned, context.imports)
         for call in body.calls:
             name = dotted_name(call.func)
@@ -157,7 +157,7 @@ def varying_shape_calls(context: FileContext) -> Iterator[tuple[cst.Call, str]]:
 
 def _scopes(parents: dict, node: cst.CSTNode) -> list[cst.CSTNode]:
     """The functions and classes holding `node` (not `node` itself), innermost first, then the module."""
-    chain = []
+    chain: list[cst.CSTNode] = []
     while node in parents:
         node = parents[node]
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):

@@ -125,7 +125,7 @@ def render() -> str:
     version = torch.__version__.split("+")[0]
     parts = [
         f'"""What torch {version} itself says breaks a graph: generated, do not edit.\n\n'
-        f"Regenerate with `{COMMAND}` (tests/test_torch_tables.py checks it is current);\n"
+        f"Regenerate with `{COMMAND}`\n(tests/test_torch_tables.py checks it is current);\n"
         'compile_lint/rules/support/generate_tables.py says where each table comes from.\n"""\n',
         f"TORCH_VERSION = {version!r}\n",
         _tuple("DYNAMIC_OUTPUT_SHAPE_OPS", sorted(set(dynamic)),

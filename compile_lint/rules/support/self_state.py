@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.rules.support.syntax import self_attribute
 from compile_lint.rules.base import Rule
+from compile_lint.rules.support.syntax import self_attribute
 
 GROW_METHODS = frozenset({"append", "extend", "insert"})
 

@@ -13,8 +13,8 @@ from compile_lint.analysis.kinds.facts import Kind, annotation_kind, returned_va
 from compile_lint.analysis.syntax.imports import dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.conditions import data_dependent
-from compile_lint.rules.support.syntax import class_method
 from compile_lint.rules.base import Rule
+from compile_lint.rules.support.syntax import class_method
 
 # Receivers that are certainly not a tensor or an array: `.item()` on them is not ours.
 NOT_ARRAYS = frozenset({Kind.PY, Kind.SHAPE, Kind.LIST, Kind.DICT, Kind.MODULE, Kind.SELF})
@@ -129,7 +129,8 @@ def _python_valued(rule: Rule, expr: cst.BaseExpression, depth: int) -> bool:
     if _narrowed_to_number(rule, expr):
         return True
     values = context.local_values(expr.value)
-    if context.facts.param_kind(context.function, expr.value) is not None:
+    # Asked of a name inside a function (param_kind reads its parameters): never None here.
+    if context.facts.param_kind(context.function, expr.value) is not None:  # type: ignore[arg-type]
         # As in `data_dependent`: a parameter not declared a Tensor is as often a Python
         # number or a tuple of them (`window_size`, `height`) as a tensor.
         return not values and _untyped_param(rule, expr.value)
@@ -261,7 +262,8 @@ def _derived_from_tensor(rule: Rule, expr: cst.BaseExpression, depth: int) -> bo
     class _Scan(cst.CSTVisitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             # `np.sqrt(x.shape[-1])` reads a size, not tensor data.
-            if isinstance(node, (cst.Subscript, cst.Attribute, cst.Call)) and context.kind(node) in (Kind.SHAPE, Kind.PY):
+            if (isinstance(node, (cst.Subscript, cst.Attribute, cst.Call))
+                    and context.kind(node) in (Kind.SHAPE, Kind.PY)):
                 return False
             return super().on_visit(node)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules.support.bindings import made_by
 from compile_lint.rules.base import Rule
+from compile_lint.rules.support.bindings import made_by
 
 THREAD_PRIMITIVES = frozenset(
     {

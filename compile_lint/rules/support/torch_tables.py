@@ -1,6 +1,7 @@
 """What torch 2.13.0 itself says breaks a graph: generated, do not edit.
 
-Regenerate with `python -m compile_lint.rules.support.generate_tables --write` (tests/test_torch_tables.py checks it is current);
+Regenerate with `python -m compile_lint.rules.support.generate_tables --write`
+(tests/test_torch_tables.py checks it is current);
 compile_lint/rules/support/generate_tables.py says where each table comes from.
 """
 

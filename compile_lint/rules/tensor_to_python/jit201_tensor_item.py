@@ -10,15 +10,15 @@ import libcst as cst
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.fixes.capture_scalars import report_captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
-from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorItem(ElifTracker, Rule):
@@ -283,7 +283,8 @@ class TensorItem(ElifTracker, Rule):
             calls="[(torch.randn(8, 6), torch.tensor(4)), (torch.randn(8, 6), torch.tensor(3))]",
             entry="Rows",
             lines=[6],
-            note="No fix: a reshape size read from a 0-d input is guarded on (`8 % n`): it recompiles, captured or not.",
+            note=("No fix: a reshape size read from a 0-d input is guarded on (`8 % n`): "
+                  "it recompiles, captured or not."),
         ),
         Invalid(
             """
@@ -422,8 +423,8 @@ class TensorItem(ElifTracker, Rule):
         if report_captured_size(self.context, self.report, node, self.message):
             return
         assert isinstance(node.func, cst.Attribute)
-        fix = keep_tensor_fix(self.context, node, node.with_changes(func=node.func.with_changes(attr=cst.Name("detach"))),
-                              receiver)
+        detached = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+        fix = keep_tensor_fix(self.context, node, detached, receiver)
         reason = unkept_number(self.context, node, unsafe_operand(self.context, receiver))
         self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
 

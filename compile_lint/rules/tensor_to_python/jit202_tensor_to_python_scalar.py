@@ -7,14 +7,14 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
+from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
 from compile_lint.fixes.capture_scalars import report_captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
-from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.tensor_data import (
     builtin_conversion,
 )
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorToPythonScalar(ElifTracker, Rule):
@@ -332,7 +332,8 @@ class TensorToPythonScalar(ElifTracker, Rule):
             return
         message = self.message.replace("`int()`/`float()`/`bool()`", f"`{name}()`", 1)
         value = node.args[0].value
-        outcome = linearise_data_read(self.context, node, self.is_elif) if self.context.kind(value) is Kind.TENSOR else None
+        outcome = (linearise_data_read(self.context, node, self.is_elif)
+                   if self.context.kind(value) is Kind.TENSOR else None)
         if outcome is not None:
             self.report(node, message=with_reason(message, outcome), fix=outcome.fix)
             return

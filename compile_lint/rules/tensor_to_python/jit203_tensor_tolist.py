@@ -9,12 +9,12 @@ import libcst as cst
 
 from compile_lint.analysis.syntax.walk import walk
 from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
+from compile_lint.fixes.plan import FixPlan
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
 )
-from compile_lint.fixes.plan import FixPlan
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class TensorTolist(Rule):
@@ -231,7 +231,8 @@ class _RowLoop:
         if len(statements) == 1:
             replacements = [(first, cst.FlattenSentinel([head, body]))]
         else:
-            replacements = [(first, head), (statements[1], body.with_changes(leading_lines=statements[1].leading_lines))]
+            replacements = [(first, head),
+                            (statements[1], body.with_changes(leading_lines=statements[1].leading_lines))]
         replacements.append((consumer, cast))
         return FixPlan(replacements, "Vectorise the row loop: columns by `unbind`, arithmetic on tensors", "unsafe")
 

@@ -8,8 +8,8 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.capture_scalars import report_captured_tensor_size
-from compile_lint.rules.support.tensor_data import bound_only_to, holds_tensor_data
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.tensor_data import bound_only_to, holds_tensor_data
 
 
 class TensorAsSize(Rule):

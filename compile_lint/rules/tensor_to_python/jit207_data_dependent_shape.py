@@ -9,9 +9,9 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import with_reason
 from compile_lint.fixes.masked_updates import masked_update_fix
+from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
-from compile_lint.rules.base import Invalid, Rule, Valid
 
 
 class DataDependentShape(Rule):
@@ -278,7 +278,8 @@ class DataDependentShape(Rule):
             calls="[(torch.randn(4, 8), torch.tensor([0, 1, 1, 2]))]",
             entry="AddClassEmbedding",
             lines=[11],
-            note="no fix: `self.emb[1]` might be one row per selected element, and the mask covers only `y`'s first dim",
+            note=("no fix: `self.emb[1]` might be one row per selected element, "
+                  "and the mask covers only `y`'s first dim"),
         ),
         Invalid(
             """

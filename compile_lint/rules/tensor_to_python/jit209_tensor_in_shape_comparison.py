@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.rules.support.tensor_data import holds_tensor_data
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.tensor_data import holds_tensor_data
 
 
 class TensorInShapeComparison(Rule):

@@ -143,7 +143,7 @@ class TensorSliceBound(Rule):
                         captured = captured_size(self.context, bound, implicit=True)
                         self.report(node, self.message if captured else UNCAPTURED_BOUND)
                         return
-            elif base is Kind.LIST and self.context.kind(index.value) is Kind.TENSOR:
+            elif base is Kind.LIST and isinstance(index, cst.Index) and self.context.kind(index.value) is Kind.TENSOR:
                 self.report(node, LIST_INDEX)
                 return
 

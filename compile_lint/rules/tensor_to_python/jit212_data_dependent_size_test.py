@@ -1,4 +1,5 @@
-"""JIT212 data-dependent-size-test: A Python test on the size of a tensor whose size depends on data (`if keep.numel() == 0:`)."""
+"""JIT212 data-dependent-size-test: A Python test on the size of a tensor whose size depends on data
+(`if keep.numel() == 0:`)."""
 
 from __future__ import annotations
 

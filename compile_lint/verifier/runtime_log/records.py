@@ -145,7 +145,8 @@ def _break_types(lines: Sequence[str]) -> tuple[list[str], str]:
             parts.append([])
         else:
             parts[-1].append(line)
-    types, explanation = [], ""
+    types: list[str] = []
+    explanation = ""
     for part in parts:
         index = next((i for i, line in enumerate(part) if line.strip().startswith("Explanation:")), None)
         if index is None:
