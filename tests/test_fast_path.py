@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import libcst as cst
 import pytest
 
-from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING
+from compile_lint.analysis.file.compile_spellings import COMPILED_CALLABLE_SPELLING
 from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, child_fields, children, code_fields, iter_nodes, visit
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.prefilter import needs_lint

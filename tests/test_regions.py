@@ -2,7 +2,7 @@
 
 import pytest
 
-from compile_lint.analysis.file.regions import may_call_compile
+from compile_lint.analysis.file.compile_spellings import may_call_compile
 from compile_lint.testing import make_context
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.file.regions import is_compiling_helper
+from compile_lint.analysis.file.eager_branches import is_compiling_helper
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.plan import FixPlan
 

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Optional, TypeVa
 import libcst as cst
 
 from compile_lint.analysis.file import module_facts
+from compile_lint.analysis.file.eager_branches import predicate_sense
 from compile_lint.analysis.file.module_index import ModuleIndex
 from compile_lint.analysis.file.paths import Modes, PathModes
-from compile_lint.analysis.file.regions import Regions, find_regions, predicate_sense
+from compile_lint.analysis.file.regions import Regions, find_regions
 from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in

@@ -8,18 +8,21 @@ are an intended break), and neither are branches guarded by `not is_compiling()`
 `torch.jit.is_scripting()`, nor the statements after `if is_compiling(): return ...`.
 Branches that only run under compile (`if is_compiling():`, the `else` of
 `if not is_compiling():`) are traced and recorded, so fixes never guard them with
-`not is_compiling()`, which would make them dead code.
+`not is_compiling()`, which would make them dead code. Those branches are eager_branches.py's
+to find, and the names passed to `torch.compile` compile_spellings.py's; this module walks
+the file once for both and closes the traced set.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
 
+from compile_lint.analysis.file.compile_spellings import CompileCalls, may_call_compile
+from compile_lint.analysis.file.eager_branches import PREDICATE_WORDS, EagerBranches
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
@@ -34,10 +37,7 @@ from compile_lint.analysis.syntax.predicates import (  # noqa: F401 - one table,
     MODULE_BASE_PREFIX,
     OPAQUE_OP_DECORATORS,
 )
-from compile_lint.analysis.syntax.predicates import (
-    TRACING_HELPER as _TRACING_HELPER,
-)
-from compile_lint.analysis.syntax.walk import WHITESPACE_TYPES, visit, walk
+from compile_lint.analysis.syntax.walk import visit
 
 if TYPE_CHECKING:  # the engine passes it; importing it here would load the call graph
     from compile_lint.analysis.project.reach import FileReach
@@ -76,81 +76,6 @@ def _decorator_names(function: cst.FunctionDef, imports: ImportMap) -> set[str]:
         if name:
             names.add(name)
     return names
-
-
-def predicate_sense(
-    test: cst.BaseExpression,
-    imports: ImportMap,
-    bindings: Optional[Mapping[str, cst.BaseExpression]] = None,
-    eagerly: bool = False,
-) -> Optional[bool]:
-    """Whether `test` is known True (or False) while Dynamo traces; None when unknown.
-
-    With `eagerly=True`, the same question for eager runs, where every is-compiling
-    predicate is False. `not`, `and` and `or` combine known parts: `not is_compiling() and
-    logger.isEnabledFor(x)` is False under compile whatever the logger says. `bindings`
-    maps local names assigned once to their value (`compiling = is_compiling()`).
-    """
-    return _sense(test, imports, bindings or {}, eagerly, 0)
-
-
-def _sense(
-    test: cst.BaseExpression, imports: ImportMap, bindings: Mapping[str, cst.BaseExpression], eagerly: bool, depth: int,
-) -> Optional[bool]:
-    if depth > 10:
-        return None
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _sense(test.expression, imports, bindings, eagerly, depth + 1)
-        return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        left = _sense(test.left, imports, bindings, eagerly, depth + 1)
-        right = _sense(test.right, imports, bindings, eagerly, depth + 1)
-        decisive = isinstance(test.operator, cst.Or)  # True decides `or`, False decides `and`
-        if decisive in (left, right):
-            return decisive
-        return (not decisive) if left is right is (not decisive) else None
-    if isinstance(test, cst.Name) and test.value in bindings:
-        return _sense(bindings[test.value], imports, bindings, eagerly, depth + 1)
-    if not isinstance(test, cst.Call):
-        return None
-    if imports.qualname(test.func) == "builtins.bool" and len(test.args) == 1:
-        return _sense(test.args[0].value, imports, bindings, eagerly, depth + 1)
-    role = predicate_role(test, imports)
-    if role == "compiling":
-        return not eagerly
-    if role == "never":
-        return False
-    return None
-
-
-def predicate_role(call: cst.Call, imports: ImportMap) -> Optional[str]:
-    """"compiling" for a call True only while Dynamo traces (`torch.compiler.is_compiling()`,
-    transformers' `is_torchdynamo_compiling()`), "never" for one False under torch.compile
-    and eagerly (`torch.jit.is_scripting()`), else None."""
-    name = imports.qualname(call.func) or dotted_name(call.func) or ""
-    parts = name.split(".")
-    last = parts[-1]
-    if name in COMPILING_PREDICATES:
-        return "compiling"
-    if name in EAGER_PREDICATES or (last in EAGER_PREDICATE_NAMES and not call.args):
-        return "never"
-    if parts[0] in ("self", "cls") or name.startswith("torch.jit."):
-        return None
-    if last in COMPILING_PREDICATE_NAMES and not call.args:
-        return "compiling"
-    helper, modules = _TRACING_HELPER
-    if last == helper and len(parts) > 1 and parts[-2] in modules and len(call.args) <= 1:
-        return "compiling"
-    return None
-
-
-def is_compiling_helper(qualified: str) -> bool:
-    """True for the qualified name of an is-compiling function (`torch.compiler.is_compiling`,
-    `transformers.utils.is_torchdynamo_compiling`): `not NAME()` guards eager-only code."""
-    if qualified in COMPILING_PREDICATES:
-        return True
-    parts = qualified.split(".")
-    return parts[-1] in COMPILING_PREDICATE_NAMES and not qualified.startswith("torch.jit.")
 
 
 class _Index(cst.CSTVisitor):
@@ -197,173 +122,10 @@ class _Index(cst.CSTVisitor):
         self._stack.pop()
 
 
-class _CompileCalls(cst.CSTVisitor):
-    """Names of functions passed to `torch.compile(...)` anywhere in a file."""
-
-    def __init__(self, imports: ImportMap, names: set[str]) -> None:
-        self.imports = imports
-        self.names = names
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.imports.qualname(node.func) in COMPILE_FUNCTIONS and node.args:
-            name = dotted_name(node.args[0].value)
-            if name:
-                self.names.add(name.split(".")[-1])
-
-
-class _EagerBranches(cst.CSTVisitor):
-    """Branches only eager runs reach (not traced) and those only compiled runs reach."""
-
-    def __init__(self, imports: ImportMap, eager_only: set[cst.CSTNode], compile_only: set[cst.CSTNode]) -> None:
-        self.imports = imports
-        self.eager_only = eager_only
-        self.compile_only = compile_only
-        self._bindings: list[_LocalBindings] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._bindings.append(_LocalBindings(node))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._bindings.pop()
-
-    def _senses(self, test: cst.BaseExpression) -> tuple[Optional[bool], Optional[bool]]:
-        """The test's value under compile and in eager runs (None: unknown)."""
-        bindings = self._bindings[-1] if self._bindings else {}
-        return (predicate_sense(test, self.imports, bindings),
-                predicate_sense(test, self.imports, bindings, eagerly=True))
-
-    def _split(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: Optional[cst.CSTNode]) -> None:
-        compiled, eager = self._senses(test)
-        if compiled is False:
-            self.eager_only.add(body)
-        elif eager is False:
-            self.compile_only.add(body)
-        if orelse is None:
-            return
-        if compiled is True:
-            self.eager_only.add(orelse)
-        elif eager is True:
-            self.compile_only.add(orelse)
-
-    def visit_If(self, node: cst.If) -> None:
-        self._split(node.test, node.body, node.orelse)
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._split(node.test, node.body, node.orelse)
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        # `if is_compiling(): return x` leaves the rest of the block to eager runs, and
-        # `if not is_compiling(): return x` leaves it to compiled ones.
-        statements = list(node.body)
-        for position, statement in enumerate(statements):
-            if not (isinstance(statement, cst.If) and statement.orelse is None and _always_exits(statement.body)):
-                continue
-            compiled, eager = self._senses(statement.test)
-            rest = statements[position + 1:]
-            if compiled is True:
-                self.eager_only.update(rest)
-            elif eager is True:
-                self.compile_only.update(rest)
-
-
-def _always_exits(block: cst.BaseSuite) -> bool:
-    """True when the block's last statement is `return`, `raise`, `continue` or `break`."""
-    if isinstance(block, cst.IndentedBlock):
-        if not block.body:
-            return False
-        last = block.body[-1]
-        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
-            return False
-        small = last.body[-1]
-    elif isinstance(block, cst.SimpleStatementSuite) and block.body:
-        small = block.body[-1]
-    else:
-        return False
-    return isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break))
-
-
-class _LocalBindings(Mapping[str, cst.BaseExpression]):
-    """Names a function binds exactly once, by a plain `name = value`, mapped to the value.
-
-    Computed on first lookup: most functions never test a bare name against is-compiling.
-    """
-
-    def __init__(self, function: cst.FunctionDef) -> None:
-        self.function = function
-        self._values: Optional[dict[str, cst.BaseExpression]] = None
-
-    def _computed(self) -> dict[str, cst.BaseExpression]:
-        if self._values is None:
-            counter = _Bindings()
-            walk(self.function.body, counter.on_visit, None, WHITESPACE_TYPES)
-            params = self.function.params
-            extra = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-            for parameter in (*params.posonly_params, *params.params, *params.kwonly_params, *extra):
-                counter.bind(parameter.name)
-            self._values = {name: value for name, value in counter.values.items() if counter.count.get(name) == 1}
-        return self._values
-
-    def __getitem__(self, name: str) -> cst.BaseExpression:
-        return self._computed()[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._computed()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._computed())
-
-    def __len__(self) -> int:
-        return len(self._computed())
-
-
-class _Bindings:
-    """Counts every way a function binds each name; remembers plain `name = value` values."""
-
-    # Bound in a way that is never a single plain `name = value`: disqualifies the name.
-    _DISQUALIFIED = 2
-
-    def __init__(self) -> None:
-        self.count: dict[str, int] = {}
-        self.values: dict[str, cst.BaseExpression] = {}
-
-    def bind(self, target: cst.CSTNode, weight: int = 1) -> None:
-        if isinstance(target, cst.Name):
-            self.count[target.value] = self.count.get(target.value, 0) + weight
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self.bind(element.value, weight)
-        elif isinstance(target, cst.StarredElement):
-            self.bind(target.value, weight)
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self.bind(node.name)
-            return False  # their own scope
-        if isinstance(node, cst.Lambda):
-            return False
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                self.bind(target.target)
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                self.values[node.targets[0].target.value] = node.value
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
-            self.bind(node.target, self._DISQUALIFIED)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            self.bind(node.target)
-        elif isinstance(node, cst.AsName):
-            self.bind(node.name)
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            for item in node.names:
-                self.bind(item.name, self._DISQUALIFIED)
-        elif isinstance(node, cst.Del):
-            self.bind(node.target)
-        return True
-
-
-class _CompileCallsAndEagerBranches(cst.CSTVisitor):
+class CompileCallsAndEagerBranches(cst.CSTVisitor):
     """Both collectors in one walk of the module."""
 
-    def __init__(self, calls: _CompileCalls, branches: _EagerBranches) -> None:
+    def __init__(self, calls: CompileCalls, branches: EagerBranches) -> None:
         self.visit_Call = calls.visit_Call  # type: ignore[method-assign]
         self.visit_If = branches.visit_If  # type: ignore[method-assign]
         self.visit_IfExp = branches.visit_IfExp  # type: ignore[method-assign]
@@ -382,42 +144,6 @@ class _CompileCallsAndEagerBranches(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None: ...
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None: ...
-
-
-# Every eager predicate's name contains one of these.
-_PREDICATE_WORDS = ("compiling", "is_scripting", "is_tracing", "exporting")
-# Spaces, line breaks, backslash continuations and comments: what may separate a name from
-# the `(` of its call (inside brackets), or from `as` in its import.
-_SEPARATORS = r"(?:\s|\\|#[^\r\n]*)"
-
-
-def call_or_alias_pattern(*names: str) -> str:
-    """A regular expression for a call of a function that ends in one of `names`, or an alias import of it."""
-    alternatives = "|".join(names)
-    return rf"(?:{alternatives}){_SEPARATORS}*\(|(?:{alternatives}){_SEPARATORS}+as\b"
-
-
-def decorator_pattern(*names: str) -> str:
-    """A regular expression for a decorator whose callee spells one of `names` (`@torch.compile(...)`).
-
-    A callee that resolves to a name is a dotted name: on the `@` line, unless it is
-    parenthesized or continued with a backslash, so those decorators match too. Linear
-    in the text (no nested repetition).
-    """
-    alternatives = "|".join(names)
-    return rf"@[\w. \t]*(?:{alternatives})|@[ \t]*\(|@[\w. \t]*\\"
-
-
-# A compile function is called (or imported under another name) by its name, so a file that
-# spells neither has no compile call; a compiled callable also comes from a decorator.
-COMPILE_CALL_OR_ALIAS = call_or_alias_pattern("compile", "optimize")
-COMPILED_CALLABLE_SPELLING = f"{COMPILE_CALL_OR_ALIAS}|{decorator_pattern('compile', 'optimize')}"
-_COMPILE_CALL = re.compile(COMPILE_CALL_OR_ALIAS)
-
-
-def may_call_compile(source: str) -> bool:
-    """False when no call in `source` can resolve to `torch.compile` or `torch._dynamo.optimize`."""
-    return _COMPILE_CALL.search(source) is not None
 
 
 def find_regions(
@@ -474,11 +200,11 @@ class _RegionFinder:
                                qualnames={function: name for name, function in self.index.qualnames.items()})
         calls = branches = None
         if source is None or may_call_compile(source):
-            calls = _CompileCalls(imports, self.index.compiled_names)
-        if source is None or any(word in source for word in _PREDICATE_WORDS):
-            branches = _EagerBranches(imports, self.regions.eager_only, self.regions.compile_only)
+            calls = CompileCalls(imports, self.index.compiled_names)
+        if source is None or any(word in source for word in PREDICATE_WORDS):
+            branches = EagerBranches(imports, self.regions.eager_only, self.regions.compile_only)
         if calls is not None and branches is not None:
-            visit(module, _CompileCallsAndEagerBranches(calls, branches))
+            visit(module, CompileCallsAndEagerBranches(calls, branches))
         elif calls is not None:
             visit(module, calls)
         elif branches is not None:

@@ -19,7 +19,7 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING, Iterable
 
-from compile_lint.analysis.project.dispatch_spellings import PATTERN, RETURNED, TABLE_ENTRY
+from compile_lint.analysis.project.dispatch_spellings import PATTERN, RETURNED_ALIAS, TABLE_ENTRY
 from compile_lint.analysis.project.summary import MODULE_SCOPE
 
 if TYPE_CHECKING:
@@ -95,14 +95,14 @@ def class_table(graph: "CallGraph", path: str, qualname: str, name: str) -> list
 
 
 def returned_targets(graph: "CallGraph", path: str, qualname: str, depth: int) -> list["Target"]:
-    """What calling the result of function `qualname` runs, when it returns a dispatch (`RETURNED`):
+    """What calling the result of function `qualname` runs, when it returns a dispatch (`RETURNED_ALIAS`):
     `reduction = self.get_reduction_func(kind); reduction(x)` -> the `*_reduction` methods of the
     class, its bases and (the dispatch being on `self`) its subclasses."""
     function = graph.function((path, qualname))
-    if function is None or RETURNED not in function.aliases:
+    if function is None or RETURNED_ALIAS not in function.aliases:
         return []
     found: list["Target"] = []
-    for spelling in function.aliases[RETURNED]:
+    for spelling in function.aliases[RETURNED_ALIAS]:
         found += graph.resolve(path, function, spelling, depth + 1)
         head, _, name = spelling.partition(".")
         if head == "self" and name and "." not in name and function.owner:

@@ -12,7 +12,7 @@
 - A local bound to a dispatched call, `solver = SOLVERS[method](...)`, holds an instance of
   any of the values: `SOLVERS[]()`.
 - A function that returns a dispatch (`return getattr(self, f"{kind}_reduction")`) keeps it
-  as its local alias `RETURNED`: calling what the function returns calls any of those.
+  as its local alias `RETURNED_ALIAS`: calling what the function returns calls any of those.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Optional
 from compile_lint.analysis.project.expressions import callee_spelling, dotted, value_spellings
 
 TABLE_ENTRY = "{}"  # the prefix of a spelling that is one value of a literal table
-RETURNED = "<return>"  # the local alias that holds what a function returns through a dispatch
+RETURNED_ALIAS = "<return>"  # the local alias that holds what a function returns through a dispatch
 PATTERN = "*"  # stands for the part of an attribute name `getattr` builds at run time
 _MAX_TABLE = 64  # a longer literal is data, not a dispatch table
 _MIN_CONSTANT = 2  # letters and digits a `getattr` pattern must fix to be enumerable

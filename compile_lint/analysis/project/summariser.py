@@ -18,9 +18,7 @@ import tokenize
 from typing import Iterable, Iterator, Optional, Sequence, Union, cast
 
 from compile_lint.analysis.project.dispatch_spellings import (
-    RETURNED as RETURNED_ALIAS,
-)
-from compile_lint.analysis.project.dispatch_spellings import (
+    RETURNED_ALIAS,
     TABLE_ENTRY,
     dispatch_defaults,
     dispatched_callee,

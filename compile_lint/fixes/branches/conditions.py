@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
-from compile_lint.analysis.file.regions import predicate_sense
+from compile_lint.analysis.file.eager_branches import predicate_sense
 from compile_lint.analysis.kinds.certainty import (
     SAFE_OPERANDS,
     Under,

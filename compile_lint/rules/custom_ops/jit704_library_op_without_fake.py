@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.file.regions import call_or_alias_pattern
+from compile_lint.analysis.file.compile_spellings import call_or_alias_pattern
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.analysis.file.regions import call_or_alias_pattern, decorator_pattern
+from compile_lint.analysis.file.compile_spellings import call_or_alias_pattern, decorator_pattern
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.plan import FixPlan

@@ -6,8 +6,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from compile_lint.analysis.file.compile_spellings import COMPILED_CALLABLE_SPELLING
 from compile_lint.analysis.file.context import FileContext
-from compile_lint.analysis.file.regions import COMPILED_CALLABLE_SPELLING
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.base import Rule
