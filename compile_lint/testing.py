@@ -1,6 +1,7 @@
 """What a rule author tests with: a rule's example cases, the lines a rule flags, a fix's proof.
 
-The project's own tests use these (tests/conftest.py), and a new rule's tests can too:
+The project's own tests use these (tests/test_calibration.py and the tests of each fix shape),
+and a new rule's tests can too:
 
     from compile_lint.testing import example_cases, flagged_lines, fix_problems
 
