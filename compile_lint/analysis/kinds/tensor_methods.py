@@ -79,3 +79,16 @@ SHARED_METHODS = frozenset("add histogram index mode resize size sort split tran
 # Methods no image or builtin has: `x.amax()` in a function is evidence, in eager code too,
 # that `x` is a tensor; `img.resize(...)` is not.
 TENSOR_ONLY_METHODS = TENSOR_METHODS - SHARED_METHODS
+
+# The tensor-only methods numpy arrays (and numpy scalars) have too (numpy 2.4): generated with
+# `TENSOR_ONLY_METHODS & set(dir(numpy.ndarray)) | ...(dir(numpy.float64))`.
+_NDARRAY_METHODS = frozenset(
+    """
+    all any argmax argmin argsort clip conj cumprod cumsum diagonal dot flatten item max mean min
+    nonzero prod put ravel repeat reshape round squeeze std sum swapaxes take tolist trace var view
+    """.split()
+)
+
+# Methods no image, builtin or numpy array has (`.abs()`, `.clamp()`, `.norm()`): what one
+# returns, called on a value of unknown kind, is a tensor's method result.
+TENSOR_ONLY_NOT_ARRAY_METHODS = TENSOR_ONLY_METHODS - _NDARRAY_METHODS

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from compile_lint.analysis.kinds.tensor_methods import TENSOR_ONLY_NOT_ARRAY_METHODS
 from compile_lint.analysis.project.summary import OTHER, PY, TENSOR
 
 # Tensor methods whose result is no tensor.
@@ -167,6 +168,8 @@ def value_tag(value: ast.AST, params: frozenset[str], qualify: Callable[[str], s
             return TENSOR
         if isinstance(func, ast.Attribute) and func.attr not in _PYTHON_METHODS:
             receiver = value_tag(func.value, params, qualify, depth + 1)
+            if receiver == OTHER and func.attr in TENSOR_ONLY_NOT_ARRAY_METHODS:
+                return TENSOR  # `norm(y).abs()`: only a tensor has the method
             return receiver if receiver != PY else OTHER
         return OTHER
     if isinstance(value, ast.BinOp):

@@ -14,7 +14,10 @@ class TensorTruthValue(Rule):
     Why: `a and b`, `a or b` and `not a` call `bool(a)`; on a tensor that needs its
     value ("Data-dependent branching"), so `fullgraph=True` fails. This includes
     `y = mask.any() and z`, `valid = not torch.isnan(x).any()` and `assert not
-    x.isnan().any()` (a plain `assert (x > 0).all()` compiles).
+    x.isnan().any()` (a plain `assert (x > 0).all()` compiles). An `assert` on a
+    tensor whose message is computed (`"{} bad".format(name)`, an f-string) breaks
+    too: Dynamo turns only an assert with no message or a literal string into a
+    runtime check.
 
     Instead: use tensor logic: `a & b`, `a | b`, `~a` or `torch.logical_and/or/not`,
     and `torch.where(cond, a, b)` to pick values. (`if`/`while`/ternary conditions are
@@ -76,6 +79,20 @@ class TensorTruthValue(Rule):
             entry="CheckedNorm",
             lines=[6],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Increasing(nn.Module):
+                def forward(self, t):
+                    assert (t[1:] > t[:-1]).all(), "{} must be increasing".format("t")
+                    return t * 2
+            """,
+            calls="[(torch.arange(4.0),)]",
+            entry="Increasing",
+            lines=[6],
+        ),
     ]
     valid = [
         Valid(
@@ -120,6 +137,7 @@ class TensorTruthValue(Rule):
             class Checked(nn.Module):
                 def forward(self, x):
                     assert x.dim() == 2 and (x == x).all(), "bad input"
+                    assert (x == x).all(), "bad " "input"
                     if x.shape[0] > 1 and not x.is_floating_point():
                         x = x.float()
                     return x * 2
@@ -150,6 +168,15 @@ class TensorTruthValue(Rule):
     def visit_CompIf(self, node: cst.CompIf) -> None:
         self._condition(node.test)
 
+    def visit_Assert(self, node: cst.Assert) -> None:
+        test = node.test
+        # and/or/not tests are reported by the visitors below; a literal message makes a runtime check.
+        if node.msg is None or _literal_string(node.msg) or isinstance(test, cst.BooleanOperation) or (
+                isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+            return
+        if holds_tensor_data(self, test):
+            self.report(test, _COMPUTED_MESSAGE_ASSERT)
+
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         for side in (node.left, node.right):
             if isinstance(side, cst.BooleanOperation) and not side.lpar:
@@ -165,6 +192,23 @@ class TensorTruthValue(Rule):
             return
         if holds_tensor_data(self, node.expression):
             self.report(node)
+
+
+_COMPUTED_MESSAGE_ASSERT = (
+    "`assert` on a tensor with a computed message calls bool() on its data and breaks the graph; "
+    "give it a literal message (`assert cond, \"...\"`), which torch.compile turns into a runtime check"
+)
+
+
+def _literal_string(expr: cst.BaseExpression) -> bool:
+    """True when `expr` is a string constant (Python loads it as one: Dynamo's assert rewrite needs that)."""
+    if isinstance(expr, cst.SimpleString):
+        return True
+    if isinstance(expr, cst.ConcatenatedString):
+        return _literal_string(expr.left) and _literal_string(expr.right)
+    if isinstance(expr, cst.FormattedString):
+        return not any(isinstance(part, cst.FormattedStringExpression) for part in expr.parts)
+    return False
 
 
 def _condition_chain(test: cst.BaseExpression) -> list[cst.BaseExpression]:
