@@ -461,12 +461,17 @@ class DataDependentShape(Rule):
         self._store_targets.add(node.target)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if node in self._store_targets or not self.context.kind(node.value).tensorish:
+        # A value of unknown kind (`self.distance(a, b)`, a module's output) indexed by what is
+        # certainly a boolean tensor is a tensor too: no Python container takes a mask. The fix
+        # rewrites only values known to be tensors.
+        kind = self.context.kind(node.value)
+        if node in self._store_targets or kind not in _MASKABLE:
             return
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and _is_mask(self, index.value):
-                update = masked_update_fix(self.context, node, index.value) if len(node.slice) == 1 else None
+                known = len(node.slice) == 1 and kind.tensorish
+                update = masked_update_fix(self.context, node, index.value) if known else None
                 if update is None:
                     self.report(node)
                 else:
@@ -561,6 +566,10 @@ _MASK_METHODS = frozenset({
     "bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "logical_xor",
     "eq", "ne", "gt", "ge", "lt", "le", "isclose",
 })
+
+
+# Kinds of a value that mask indexing reads (an unknown one only with a certain mask, see _is_mask).
+_MASKABLE = frozenset({Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.UNKNOWN})
 
 
 _ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
