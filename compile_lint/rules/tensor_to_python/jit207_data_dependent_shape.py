@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.bindings import tuple_items
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import with_reason
 from compile_lint.fixes.masked_updates import masked_update_fix
@@ -462,12 +463,18 @@ class DataDependentShape(Rule):
         self._store_targets.add(node.target)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if node in self._store_targets or not self.context.kind(node.value).tensorish:
+        # A value of unknown kind (`self.distance(a, b)`, a module's output) indexed by what is
+        # certainly a boolean tensor is a tensor too: no Python container takes a mask. The fix
+        # rewrites only values known to be tensors.
+        kind = self.context.kind(node.value)
+        if node in self._store_targets or kind not in _MASKABLE:
             return
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and _is_mask(self, index.value):
-                update = masked_update_fix(self.context, node, index.value) if len(node.slice) == 1 else None
+            if isinstance(index, cst.Index) and (_is_mask(self, index.value)
+                                                 or _compares_itself(self, index.value, node.value)):
+                known = len(node.slice) == 1 and kind.tensorish
+                update = masked_update_fix(self.context, node, index.value) if known else None
                 if update is None:
                     self.report(node)
                 else:
@@ -564,6 +571,10 @@ _MASK_METHODS = frozenset({
 })
 
 
+# Kinds of a value that mask indexing reads (an unknown one only with a certain mask, see _is_mask).
+_MASKABLE = frozenset({Kind.TENSOR, Kind.MAYBE_TENSOR, Kind.UNKNOWN})
+
+
 _ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
@@ -614,6 +625,32 @@ def _is_mask(rule: Rule, expr: cst.BaseExpression, depth: int = 0,
         return bool(values) and all(
             isinstance(v, cst.BaseExpression) and _is_mask(rule, v, depth + 1, function) for v in values)
     return False
+
+
+def _compares_itself(rule: Rule, index: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """`x[x > t]`, or `keep = x > t` then `x[keep]`: a value indexed by a comparison of itself.
+
+    Whatever `x`'s kind, only a tensor (or an array) gives an indexable comparison of itself
+    that indexes it, so this is mask indexing.
+    """
+    if not isinstance(value, cst.Name):
+        return False
+    if isinstance(index, cst.Name):
+        # `keep = None` before an `if` that sets the mask: on the path that indexes, it is the mask.
+        values = [v for v in rule.context.local_values(index.value, rule.context.function) if not _is_none(v)]
+    else:
+        values = [index]
+    return bool(values) and all(
+        isinstance(v, cst.Comparison) and all(isinstance(t.operator, _ORDERING) for t in v.comparisons)
+        and isinstance(v.left, cst.Name) and v.left.value == value.value for v in values)
+
+
+def _is_none(value: object) -> bool:
+    """A local bound to `None`, also as an item of an unpacked literal (`a, b = None, None`)."""
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "element" and isinstance(value[2], int):
+        items = tuple_items(value[1]) if isinstance(value[1], cst.BaseExpression) else None
+        value = items[value[2]] if items is not None and value[2] < len(items) else None
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _moves_only(call: cst.Call) -> bool:
