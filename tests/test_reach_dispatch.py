@@ -48,7 +48,7 @@ def test_dispatched_callee_spellings(source, spelling):
 
 
 def test_a_function_returning_a_dispatch_keeps_it_as_its_returned_alias():
-    from compile_lint.analysis.project.dispatch_spellings import RETURNED
+    from compile_lint.analysis.project.dispatch_spellings import RETURNED_ALIAS
     from compile_lint.analysis.project.summariser import summarise_source
 
     summary = summarise_source("r.py", b"""
@@ -59,8 +59,8 @@ class Reducer:
     def made(self, kind):
         return TABLE[kind](self)
 """)
-    assert summary.functions["Reducer.reduction_for"].aliases[RETURNED] == ("self.*_reduction",)
-    assert RETURNED not in summary.functions["Reducer.made"].aliases  # an instance made: not this shape
+    assert summary.functions["Reducer.reduction_for"].aliases[RETURNED_ALIAS] == ("self.*_reduction",)
+    assert RETURNED_ALIAS not in summary.functions["Reducer.made"].aliases  # an instance made: not this shape
 
 
 def test_table_spellings_keep_classes_and_functions_of_short_literals_only():
