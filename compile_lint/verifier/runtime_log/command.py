@@ -60,18 +60,21 @@ def _error(message: str) -> None:
 def static_lint(config: Config) -> Callable[[str], StaticFile]:
     """Lint a file the log points into with every rule, on and off by default, noqa or not:
     "no static rule" must mean that no rule flags the line."""
-    from compile_lint.engine.api import lint_source
+    from compile_lint.engine.api import ProjectIndex, lint_source
     from compile_lint.engine.source import SourceError, read_source
 
     everything = dataclasses.replace(config, select=("ALL",), extend_select=(), ignore=(), per_file_ignores=(),
                                      mode="both")
+    # The project index makes a helper another file's forward calls traced code, as `check` does.
+    project = ProjectIndex()
 
     def lint(path: str) -> StaticFile:
         try:
             source = read_source(path)
         except SourceError:
             return StaticFile()
-        return StaticFile(lint_source(source.text, path, everything, noqa=False).diagnostics, source.text)
+        return StaticFile(lint_source(source.text, path, everything, noqa=False, project=project).diagnostics,
+                          source.text)
 
     return lint
 
