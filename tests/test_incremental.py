@@ -193,7 +193,8 @@ def test_statement_starts_from_ast_lines_are_the_rendered_ones():
     texts = [_read(path) for path in real_files(12)]
     texts += [example.code for rule in ALL_RULES for example in (*rule.invalid, *rule.valid)]
     texts += ["# header\n\nx = 1; y = 2\n\n@d\n# between\n@e\ndef f():\n    pass\n    # footer\n# tail\n",
-              "x = 1\r\ny = 2\r\n", "x = (\n    1)\nif x:\n    pass\n\n\n# end\n"]
+              "x = 1\r\ny = 2\r\n", "x = (\n    1)\nif x:\n    pass\n\n\n# end\n",
+              "import torch\nfrom torch import nn\n\\\n\nclass Model(nn.Module):\n    pass\n"]
     compared = 0
     for text in texts + [_edit(text, rng) for text in texts for _ in range(3)]:
         try:

@@ -216,6 +216,8 @@ def _starts_by_rendering(module: cst.Module) -> tuple[list[int], int]:
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# A line holding only a backslash continuation (`\` alone, maybe indented).
+_LONE_CONTINUATION = re.compile(r"(?:^|[\r\n])[ \t\f]*\\(?:\r\n|\r|\n)")
 
 
 def _first_code_lines(text: str) -> Optional[list[int]]:
@@ -252,6 +254,8 @@ def _starts_from_lines(module: cst.Module, text: str) -> Optional[tuple[list[int
         return None  # the last statement's rendering would hold a line break the text does not
     if not round_trips(module, text):
         return None  # libcst's code is not the text (a lone `\` line): only its own rendering places it
+    if _LONE_CONTINUATION.search(text):
+        return None  # a `\` line that round-trips belongs to the next statement but is none of its lines
     code_lines = _first_code_lines(text)
     body = module.body
     if code_lines is None or len(code_lines) != len(body):

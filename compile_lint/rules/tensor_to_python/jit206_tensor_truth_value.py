@@ -36,7 +36,7 @@ class TensorTruthValue(Rule):
         "`and`/`or`/`not` on a tensor calls bool() on its data and breaks the graph; "
         "use tensor logic: `a & b`, `a | b`, `~a`"
     )
-    steps = ("a & b", "a | b", "~a")
+    steps = ("a & b", "a | b", "~a", 'assert cond, "..."')
     invalid = [
         Invalid(
             """
