@@ -118,11 +118,20 @@ def compiled(project: str) -> dict:
 # ---------------------------------------------------------------- part A: the compiler's verdict
 
 
+# Projects whose findings sit in code compiled directly, so none declares a chain: what each shows instead.
+WITHOUT_CHAINS = {
+    "lookalikes": "code that looks like a break and compiles",
+    "masked_outputs": "mask indexing on values of unknown kind, in the forward methods themselves (JIT207)",
+}
+
+
 def test_every_project_declares_findings_and_look_alikes():
     assert len(PROJECTS) >= 8, PROJECTS
     for project in PROJECTS:
-        if project != "lookalikes":
+        if project not in WITHOUT_CHAINS:
             assert any(site.reached_from for site in expected(project).values()), project
+        else:
+            assert expected(project) or project == "lookalikes", project
 
 
 @pytest.mark.slow
