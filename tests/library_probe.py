@@ -17,6 +17,8 @@ import json
 import os
 import sys
 
+from reach_probe import fullgraph_error  # beside this file: the script's directory is on sys.path
+
 
 def run_entry(fn, args, fullgraph: bool) -> dict:
     import torch
@@ -40,11 +42,7 @@ def run_entry(fn, args, fullgraph: bool) -> dict:
                                      "stack": [[os.path.abspath(path), line] for path, line in unique]})
     torch._dynamo.reset()
     if fullgraph:
-        try:
-            torch.compile(fn, backend="eager", fullgraph=True)(*args)
-        except Exception as error:  # noqa: BLE001
-            result["fullgraph_error"] = first_line(error)
-        torch._dynamo.reset()
+        result["fullgraph_error"] = fullgraph_error(fn, args)
     return result
 
 

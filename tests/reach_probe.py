@@ -101,12 +101,24 @@ def run_entry(root: str, fn, args, fullgraph: bool) -> dict:
     torch._dynamo.reset()
 
     if fullgraph:
-        try:
-            torch.compile(fn, backend="eager", fullgraph=True)(*args)
-        except Exception as error:  # noqa: BLE001
-            result["fullgraph_error"] = first_line(error)
-        torch._dynamo.reset()
+        result["fullgraph_error"] = fullgraph_error(fn, args)
     return result
+
+
+def fullgraph_error(fn, args) -> str | None:
+    """The first line of the error `fn(*args)` raises compiled with fullgraph=True, None when it compiles."""
+    import torch
+    import torch._dynamo
+
+    from compile_lint.verifier.analysis import first_line
+
+    try:
+        torch.compile(fn, backend="eager", fullgraph=True)(*args)
+    except Exception as error:  # noqa: BLE001 - any failure is the verdict
+        return first_line(error)
+    finally:
+        torch._dynamo.reset()
+    return None
 
 
 def _eager_error(run) -> str | None:
