@@ -7,15 +7,20 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from compile_lint.analysis.file.eager_branches import is_compiling_helper
+from compile_lint.analysis.syntax.imports import runtime_module_imports
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
 def spell(context: "FileContext", qualified: str) -> tuple[str, tuple[str, ...]]:
-    """How to write `qualified` (e.g. "torch.where") in this file, and imports it needs."""
+    """How to write `qualified` (e.g. "torch.where") in this file, and imports it needs.
+
+    Only an import the module makes when it runs counts: one under `if TYPE_CHECKING:` or in
+    some function binds nothing where the fix's code runs (transformers' import_utils.py).
+    """
     local = context.imports.local_name_for(qualified)
-    if local is not None:
+    if local is not None and local.split(".")[0] in runtime_module_imports(context.module):
         return local, ()
     module = qualified.split(".")[0]
     return qualified, (module,)
@@ -118,35 +123,11 @@ def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
     `is_torchdynamo_compiling`, `from torch.compiler import is_compiling`) is guarded with
     it, as its authors write; else `torch.compiler.is_compiling`, spelled as torch is imported.
     """
-    module_level = _module_level_imports(context.module)
+    module_level = runtime_module_imports(context.module)
     for local, qualified in context.imports.names.items():
         if local in module_level and local != qualified and is_compiling_helper(qualified):
             return local, ()
     return spell(context, GUARD_PREDICATE)
-
-
-def _module_level_imports(module: cst.Module) -> set[str]:
-    """Names imported at module level (also under a top-level `if`/`try`), so in scope in
-    every function; an import inside some other function is not."""
-    names: set[str] = set()
-    pending: list[cst.CSTNode] = list(module.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
-            pending.extend(node.body.body)
-            pending.extend(getattr(node, "handlers", ()))
-            for branch in ("orelse", "finalbody"):
-                child = getattr(node, branch, None)
-                if child is not None:
-                    pending.append(child)
-        elif isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
-                    for alias in small.names:
-                        bound = alias.asname.name if alias.asname is not None else alias.name
-                        if isinstance(bound, cst.Name):
-                            names.add(bound.value)
-    return names
 
 
 def gated_by_compile_test(context: "FileContext", node: cst.CSTNode) -> bool:

@@ -125,3 +125,34 @@ class _ImportCollector(cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.imports.defined.add(node.name.value)
+
+
+def runtime_module_imports(module: cst.Module) -> set[str]:
+    """Names an import binds at module level when the module runs (also under a top-level `if`/`try`),
+    so in scope in every function: not one under `if TYPE_CHECKING:` (never imported at run time), nor
+    one inside a function. A fix that spells a name must find it here, or import it."""
+    names: set[str] = set()
+    pending: list[cst.CSTNode] = list(module.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.If) and dotted_name(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            if node.orelse is not None:
+                pending.append(node.orelse)
+            continue
+        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
+            pending.extend(node.body.body)
+            pending.extend(getattr(node, "handlers", ()))
+            for branch in ("orelse", "finalbody"):
+                child = getattr(node, branch, None)
+                if child is not None:
+                    pending.append(child)
+        elif isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    for alias in small.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(bound, cst.Name):
+                            names.add(bound.value)
+                        elif isinstance(bound, cst.Attribute) and alias.asname is None:
+                            names.add((dotted_name(bound) or "").split(".")[0])  # `import a.b` binds `a`
+    return names
