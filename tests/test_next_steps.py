@@ -22,7 +22,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
 # the uses of a number read from a tensor, and the rules that report a reason of their own.
 REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / name
                                                                 for name in ("keep_tensor.py", "masked_updates.py",
-                                                                             "capture_scalars.py", "number_uses.py")]
+                                                                             "capture_scalars.py", "number_uses.py",
+                                                                             "index_loops.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
 BREAK_RULES = [rule for rule in ALL_RULES if rule.kind == "break"]
 LAST_RESORT = "@torch.compiler.disable"

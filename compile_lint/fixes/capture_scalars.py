@@ -160,9 +160,14 @@ def _size_tuple(context: FileContext, argument: cst.Arg, implicit: bool) -> bool
 
 def captures_scalars(context: FileContext) -> bool:
     """True when the file sets `torch._dynamo.config.capture_scalar_outputs = True` (a plain assignment)."""
+    return sets_true(context, CAPTURE_SETTING)
+
+
+def sets_true(context: FileContext, setting: str) -> bool:
+    """True when the file sets the config `setting` (qualified: `torch._dynamo.config.X`) to True, plainly."""
     for assign in context.module_index.of_type(cst.Assign):
         if (isinstance(assign.value, cst.Name) and assign.value.value == "True"
-                and any(context.qualname(target.target) == CAPTURE_SETTING for target in assign.targets)):
+                and any(context.qualname(target.target) == setting for target in assign.targets)):
             return True
     return False
 
