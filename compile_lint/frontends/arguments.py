@@ -102,7 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "(the same failure before and after is not the fixes'). "
                              "Cost: each target runs once (original and fixed, 2 processes) with all files' fixes; "
                              "only a target that fails runs again, to bisect its files (about 2*log2(files) runs "
-                             "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
+                             "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal, "
+                             "after writing the fixes verified so far")
+    parser.add_argument("--verify-timeout", type=float, metavar="SECONDS",
+                        help="with --fix --verify, stop verifying after SECONDS (the runs in flight are killed) and "
+                             "write the fixes verified so far: proven on every target that ran and imports the file; "
+                             "the rest are left unchanged")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--add-noqa", action="store_true",
                         help="add `# noqa: CODE` comments that silence every current finding "
