@@ -75,3 +75,62 @@ def test_verify_timeout_needs_verify(tmp_path):
     (tmp_path / "m.py").write_text("x = 1\n")
     done = run_cli("--fix", "--verify-timeout", "10", "m.py", cwd=tmp_path)
     assert done.returncode == 2 and "--verify-timeout limits --fix --verify: add --verify" in done.stderr
+
+
+# A fix that compiles to one graph and loses: torch.where computes an arm the input never takes,
+# eight transcendental functions per element of a 1024 x 1024 input (fused by Inductor, still
+# about 10-40 ms on a CPU against the original's 0.2 ms: the test of the decision, on CPU).
+RARE_BRANCH_PROJECT = {
+    "pyproject.toml": """
+        [tool.compile-lint.verify]
+        targets = ["rare.py:make"]
+    """,
+    "rare.py": """
+        import torch
+        from torch import nn
+
+
+        class RareCorrection(nn.Module):
+            def forward(self, x: torch.Tensor):
+                if x.abs().max() > 1e6:
+                    y = torch.sin(torch.cos(torch.sin(torch.cos(torch.sin(torch.cos(torch.sin(torch.cos(x))))))))
+                else:
+                    y = x
+                return y * 2
+
+
+        def make():
+            return RareCorrection(), [(torch.randn(1024, 1024),)]
+    """,
+}
+
+
+@pytest.mark.slow
+def test_bench_rolls_back_a_fix_that_compiles_but_runs_slower(tmp_path, private_tmp):
+    write_project(tmp_path, RARE_BRANCH_PROJECT)
+    before = (tmp_path / "rare.py").read_bytes()
+
+    done = run_cli("--fix", "--unsafe-fixes", "--verify", "--bench", "rare.py", cwd=tmp_path)
+
+    assert (tmp_path / "rare.py").read_bytes() == before
+    (rollback,) = [line for line in done.stderr.splitlines() if "fix rolled back" in line]
+    assert "check failed: compiled fixed code no slower than the compiled original: " in rollback, rollback
+    assert "inductor): kept the original" in rollback and "graph breaks 1 -> 0" in rollback, rollback
+    assert done.returncode == 1, done.stderr
+    assert leftovers(private_tmp) == []
+
+
+def test_bench_needs_verify(tmp_path):
+    (tmp_path / "m.py").write_text("x = 1\n")
+    done = run_cli("--fix", "--bench", "m.py", cwd=tmp_path)
+    assert done.returncode == 2 and "--bench times the fixes --fix --verify proves: add --fix --verify" in done.stderr
+
+
+def test_the_payoff_decision_needs_the_fixed_codes_fast_quartile_above_the_originals_slow_one():
+    from compile_lint.verifier.fixcheck import slower_when_compiled
+
+    original = {"ms": 1.0, "low": 0.9, "high": 1.2, "backend": "inductor"}
+    assert slower_when_compiled(original, {"ms": 2.0, "low": 1.3, "high": 3.0, "backend": "inductor"})
+    # Slower on the median, but the noise overlaps: not proven slower, the fix stays.
+    assert slower_when_compiled(original, {"ms": 1.5, "low": 1.2, "high": 2.5, "backend": "inductor"}) is None
+    assert slower_when_compiled(original, None) is None

@@ -74,7 +74,7 @@ def _fix_verified(files: Sequence[str], config: Config, options: api.RunOptions,
 
     # -j N given: N // 2 targets at once (two processes each); else one at a time, in order.
     accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs,
-                                 args.verify_timeout)
+                                 args.verify_timeout, "inductor" if args.bench else None)
     assert options.fix is not None  # called for --fix --verify: the options fix
     options = dataclasses.replace(options, fix=dataclasses.replace(options.fix, accept_all=accept_all))
     # Each target runs once with all the fixes (a subprocess per side), and SIGTERM or SIGHUP

@@ -97,6 +97,7 @@ class ProjectCheck:
     device: Optional[str]
     mode: str
     progress: Progress
+    bench: Optional[str] = None  # a backend: time the compiled original and fixed code too
     rejected: dict[str, str] = field(default_factory=dict)  # file -> why its fixes are rolled back
     runs: int = 0
     reused: int = 0
@@ -137,7 +138,7 @@ class ProjectCheck:
         directory = os.path.join(self.scratch, f"run-{number}")
         os.mkdir(directory)
         result = check_target(state.spec, {path: self.copies[path] for path in sorted(files)}, directory,
-                              self.timeout_s, self.backend, self.device, self.mode, state.original)
+                              self.timeout_s, self.backend, self.device, self.mode, state.original, self.bench)
         if self.stopped.is_set():  # its workers were killed: the run proves nothing either way
             raise VerificationStopped(self.stop_reason or "stopped")
         verdict = state.learn(files, result)
@@ -224,7 +225,7 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
                  timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
                  device: Optional[str] = None, mode: str = "factory",
                  progress: Progress = lambda line: None, parallel: int = 1,
-                 total_timeout_s: Optional[float] = None) -> dict[str, FixVerdict]:
+                 total_timeout_s: Optional[float] = None, bench: Optional[str] = None) -> dict[str, FixVerdict]:
     """The verdict for each fixed file (absolute path -> fixed text), every target run with
     all the fixes together first; `progress` gets a line per target run. `parallel` targets
     run at once (each run is two processes); with one, in the order given.
@@ -244,7 +245,7 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
             copies[path] = os.path.join(directory, os.path.basename(path))
             with open(copies[path], "w", encoding="utf-8") as handle:
                 handle.write(text)
-        check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress)
+        check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress, bench)
         states = [TargetState(spec, frozenset(copies)) for spec in specs]
 
         def first(numbered: tuple[int, TargetState]) -> None:
@@ -380,14 +381,16 @@ class AcceptAll:
 
     Ctrl-C or SIGTERM during the verification does not lose what it proved: the call answers
     with the files verified so far, and keeps the interruption in `interrupted` for the caller
-    to raise once they are written. `total_timeout_s` stops it the same way, with no interruption."""
+    to raise once they are written. `total_timeout_s` stops it the same way, with no interruption.
+    `bench` (a backend, "inductor"): a fix whose compiled code runs slower than the compiled
+    original is rolled back too."""
 
     def __init__(self, targets: Sequence[str], root: str, mode: str = "factory",
                  progress: Progress = lambda line: None, jobs: Optional[int] = None,
-                 total_timeout_s: Optional[float] = None) -> None:
+                 total_timeout_s: Optional[float] = None, bench: Optional[str] = None) -> None:
         self.targets, self.root, self.mode, self.progress = targets, root, mode, progress
         self.parallel = max(1, jobs // 2) if jobs else 1
-        self.total_timeout_s = total_timeout_s
+        self.total_timeout_s, self.bench = total_timeout_s, bench
         self.interrupted: Optional[BaseException] = None
 
     def __call__(self, proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
@@ -395,7 +398,8 @@ class AcceptAll:
         try:
             verdicts = verify_fixes({os.path.abspath(path): fixed for path, (_, fixed) in proposals.items()},
                                     self.targets, self.root, mode=self.mode, progress=self.progress,
-                                    parallel=self.parallel, total_timeout_s=self.total_timeout_s)
+                                    parallel=self.parallel, total_timeout_s=self.total_timeout_s,
+                                    bench=self.bench)
         except KeyboardInterrupt as interrupt:
             partial = getattr(interrupt, "partial_verdicts", None)
             if partial is None:
@@ -408,6 +412,6 @@ class AcceptAll:
 
 def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
                     progress: Progress = lambda line: None, jobs: Optional[int] = None,
-                    total_timeout_s: Optional[float] = None) -> AcceptAll:
+                    total_timeout_s: Optional[float] = None, bench: Optional[str] = None) -> AcceptAll:
     """The pipeline's `Fixing.accept_all` for `--fix --verify` (see `AcceptAll`)."""
-    return AcceptAll(targets, root, mode, progress, jobs, total_timeout_s)
+    return AcceptAll(targets, root, mode, progress, jobs, total_timeout_s, bench)
