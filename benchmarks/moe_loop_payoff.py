@@ -46,7 +46,7 @@ from torch import nn
 # (tokens, hidden, intermediate, experts, top_k): Mixtral 8x7B widths; decode to prefill sizes.
 SIZES = [(tokens, 4096, 14336, 8, 2) for tokens in (1, 4, 64, 512, 4096)] + [
     (tokens, 2048, 1408, 60, 4) for tokens in (1, 16, 512)]  # Qwen2-MoE-like: many small experts
-QUICK = [(tokens, 64, 128, 8, 2) for tokens in (1, 16, 256)]
+QUICK = [(tokens, 64, 128, 8, 2) for tokens in (1, 16, 256)] + [(1, 64, 128, 64, 2), (256, 64, 128, 64, 2)]
 
 
 class Experts(nn.Module):
@@ -238,8 +238,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--inner", type=int, default=10)
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (CPU: one thread keeps a shared machine's "
+                        "noise down)")
     parser.add_argument("--out", required=True, help="results prefix (.json and .md are added)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
     rows = [measure(size, args.device, dtype, args.warmup, args.repeats, args.inner)
             for size in (QUICK if args.quick else SIZES)]
