@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 CAPTURE_SHAPES_SETTING = "torch._dynamo.config.capture_dynamic_output_shape_ops"
 LOOP_FIX_MESSAGE = ("Loop over every candidate index, `for {target} in range({count})`, and capture the "
                     "selection inside (capture_dynamic_output_shape_ops = True after the imports): candidates "
-                    "not picked run on an empty selection")
+                    "not picked run on an empty selection, which costs where few tokens meet many experts "
+                    "(check with --fix --verify --bench)")
 SETTING_NOTE = "Lets `torch.where(mask)` compile in a loop over every candidate index (compile-lint JIT207)."
 
 # In-place scatters that do nothing for an empty index.
