@@ -19,8 +19,9 @@ class NumpyMathOnInts(Rule):
     `torch.zeros(n)`, `int(n)`) it breaks the default compile ("Data dependent operator");
     in a Python test (`if n > 2`, `length % n != 0`) or `range(n)` it fails even with
     `fullgraph=True`; a slice bound (`x[:n]`) breaks the default compile too (measured on
-    torch 2.13). In tensor arithmetic (`x * n`) it compiles, and is not reported. transformers' BigBird (`np.sum` of its plan's block
-    counts) and Reformer (`np.lcm` of two chunk lengths) break on exactly this.
+    torch 2.13). In tensor arithmetic (`x * n`) it compiles, and is not reported.
+    transformers' BigBird (`np.sum` of its plan's block counts) and Reformer (`np.lcm` of
+    two chunk lengths) break on exactly this.
 
     Instead: Python's own keep a Python int, which Dynamo treats as a constant:
     `sum(counts)`, `max(counts)`, `min(counts)`, `math.prod(counts)`, `math.lcm(a, b)`,
