@@ -1,4 +1,4 @@
-"""JIT410 numpy-math-on-ints: `np.sum(counts)`, `np.lcm(a, b)` give numpy integers, which break as sizes or in tests."""
+"""JIT411 numpy-math-on-ints: `np.sum(counts)`, `np.lcm(a, b)` give numpy integers, which break as sizes or in tests."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class NumpyMathOnInts(Rule):
     a Python int instead of a numpy integer (no int64 wraparound, `type(n)` differs).
     """
 
-    code = "JIT410"
+    code = "JIT411"
     name = "numpy-math-on-ints"
     kind = "break"
     gb_type = "Data dependent operator"
