@@ -18,8 +18,9 @@ from compile_lint.analysis.file.context import FileContext
 from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode, static_condition
 from compile_lint.analysis.file.regions import is_imported_module_class
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.analysis.project.reach import FileReach
+from compile_lint.analysis.project.reach import FileReach, file_alone
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES
 from compile_lint.analysis.syntax.walk import flat_walks
 from compile_lint.core.codes import SYNTAX_ERROR_CODE
 from compile_lint.core.diagnostics import Diagnostic
@@ -148,6 +149,8 @@ def lint_module(
     diagnostics = []
     builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
     traced = context.regions.functions
+    # Branches no traced run takes (a constant decides their test): findings there cannot happen.
+    untraced = [span for record in reach.functions.values() for span in record.untraced] if reach is not None else []
     for finding, anchors in findings:
         mode = condition = None
         if finding.function is not None and finding.function in traced:
@@ -159,6 +162,9 @@ def lint_module(
             condition = static_condition(finding.node, finding.path_node,
                                          lambda expr: context.facts.kind(expr, function) in _STATIC_KINDS)
         line, column, end_line, end_column = positions.span(finding.node, anchors)
+        if untraced and finding.function is not None and finding.function in traced and any(
+                first <= line <= last for first, last in untraced):
+            continue
         fix = None
         if finding.fix is not None and builder is not None:
             fix = builder.build(
@@ -348,6 +354,9 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
     if not reached and not may_hold_regions(text, config.module_bases):
         return []
+    if reach is None:
+        # Linted alone: a project of one file, the same program model (analysis/project/reach.py).
+        reach = file_alone(path, text, symbols.modules, tuple(DEFAULT_MODULE_BASE_NAMES) + tuple(config.module_bases))
     if cancelled is not None and cancelled():
         raise LintCancelled()
     try:

@@ -249,6 +249,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.frontends.rule_command import rule_command
 
             return rule_command(argv[1:])
+        if argv and argv[0] == "graph":
+            from compile_lint.frontends.graph import graph_command
+
+            return graph_command(argv[1:])
         if argv and argv[0] == "clean":
             from compile_lint.frontends.clean import clean_command
 

@@ -158,6 +158,19 @@ class GeneratorV(Value):
 
 
 @dataclass(frozen=True, slots=True)
+class PatternV(Value):
+    """A string known by its ends: `f"_{mode}_step"` with `mode` unknown is `PatternV("_", "_step")`."""
+
+    prefix: str
+    suffix: str
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` may be this string."""
+        return len(text) >= len(self.prefix) + len(self.suffix) and text.startswith(self.prefix) \
+            and text.endswith(self.suffix)
+
+
+@dataclass(frozen=True, slots=True)
 class FlagV(Value):
     """A flag whose truth differs between eager runs and Dynamo's trace: `torch.compiler.is_compiling()`."""
 
@@ -190,10 +203,10 @@ EMPTY: frozenset = frozenset()
 ONLY_UNKNOWN: frozenset = frozenset((UNKNOWN,))
 
 MAX_VALUES = 48  # values one set keeps before constants fold into their kind
-# Distinct numbers (strings) one set keeps before they fold into their kind: a counter that grows in a
+# Distinct numbers and strings one set keeps before they fold into their kind: a counter that grows in a
 # loop (`self.num + 1`) must not take one evaluation per value to reach its fixed point.
-MAX_NUMBERS = 8
-MAX_STRINGS = 24
+MAX_CONSTANTS = 16
+_FOLDED_TYPES = (int, float, complex, str, bytes)
 _MAX_STRING = 64
 _CALLABLE_KINDS = (FunctionV, ClassV, BoundV, PartialV, WrappedV, SuperV, ExternalV, ModuleV)
 
@@ -219,14 +232,12 @@ def join(*sets: Iterable[Value]) -> frozenset:
     found: set = set()
     for each in sets:
         found.update(each)
-    numbers = [value for value in found if isinstance(value, ConstV) and isinstance(value.value, (int, float, complex))
-               and not isinstance(value.value, bool)]
-    if len(numbers) > MAX_NUMBERS:
-        found.difference_update(numbers)
-        found.add(PY)
-    strings = [value for value in found if isinstance(value, ConstV) and isinstance(value.value, (str, bytes))]
-    if len(strings) > MAX_STRINGS:
-        found.difference_update(strings)
+    constants = [value for value in found if isinstance(value, ConstV) and isinstance(value.value, _FOLDED_TYPES)
+                 and not isinstance(value.value, bool)]
+    if constants and (PY in found or len(constants) > MAX_CONSTANTS):
+        # Past the bound, numbers and strings are a Python value; once one is, every later one is too
+        # (so a set only grows: the fixed point is reached).
+        found.difference_update(constants)
         found.add(PY)
     if len(found) <= MAX_VALUES:
         return frozenset(found)
@@ -250,6 +261,8 @@ def truth(value: Value, compiling: bool) -> Optional[bool]:
         return True
     if isinstance(value, TupleV):
         return bool(value.items)
+    if isinstance(value, PatternV):
+        return True if value.prefix or value.suffix else None
     if isinstance(value, KeywordsV):
         return True if value.items else (None if value.open else False)
     return None
