@@ -27,7 +27,6 @@ class Heap:
         self.pending: deque[Node] = deque()
         self.queued: set[Node] = set()
         self.current: Optional[Node] = None  # the node being evaluated: the reader of what is read
-        self.bases_version = 0  # grows whenever a class's bases grow: cached orders are then stale
 
     def read(self, cell: Cell) -> frozenset:
         """The values of `cell`, noting the current node as its reader."""
@@ -49,8 +48,6 @@ class Heap:
         if len(new) == len(old) and new == old:
             return False
         self.cells[cell] = new
-        if cell[0] == "cb":  # type: ignore[index]
-            self.bases_version += 1
         for reader in self.readers.get(cell, ()):
             self.schedule(reader)
         return True
