@@ -40,10 +40,11 @@ from compile_lint.engine.pool import Progress
 from compile_lint.engine.project import ProjectIndex
 from compile_lint.engine.single_file import dependencies, lint_file, lint_source
 from compile_lint.engine.source import SourceError, SourceFile, decode_source
+from compile_lint.engine.stopping import progress_note, stop_on_termination
 
 __all__ = [
     "SYNTAX_ERROR_CODE", "EntryPointError", "Fixing", "LintCancelled", "LintResult", "Progress", "ProjectIndex",
     "RunOptions", "SourceError", "SourceFile", "cache_root", "decode_source", "dependencies", "discover_files",
     "fix_file", "fix_text", "is_applicable", "is_excluded", "library_results", "lint_file", "lint_files", "lint_paths",
-    "lint_source", "prepare_project",
+    "lint_source", "prepare_project", "progress_note", "stop_on_termination",
 ]

@@ -31,6 +31,7 @@ from compile_lint.engine.pool import Progress, by_size_descending, no_progress, 
 from compile_lint.engine.project import ProjectIndex
 from compile_lint.engine.single_file import lint_source
 from compile_lint.engine.source import SourceError, decode_source, read_bytes
+from compile_lint.engine.stopping import record_progress
 from compile_lint.engine.suppressions import malformed_noqa
 from compile_lint.settings.config import Config
 
@@ -170,8 +171,12 @@ def _lint_cached(files: Sequence[str], config: Config, options: RunOptions) -> l
                 continue
         outcomes.append(LintResult(path, cached, text=text if cached else "",
                                    malformed_noqa=malformed_noqa(SourceIndex(text))))
-    outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), options.jobs, "Linting", shared,
-                                 options.progress))
+    try:
+        outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), options.jobs, "Linting", shared,
+                                     options.progress))
+    except KeyboardInterrupt as stop:  # stopped: the files answered from the cache were done too
+        record_progress(stop, None, len(outcomes), len(outcomes))
+        raise
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
 

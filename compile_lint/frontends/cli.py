@@ -230,7 +230,9 @@ def check(argv: Sequence[str]) -> int:
             return EXIT_ERROR
         watched = paths + ([config.source] if config.source else [])
         return watch(lambda: _configure_and_run(args, paths), watched)
-    return _run(args, config, paths)
+    # SIGTERM and SIGHUP stop the run as Ctrl-C does: the pool's workers end with it (main says how far it got).
+    with api.stop_on_termination():
+        return _run(args, config, paths)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -261,11 +263,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             argv = argv[1:]
         return check(argv)
     except KeyboardInterrupt as interrupt:
-        signum = getattr(interrupt, "signum", None)  # the verifier's Terminated: SIGTERM or SIGHUP
-        if signum:
-            error(f"terminated by {signal.Signals(signum).name}")
-            return 128 + signum  # as a shell reports a process that signal ended (143 for SIGTERM)
-        error("interrupted")
-        return EXIT_ERROR
+        signum = getattr(interrupt, "signum", None)  # stopping.Terminated: SIGTERM or SIGHUP
+        note = api.progress_note(interrupt)  # how far a lint or a fix got: "stopped while linting, ..."
+        reason = f"terminated by {signal.Signals(signum).name}" if signum else "interrupted"
+        error(f"{reason}: {note}" if note else reason)
+        # 128 + the signal, as a shell reports a process that signal ended (143 for SIGTERM).
+        return 128 + signum if signum else EXIT_ERROR
     except BrokenPipeError:
         return EXIT_ERROR
