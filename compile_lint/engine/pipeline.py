@@ -170,7 +170,7 @@ def _lint_cached(files: Sequence[str], config: Config, options: RunOptions) -> l
                 misses.append(path)
                 continue
         outcomes.append(LintResult(path, cached, text=text if cached else "",
-                                   malformed_noqa=malformed_noqa(SourceIndex(text))))
+                                   malformed_noqa=[] if config.ignore_noqa else malformed_noqa(SourceIndex(text))))
     try:
         outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), options.jobs, "Linting", shared,
                                      options.progress))

@@ -191,11 +191,21 @@ def _show_settings(config: Config) -> int:
     return EXIT_CLEAN
 
 
+def _show_files(config: Config, paths: list[str]) -> int:
+    """`--show-files`: the files a run would lint, as absolute paths, sorted (ruff's listing); lints nothing."""
+    files, errors = api.discover_files(paths, config)
+    for message in errors:
+        error(message)
+    sys.stdout.write("".join(f"{path}\n" for path in sorted(os.path.abspath(path) for path in files)))
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
 def check(argv: Sequence[str]) -> int:
     """`compile-lint [check] [PATHS...]`: lint, and with --fix/--diff, fix."""
     args = build_parser().parse_args(list(argv))
     if args.explain:
         return _explain_command(args)
+    args.fix = args.fix or args.fix_only  # --fix-only fixes as --fix does, and reports less
     problem = usage_problem(args)
     if problem:
         error(problem)
@@ -216,6 +226,8 @@ def check(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     if args.show_settings:
         return _show_settings(config)
+    if args.show_files:
+        return _show_files(config, paths)
     if args.verify:
         problem = verify_usage_error(args, config)
         if problem:
