@@ -162,6 +162,7 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         if outcome.rolled_back:
             warn(outcome.rolled_back)
     _library_notes(files, config, options, args)
+    _modules_not_found(outcomes, config, args)
     if args.show_library_findings and options.fix is None and options.project is not None:
         outcomes = list(outcomes) + api.library_results(files, config, options.project)
     text, code = report_diff(outcomes, errors, args) if args.diff else report(outcomes, errors, files, args)
@@ -177,6 +178,20 @@ def _library_notes(files: Sequence[str], config: Config, options: api.RunOptions
                          f"code makes into it (first at {os.path.relpath(path)}:{line}) are not followed\n")
 
 
+def _not_found_lines(outcomes: Sequence[LintResult], config: Config) -> list[str]:
+    """One line per module compiled code calls that cannot be found: its reach stops there."""
+    return [f"{module}: not found; add its folder to `src` (compiled code calls it at "
+            f"{os.path.relpath(path)}:{line}; its code is not checked)"
+            for module, path, line in api.modules_not_found(outcomes, config)]
+
+
+def _modules_not_found(outcomes: Sequence[LintResult], config: Config, args: argparse.Namespace) -> None:
+    """Warn, once per run, of each module compiled code calls that is nowhere to be found (not with -q)."""
+    if not args.quiet:
+        for line in _not_found_lines(outcomes, config):
+            warn(line)
+
+
 def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
     try:
         config = configure(args, paths)
@@ -186,8 +201,16 @@ def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
     return _run(args, config, paths)
 
 
-def _show_settings(config: Config) -> int:
+def _show_settings(config: Config, args: argparse.Namespace, paths: list[str]) -> int:
+    """The settings, the cache's place, and the modules compiled code calls that `src` does not find."""
     sys.stdout.write(describe_settings(config) + f"# cache: {api.cache_root(config)}\n")
+    if not reads_stdin(args):
+        files, _ = api.discover_files(paths, config)
+        try:
+            called = api.called_modules_only(files, config, _run_options(args, config))
+        except api.EntryPointError:
+            called = []  # the run itself says what is wrong with the entry points
+        sys.stdout.write("".join(f"# {line}\n" for line in _not_found_lines(called, config)))
     return EXIT_CLEAN
 
 
@@ -225,7 +248,7 @@ def check(argv: Sequence[str]) -> int:
         error(str(invalid))
         return EXIT_ERROR
     if args.show_settings:
-        return _show_settings(config)
+        return _show_settings(config, args, paths)
     if args.show_files:
         return _show_files(config, paths)
     if args.verify:
