@@ -69,11 +69,12 @@ def own_home_environment(home: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, cwd=None, input_text=None, prefix=()) -> subprocess.CompletedProcess:
-    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv)."""
+def run_cli(*args: str, cwd=None, input_text=None, prefix=(), env=None) -> subprocess.CompletedProcess:
+    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv);
+    `env` replaces the environment."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "compile_lint", *args],
-        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300,
+        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300, env=env,
     )
 
 
