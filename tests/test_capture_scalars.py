@@ -74,7 +74,8 @@ def test_without_a_compile_call_the_message_says_where_the_setting_goes():
     finding = _finding(_module("x[:n]", tail=""))
     assert finding.fix is None
     assert "no `torch.compile` call" in finding.message
-    assert f"put `{SETTING}` right before the `torch.compile(...)`" in finding.message
+    assert "no `torch.compile` call to set `capture_scalar_outputs` before; by hand: " \
+        f"put `{SETTING}` right before the `torch.compile(...)`" in finding.message
 
 
 def test_two_compile_calls_get_no_fix():

@@ -14,7 +14,7 @@ an index after the first (`x[:, n]`: IndexError), and any use in `if`, `range()`
 arithmetic or a return.
 
 The setting is global and read when Dynamo traces, so it goes right before the file's
-one compile call (once: a file that already sets it gets no second line).
+one compile call (fixes/settings.py; once: a file that already sets it gets no second line).
 """
 
 from __future__ import annotations
@@ -23,23 +23,15 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.predicates import COMPILE_FUNCTIONS
-from compile_lint.fixes.branches.blocks import BranchFix, with_reason
-from compile_lint.fixes.guards import spell
+from compile_lint.fixes.branches.blocks import BranchFix
 from compile_lint.fixes.keep_tensor import every_use
-from compile_lint.fixes.plan import FixPlan
+from compile_lint.fixes.settings import CAPTURE_SCALARS, file_sets, setting_fix, setting_message
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
 
-CAPTURE_SETTING = "torch._dynamo.config.capture_scalar_outputs"
-CAPTURE_MESSAGE = "Set torch._dynamo.config.capture_scalar_outputs = True before torch.compile"
 CAPTURED_NOTE = ("; it is only a size, slice bound or index: the fix sets "
                  "`torch._dynamo.config.capture_scalar_outputs = True` before `torch.compile` and keeps it")
-NO_COMPILE_CALL = ("the number is only a size, slice bound or index, and this file has no `torch.compile` call "
-                   "to set capture_scalar_outputs before")
-SEVERAL_COMPILE_CALLS = ("the number is only a size, slice bound or index, and this file has more than one "
-                         "`torch.compile` call to set capture_scalar_outputs before")
 
 # torch functions whose positional arguments are sizes (`torch.arange` only with one argument).
 _SIZE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.randn"})
@@ -87,10 +79,12 @@ def _report_capture(context: FileContext, report: Report, node: cst.CSTNode, mes
     """Report `node` with the capture fix, or with why there is none; nothing where the file captures already."""
     if captures_scalars(context):
         return
-    fix, reason = capture_fix(context)
+    fix, reason = setting_fix(context, CAPTURE_SCALARS)
     what_breaks = message.split("; ")[0]  # the rule's advice (keep a tensor) does not apply to a size
-    noted = what_breaks + CAPTURED_NOTE if fix is not None else what_breaks
-    report(node, message=with_reason(noted, BranchFix(fix, reason)), fix=fix)
+    if fix is not None:
+        report(node, message=what_breaks + CAPTURED_NOTE, fix=fix)
+        return
+    report(node, message=setting_message(what_breaks, BranchFix(fix, reason)), fix=fix)
 
 
 def only_captured_sizes(context: FileContext, conversion: cst.Call) -> bool:
@@ -105,7 +99,8 @@ def captured_size(context: FileContext, node: cst.CSTNode, implicit: bool = Fals
     """
     parent = context.parent(node)
     if isinstance(parent, cst.Slice):
-        return node in (parent.lower, parent.upper) and _subscripted_tensor(context, context.parent(parent), False)
+        return (node in (parent.lower, parent.upper) and _subscripted_tensor(context, context.parent(parent), False)
+                and not _starts_in_two_dims(context, parent))
     if isinstance(parent, cst.Index):
         return not implicit and parent.value is node and _subscripted_tensor(context, context.parent(parent), True)
     if isinstance(parent, cst.Element):
@@ -123,6 +118,22 @@ def _subscripted_tensor(context: FileContext, element: Optional[cst.CSTNode], on
     if not isinstance(subscript, cst.Subscript) or (only_index and len(subscript.slice) != 1):
         return False
     return context.kind(subscript.value).tensorish
+
+
+def _starts_in_two_dims(context: FileContext, bound: cst.Slice) -> bool:
+    """`x[:, a:, b:]` read (not written): slices with computed starts in more than one dimension.
+
+    Measured on torch 2.13: with the starts captured, Dynamo fails on the read
+    ("PendingUnbackedSymbolNotFound"), under `fullgraph=True` too; one such dimension, or
+    the same slices written into (`y[:, a:, b:] = v`), compile.
+    """
+    element = context.parent(bound)
+    subscript = context.parent(element) if isinstance(element, cst.SubscriptElement) else None
+    if not isinstance(subscript, cst.Subscript) or isinstance(context.parent(subscript), cst.AssignTarget):
+        return False
+    starts = [item.slice.lower for item in subscript.slice
+              if isinstance(item.slice, cst.Slice) and item.slice.lower is not None]
+    return sum(not isinstance(start, cst.Integer) for start in starts) > 1
 
 
 def _call_of(context: FileContext, argument: cst.Arg) -> tuple[Optional[cst.Call], int]:
@@ -160,54 +171,4 @@ def _size_tuple(context: FileContext, argument: cst.Arg, implicit: bool) -> bool
 
 def captures_scalars(context: FileContext) -> bool:
     """True when the file sets `torch._dynamo.config.capture_scalar_outputs = True` (a plain assignment)."""
-    for assign in context.module_index.of_type(cst.Assign):
-        if (isinstance(assign.value, cst.Name) and assign.value.value == "True"
-                and any(context.qualname(target.target) == CAPTURE_SETTING for target in assign.targets)):
-            return True
-    return False
-
-
-def capture_fix(context: FileContext) -> tuple[Optional[FixPlan], Optional[str]]:
-    """The fix that sets capture_scalar_outputs before the file's one compile call, or why there is none."""
-    sites = _compile_sites(context)
-    if len(sites) != 1:
-        return None, NO_COMPILE_CALL if not sites else SEVERAL_COMPILE_CALLS
-    statement = sites[0]
-    torch_name, imports = spell(context, "torch")
-    setting = cst.parse_statement(f"{torch_name}._dynamo.config.capture_scalar_outputs = True\n")
-    # Blank lines above the statement go above the setting; comment lines stay with the statement.
-    leading = list(getattr(statement, "leading_lines", ()))
-    blank = next((index for index, line in enumerate(leading) if line.comment is not None), len(leading))
-    moved = [setting.with_changes(leading_lines=leading[:blank]), statement.with_changes(leading_lines=leading[blank:])]
-    return FixPlan([(statement, cst.FlattenSentinel(moved))], CAPTURE_MESSAGE, "unsafe", imports), None
-
-
-def _compile_sites(context: FileContext) -> list[cst.CSTNode]:
-    """The statement holding each `torch.compile` call or decorator of the file, in a block."""
-    compiles = [call for call in context.module_index.calls if context.qualname(call.func) in COMPILE_FUNCTIONS]
-    decorators = [node for node in context.module_index.of_type(cst.Decorator)
-                  if context.qualname(node.decorator) in COMPILE_FUNCTIONS]
-    sites: list[cst.CSTNode] = []
-    for node in compiles + decorators:
-        statement = _statement_in_block(context, node)
-        if statement is None:
-            return [node, node]  # a compile call the fix cannot stand before: no single site
-        if statement not in sites:
-            sites.append(statement)
-    return sites
-
-
-def _statement_in_block(context: FileContext, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The statement that holds `node` and stands in a module or a function's block.
-
-    In a class body it is the class: the setting belongs before the class, not among its attributes.
-    """
-    current: Optional[cst.CSTNode] = node
-    while current is not None:
-        parent = context.parent(current)
-        if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) \
-                and (isinstance(parent, cst.Module)
-                     or isinstance(parent, cst.IndentedBlock) and not isinstance(context.parent(parent), cst.ClassDef)):
-            return current
-        current = parent
-    return None
+    return file_sets(context, CAPTURE_SCALARS)

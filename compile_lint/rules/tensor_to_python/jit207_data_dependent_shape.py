@@ -10,6 +10,8 @@ from compile_lint.analysis.kinds.bindings import tuple_items
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import with_reason
 from compile_lint.fixes.masked_updates import masked_update_fix
+from compile_lint.fixes.setting_hazards import flow_hazard
+from compile_lint.fixes.settings import CAPTURE_SHAPES, file_sets, setting_message, setting_outcome
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
@@ -475,8 +477,8 @@ class DataDependentShape(Rule):
                                                  or _compares_itself(self, index.value, node.value)):
                 known = len(node.slice) == 1 and kind.tensorish
                 update = masked_update_fix(self.context, node, index.value) if known else None
-                if update is None:
-                    self.report(node)
+                if update is None or update.fix is None and self._report_captured(node, "mask indexing", only_fix=True):
+                    self._report_captured(node, "mask indexing")
                 else:
                     self.report(node, with_reason(self.message, update), update.fix)
                 return
@@ -491,7 +493,7 @@ class DataDependentShape(Rule):
             if qualified == "torch.repeat_interleave":
                 # `torch.repeat_interleave(counts)`: a lone argument is the repeats.
                 if self._tensor_repeats(node, positional[1:2] if len(node.args) > 1 else positional[:1]):
-                    self.report(node)
+                    self._report_captured(node, "`torch.repeat_interleave`")
             elif qualified == "torch.nn.functional.one_hot":
                 if _one_hot_counts_classes(node):
                     self.report(node, ONE_HOT_MESSAGE)
@@ -500,16 +502,33 @@ class DataDependentShape(Rule):
             elif qualified in DYNAMIC_OUTPUT_SHAPE_FUNCTIONS or (
                 qualified == "torch.where" and len(node.args) == 1 and positional
             ):
-                self.report(node)
+                self._report_captured(node, f"`{qualified}`")
             return
         if isinstance(func, cst.Attribute) and self.context.kind(func.value) is Kind.TENSOR:
             method = func.attr.value
             if method == "repeat_interleave":
                 positional = [a for a in node.args if a.keyword is None and not a.star]
                 if self._tensor_repeats(node, positional[:1]):
-                    self.report(node)
+                    self._report_captured(node, "`repeat_interleave`")
             elif method in DYNAMIC_OUTPUT_SHAPE_METHODS and method not in _NOT_METHOD_SPELLINGS:
-                self.report(node)
+                self._report_captured(node, f"`{method}`")
+
+    def _report_captured(self, node: cst.BaseExpression, subject: str, only_fix: bool = False) -> bool:
+        """Report an op `capture_dynamic_output_shape_ops` captures: with the setting's fix where nothing
+        later breaks on the captured size, else why not; nothing where the file sets it and nothing would.
+
+        With `only_fix`, report nothing and answer whether the setting's fix applies (a masked
+        update whose own fix is withheld takes the setting's instead, where there is one).
+        """
+        hazard = flow_hazard(self.context, node)
+        if hazard is None and file_sets(self.context, CAPTURE_SHAPES):
+            return not only_fix
+        outcome = setting_outcome(self.context, CAPTURE_SHAPES, hazard, subject)
+        if only_fix:
+            return outcome.fix is not None
+        self.report(node, setting_message(f"{subject}: its output size depends on tensor data and breaks the graph",
+                                          outcome), outcome.fix)
+        return True
 
     def _tensor_repeats(self, node: cst.Call, repeats: list[cst.Arg]) -> bool:
         """`repeat_interleave` with a tensor of repeats and no `output_size=`."""
