@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.predicates import COMPILE_FUNCTIONS
 from compile_lint.analysis.syntax.walk import iter_nodes
 
 if TYPE_CHECKING:
@@ -40,6 +41,11 @@ _READ_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "
                             "builtins.zip", "builtins.iter", "builtins.next", "builtins.print", "builtins.str"})
 # Python builtins whose result is a number the use of which is followed further.
 _NUMBER_BUILTINS = frozenset({"builtins.len", "builtins.max", "builtins.min", "builtins.abs"})
+# Reductions whose result, over everything or over the rows, has a fixed shape.
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "any", "all", "std", "var",
+                         "logsumexp", "count_nonzero"})
+# Attributes of a tensor that give its sizes.
+_SIZE_ATTRIBUTES = frozenset({"shape", "size", "numel", "nelement"})
 # List methods that put the value into a local list: the list is followed instead.
 _COLLECTING = frozenset({"append", "extend", "insert"})
 # Expressions a value passes through on its way to a use.
@@ -77,9 +83,25 @@ def flow_hazard(context: FileContext, node: cst.BaseExpression) -> Optional[str]
 
 
 def _use(context: FileContext, function: cst.FunctionDef, read: cst.CSTNode) -> "str | set[str]":
-    """What one read leads to: a hazard (its reason), or the local names the value flows into."""
+    """What one read leads to: a hazard (its reason), or the local names the value flows into.
+
+    Followed up through the expressions around it; a full reduction (`y.sum()`, `y.sum(0)`
+    of a selection's rows) and a size meeting tensor arithmetic (`x / len(y)`) give values of
+    a fixed shape, where the following stops.
+    """
     node, parent = read, context.parent(read)
+    number = False  # the value is now a size read off it (`len(y)`, `y.shape[0]`)
     while parent is not None:
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _SIZE_ATTRIBUTES:
+            number = True
+        if isinstance(parent, cst.BinaryOperation) and number:
+            other = parent.right if parent.left is node else parent.left
+            if context.kind(other).tensorish:
+                return set()  # a size in tensor arithmetic: a tensor of the other's shape
+        if isinstance(parent, cst.Call) and parent.func is node and _reduces(parent):
+            return set()
+        if isinstance(parent, cst.Call) and (context.qualname(parent.func) or "") in _NUMBER_BUILTINS:
+            number = True
         if isinstance(parent, _TESTS) and getattr(parent, "test", None) is node:
             return f"then `{_code(node)}` decides a Python test (the break would move there)"
         if isinstance(parent, cst.BooleanOperation) or (
@@ -102,8 +124,8 @@ def _use(context: FileContext, function: cst.FunctionDef, read: cst.CSTNode) -> 
         elif isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node:
             return set()  # a loop variable of the same name: bound anew
         elif isinstance(parent, cst.Return):
-            if function.name.value == "forward" and context.parent(parent) is not None:
-                return set()  # handed to the caller of the compiled module, outside the graph
+            if _compiled_here(context, function):
+                return set()  # handed to the caller of the compiled function, outside the graph
             return "then it is returned to a caller the check does not follow"
         elif isinstance(parent, (cst.Lambda, cst.FunctionDef, cst.Yield, cst.Await)):
             return "then it is read where the check does not follow (a nested function, a yield)"
@@ -135,6 +157,47 @@ def _call(context: FileContext, call: cst.Call, node: cst.CSTNode) -> "str | set
     if isinstance(func, cst.Attribute) and context.kind(func.value).tensorish:
         return None  # `x.index_select(0, y)`: a tensor method taking it
     return f"then it is passed to `{_code(func)}()`, which the check does not follow"
+
+
+def _reduces(call: cst.Call) -> bool:
+    """`y.sum()`, `y.mean(0)`, `y.max(dim=0)`: a reduction over everything or over the rows, whose result's
+    shape no longer depends on how many were selected."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _REDUCTIONS:
+        return False
+    dims = [arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "dim"]
+    return not dims or isinstance(dims[0], cst.Integer) and dims[0].value == "0"
+
+
+def _compiled_here(context: FileContext, function: cst.FunctionDef) -> bool:
+    """True when Dynamo starts at `function` (its return leaves the graph): it is decorated with
+    `torch.compile`, passed to it by name in this file, or the `forward` of a class this file
+    compiles an instance of (`torch.compile(Net())`, `model = Net(); torch.compile(model)`)."""
+    if any(context.qualname(d.decorator) in COMPILE_FUNCTIONS or isinstance(d.decorator, cst.Call)
+           and context.qualname(d.decorator.func) in COMPILE_FUNCTIONS for d in function.decorators):
+        return True
+    owner = context.owner_class
+    for call in context.module_index.calls:
+        if context.qualname(call.func) not in COMPILE_FUNCTIONS or not call.args:
+            continue
+        target = call.args[0].value
+        if isinstance(target, cst.Name) and target.value == function.name.value and owner is None:
+            return True
+        if owner is not None and function.name.value == "forward" and _makes(context, target, owner.name.value):
+            return True
+    return False
+
+
+def _makes(context: FileContext, expr: cst.BaseExpression, class_name: str) -> bool:
+    """`Cls(...)`, `Cls(...).eval()`, or a name bound at the top level to one of these."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value  # `.eval()`, `.to(device)`
+    if isinstance(expr, cst.Call):
+        return isinstance(expr.func, cst.Name) and expr.func.value == class_name
+    if isinstance(expr, cst.Name):
+        return any(isinstance(value, cst.BaseExpression) and _makes(context, value, class_name)
+                   for value in context.module_assignments.get(expr.value, ()) if not isinstance(value, cst.Name))
+    return False
 
 
 def _torch_module(context: FileContext, expr: cst.BaseExpression) -> bool:
@@ -253,11 +316,9 @@ def _list_read(context: FileContext, read: cst.Name) -> "str | list[cst.CSTNode]
     parent = context.parent(read)
     if isinstance(parent, cst.Arg) and _takes_size_list(context, parent):
         return []
-    element = context.parent(parent) if isinstance(parent, cst.Index) else None
-    subscript = context.parent(element) if isinstance(element, cst.SubscriptElement) else None
-    if (isinstance(subscript, cst.Subscript) and subscript.value is read and len(subscript.slice) == 1
-            and isinstance(parent, cst.Index) and isinstance(parent.value, cst.Integer)):
-        return [subscript]
+    if (isinstance(parent, cst.Subscript) and parent.value is read and len(parent.slice) == 1
+            and isinstance(parent.slice[0].slice, cst.Index) and isinstance(parent.slice[0].slice.value, cst.Integer)):
+        return [parent]  # `s[1]`: one number
     if isinstance(parent, cst.For) and parent.iter is read and isinstance(parent.target, cst.Name):
         function = context.function
         assert function is not None

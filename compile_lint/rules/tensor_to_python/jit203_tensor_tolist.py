@@ -141,6 +141,53 @@ class TensorTolist(Rule):
             note="a list comprehension over the rows; unused columns keep their `_`",
             lines=[6],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Groups(nn.Module):
+                def forward(self, x: torch.Tensor, counts: torch.Tensor):
+                    parts = torch.split(x, counts.long().tolist())
+                    return torch.cat([part.mean(0, keepdim=True) for part in parts[:2]])
+
+            model = torch.compile(Groups())
+            """,
+            calls="[(torch.randn(8, 4), torch.tensor([3, 5])), (torch.randn(8, 4), torch.tensor([2, 6]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Groups(nn.Module):
+                def forward(self, x: torch.Tensor, counts: torch.Tensor):
+                    parts = torch.split(x, counts.long().tolist())
+                    return torch.cat([part.mean(0, keepdim=True) for part in parts[:2]])
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            model = torch.compile(Groups())
+            """,
+            entry="Groups",
+            lines=[6],
+            note="Integer split sizes: the fix sets capture_scalar_outputs right before the compile call.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class EraseBox(nn.Module):
+                def forward(self, image: torch.Tensor, box: torch.Tensor):
+                    left, top, width, height = box.long().tolist()
+                    return image[:, :, top : top + height, left : left + width] * 2
+
+            model = torch.compile(EraseBox())
+            """,
+            calls="[(torch.randn(2, 3, 8, 8), torch.tensor([1, 2, 3, 2]))]",
+            entry="EraseBox",
+            lines=[6],
+            note=("No fix (kornia's random erasing): read with starts in two dims, the captured box makes "
+                  "Dynamo fail (PendingUnbackedSymbolNotFound), so the message names no setting."),
+        ),
     ]
     valid = [
         Valid(

@@ -364,6 +364,85 @@ class DataDependentShape(Rule):
             lines=[7],
             note="from torch's table: aten::_ctc_loss is tagged dynamic_output_shape; fullgraph=True fails too",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PositiveMean(nn.Module):
+                def forward(self, scores: torch.Tensor):
+                    picked = scores[scores > 0]
+                    return picked.sum() / (len(picked) + 1)
+
+            model = torch.compile(PositiveMean())
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8),)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class PositiveMean(nn.Module):
+                def forward(self, scores: torch.Tensor):
+                    picked = scores[scores > 0]
+                    return picked.sum() / (len(picked) + 1)
+
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+            model = torch.compile(PositiveMean())
+            """,
+            entry="PositiveMean",
+            lines=[6],
+            note=("The selection's size only meets tensor arithmetic: the fix sets "
+                  "capture_dynamic_output_shape_ops right before the file's compile call."),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Counts(nn.Module):
+                def forward(self, labels: torch.Tensor):
+                    counts = torch.bincount(labels, minlength=4)
+                    return counts.float() / labels.numel()
+
+            model = torch.compile(Counts())
+            """,
+            calls="[(torch.tensor([0, 2, 1, 2]),), (torch.tensor([3, 3, 1, 0]),)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Counts(nn.Module):
+                def forward(self, labels: torch.Tensor):
+                    counts = torch.bincount(labels, minlength=4)
+                    return counts.float() / labels.numel()
+
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+            model = torch.compile(Counts())
+            """,
+            entry="Counts",
+            lines=[6],
+            note="`minlength` does not fix the size (a larger label makes more bins): the setting does.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class FirstHits(nn.Module):
+                def forward(self, scores: torch.Tensor):
+                    hits = (scores > 0).nonzero()
+                    if hits.shape[0] == 0:
+                        return scores.new_zeros(2)
+                    return hits[0].float()
+
+            model = torch.compile(FirstHits())
+            """,
+            calls="[(torch.randn(4, 8),), (-torch.ones(4, 8),)]",
+            entry="FirstHits",
+            lines=[6],
+            note=("No fix: the number of hits then decides a Python `if`, where the break would move "
+                  "with capture_dynamic_output_shape_ops."),
+        ),
     ]
     valid = [
         Valid(
