@@ -52,48 +52,59 @@ def _not_clean_with(source: str, line: str, calls: str) -> None:
 
 
 MASKS = "[(torch.randn(8, 6), torch.randn(8, 6)), (torch.randn(8, 6), torch.randn(8, 6))]"
+BOXES = "[(torch.randn(2, 3, 8, 8), torch.tensor([1, 2, 3, 2])), (torch.randn(2, 3, 8, 8), torch.tensor([2, 1, 4, 3]))]"
+# (code, setting, parameters, calls): a selection (JIT207) or integers read with `.tolist()` (JIT203)
+SELECTION = ("JIT207", SHAPES_LINE, "x: torch.Tensor, m: torch.Tensor", MASKS)
+LIST = ("JIT203", SCALARS_LINE, "x: torch.Tensor, t: torch.Tensor", BOXES)
 
-SHAPE_CLEAN = [
+OFFERED = [(SELECTION, body) for body in (
     "y = x[m > 0]\nreturn y.sum(0) * 2",
     "y = x[m > 0]\nreturn torch.cat([y, x.view(-1)]) * 2",
     "y = x[m > 0]\nreturn x / (len(y) + 1)",
     "idx = (m > 0).nonzero()\nreturn x[idx[:, 0]].mean(0)",
     "y = x[m > 0]\nz = torch.zeros(y.shape[0], 2) + 1\nreturn z.sum() + y.sum()",
     "counts = torch.bincount((m > 0).long().view(-1), minlength=2)\nreturn counts.float() * 2",
-]
+)] + [(LIST, body) for body in (
+    "return F.pad(x, t.long().tolist()) * 2",
+    "s = t.long().tolist()\nreturn x[..., : s[1]] * 2",
+    "out = x\nfor v in t.long().tolist():\n    out = out * v\nreturn out",
+    "a, b, c, d = t.long().tolist()\nreturn torch.zeros(a, c) + x.sum()",
+)]
 
 
-@pytest.mark.parametrize("body", SHAPE_CLEAN)
-def test_a_selection_only_tensor_code_reads_gets_the_setting_and_compiles(body):
-    source = _module(body, "x: torch.Tensor, m: torch.Tensor")
-    finding = _finding(source, "JIT207")
-    assert finding.fix is not None and SHAPES_LINE in finding.fix.message
-    _clean_once_fixed(source, "JIT207", MASKS)
+@pytest.mark.parametrize("case,body", OFFERED)
+def test_a_value_only_compiling_code_reads_gets_the_setting_and_compiles(case, body):
+    code, line, params, calls = case
+    source = _module(body, params)
+    finding = _finding(source, code)
+    assert finding.fix is not None and line in finding.fix.message
+    _clean_once_fixed(source, code, calls)
 
 
-SHAPE_HAZARDS = [
+REFUSED = [(SELECTION, body, reason) for body, reason in (
     ("y = x[m > 0]\nif y.numel() > 0:\n    return y * 2\nreturn x", "decides a Python test"),
     ("idx = (m > 0).nonzero()\nfor i in idx:\n    x = x + i[0]\nreturn x", "a `for` iterates over"),
     ("idx = (m > 0).nonzero()\nreturn x * len(idx.tolist())", "`.tolist()` reads it"),
     ("y = x[m > 0]\nreturn x * 2 if y.shape[0] > 3 else x", "decides a Python test"),
-]
-
-
-@pytest.mark.parametrize("body,reason", SHAPE_HAZARDS)
-def test_a_selection_read_in_python_later_gets_no_setting_and_the_compiler_agrees(body, reason):
-    source = _module(body, "x: torch.Tensor, m: torch.Tensor")
-    finding = _finding(source, "JIT207")
-    assert finding.fix is None and reason in finding.message and SHAPES_LINE not in finding.message
-    _not_clean_with(source, SHAPES_LINE, MASKS)
-
-
-def test_the_list_comparison_that_crashes_dynamo_gets_no_setting():
     # longformer: `assert list(t.size()) == [..., n, ...]` with a tensor `n` crashes Dynamo under every setting
-    body = "n = (m > 0).long().sum()\ny = x[m > 0]\nassert list(y.size()) == [n, 6]\nreturn y * 2"
-    source = _module(body, "x: torch.Tensor, m: torch.Tensor")
-    finding = _finding(source, "JIT207")
-    assert finding.fix is None and "`list()` reads it" in finding.message
-    _not_clean_with(source, SHAPES_LINE, MASKS)
+    ("n = (m > 0).long().sum()\ny = x[m > 0]\nassert list(y.size()) == [n, 6]\nreturn y * 2", "`list()` reads it"),
+)] + [(LIST, body, "would not help `.tolist()`") for body in (
+    # kornia's random erasing: starts in two dims of one read
+    "a, b, w, h = t.long().tolist()\nreturn x[:, :, b : b + h, a : a + w] * 2",
+    # kornia's motion blur: a list indexed by a tensor
+    "s = t.long().tolist()\ni = t[0]\nreturn x * s[i]",
+    "s = t.long().tolist()\nif s[0] > 1:\n    return x * 2\nreturn x",
+    "s = t.long().tolist()\nfor i in range(s[0]):\n    x = x + 1\nreturn x",
+)]
+
+
+@pytest.mark.parametrize("case,body,reason", REFUSED)
+def test_a_value_read_in_python_later_gets_no_setting_and_the_compiler_agrees(case, body, reason):
+    code, line, params, calls = case
+    source = _module(body, params)
+    finding = _finding(source, code)
+    assert finding.fix is None and reason in finding.message and line not in finding.message
+    _not_clean_with(source, line, calls)
 
 
 def test_a_selection_passed_to_an_unknown_helper_is_not_followed():
@@ -103,55 +114,17 @@ def test_a_selection_passed_to_an_unknown_helper_is_not_followed():
 
 
 def test_a_file_that_sets_the_setting_has_no_finding_where_it_helps_and_keeps_those_where_it_does_not():
-    clean = _module(SHAPE_CLEAN[0], "x: torch.Tensor, m: torch.Tensor").replace(
-        "model = torch.compile", f"{SHAPES_LINE}\nmodel = torch.compile")
+    compile_call = "model = torch.compile"
+    clean = _module(OFFERED[0][1], SELECTION[2]).replace(compile_call, f"{SHAPES_LINE}\n{compile_call}")
     assert not [d for d in lint_source(clean, "m.py", only(RULES_BY_CODE["JIT207"])).diagnostics]
-    hazard = _module(SHAPE_HAZARDS[0][0], "x: torch.Tensor, m: torch.Tensor").replace(
-        "model = torch.compile", f"{SHAPES_LINE}\nmodel = torch.compile")
+    hazard = _module(REFUSED[0][1], SELECTION[2]).replace(compile_call, f"{SHAPES_LINE}\n{compile_call}")
     assert _finding(hazard, "JIT207").fix is None
 
 
 def test_without_a_compile_call_the_message_names_the_line_to_add():
-    finding = _finding(_module(SHAPE_CLEAN[0], "x: torch.Tensor, m: torch.Tensor", compiled=False), "JIT207")
+    finding = _finding(_module(OFFERED[0][1], SELECTION[2], compiled=False), "JIT207")
     assert finding.fix is None
     assert f"by hand: put `{SHAPES_LINE}` right before the `torch.compile(...)`" in finding.message
-
-
-BOXES = "[(torch.randn(2, 3, 8, 8), torch.tensor([1, 2, 3, 2])), (torch.randn(2, 3, 8, 8), torch.tensor([2, 1, 4, 3]))]"
-
-LIST_CLEAN = [
-    "return F.pad(x, t.long().tolist()) * 2",
-    "s = t.long().tolist()\nreturn x[..., : s[1]] * 2",
-    "out = x\nfor v in t.long().tolist():\n    out = out * v\nreturn out",
-    "a, b, c, d = t.long().tolist()\nreturn torch.zeros(a, c) + x.sum()",
-]
-
-
-@pytest.mark.parametrize("body", LIST_CLEAN)
-def test_integer_numbers_read_with_tolist_and_used_as_sizes_get_the_setting_and_compile(body):
-    source = _module(body, "x: torch.Tensor, t: torch.Tensor")
-    finding = _finding(source, "JIT203")
-    assert finding.fix is not None and SCALARS_LINE in finding.fix.message
-    _clean_once_fixed(source, "JIT203", BOXES)
-
-
-LIST_HAZARDS = [
-    # kornia's random erasing: starts in two dims of one read
-    "a, b, w, h = t.long().tolist()\nreturn x[:, :, b : b + h, a : a + w] * 2",
-    # kornia's motion blur: a list indexed by a tensor
-    "s = t.long().tolist()\ni = t[0]\nreturn x * s[i]",
-    "s = t.long().tolist()\nif s[0] > 1:\n    return x * 2\nreturn x",
-    "s = t.long().tolist()\nfor i in range(s[0]):\n    x = x + 1\nreturn x",
-]
-
-
-@pytest.mark.parametrize("body", LIST_HAZARDS)
-def test_tolist_numbers_that_break_later_get_no_setting_and_the_compiler_agrees(body):
-    source = _module(body, "x: torch.Tensor, t: torch.Tensor")
-    finding = _finding(source, "JIT203")
-    assert finding.fix is None and SCALARS_LINE not in finding.message
-    assert "would not help `.tolist()`" in finding.message
-    _not_clean_with(source, SCALARS_LINE, BOXES)
 
 
 def test_an_item_read_as_slice_starts_in_two_dims_gets_no_capture_fix():
