@@ -85,19 +85,31 @@ def file_sets(context: FileContext, setting: Setting) -> bool:
     """
     qualified = f"torch._dynamo.config.{setting.name}"
     if setting.name == "reorderable_logging_functions":
-        wanted = setting.statement.rsplit("(", 1)[1].rstrip(")")
-        for call in context.module_index.calls:
-            func = call.func
-            if (isinstance(func, cst.Attribute) and func.attr.value in ("add", "update")
-                    and context.qualname(func.value) == qualified
-                    and any(wanted in cst.Module([]).code_for_node(arg.value) for arg in call.args)):
-                return True
-        return False
+        return _lists_function(context, qualified, setting.key.split("(", 1)[1].rstrip(")"))
     for assign in context.module_index.of_type(cst.Assign):
         if (isinstance(assign.value, cst.Name) and assign.value.value == "True"
                 and any(context.qualname(target.target) == qualified for target in assign.targets)):
             return True
     return False
+
+
+def _lists_function(context: FileContext, qualified: str, function: str) -> bool:
+    """`X.add(f)`, `X.update({f, ...})` or `X = {f, ...}` for the set setting `qualified`."""
+    code = cst.Module([]).code_for_node
+
+    def names(value: cst.BaseExpression) -> set[str]:
+        if isinstance(value, (cst.Set, cst.List, cst.Tuple)):
+            return {code(element.value) for element in value.elements}
+        return {code(value)}
+
+    for call in context.module_index.calls:
+        func = call.func
+        if (isinstance(func, cst.Attribute) and context.qualname(func.value) == qualified and call.args
+                and (func.attr.value == "add" and code(call.args[0].value) == function
+                     or func.attr.value == "update" and function in names(call.args[0].value))):
+            return True
+    return any(any(context.qualname(target.target) == qualified for target in assign.targets)
+               and function in names(assign.value) for assign in context.module_index.of_type(cst.Assign))
 
 
 def setting_fix(context: FileContext, setting: Setting) -> tuple[Optional[FixPlan], Optional[str]]:
