@@ -41,6 +41,7 @@ NOT_REASONS = {
     "the skipped work still runs (slower; its random draws and zero gradients differ from skipping it)",
     "`x[x]` is [n_selected, ...]",  # a masked update's selected shape, part of a reason
     "x, and x",  # joins a reason and the use of a number (`number_uses.unkept_number`)
+    " (its message without the values formatted into it)",  # part of a check's fix message
     # what a setting makes Dynamo do (fixes/settings.py): part of a fix's message
     "keeps the number in the graph", "keeps the data-dependent size in the graph", "lets Dynamo trace the RNN module",
     "runs `x` after the graph, with the values the graph computed",
