@@ -56,6 +56,7 @@ BOXES = "[(torch.randn(2, 3, 8, 8), torch.tensor([1, 2, 3, 2])), (torch.randn(2,
 # (code, setting, parameters, calls): a selection (JIT207) or integers read with `.tolist()` (JIT203)
 SELECTION = ("JIT207", SHAPES_LINE, "x: torch.Tensor, m: torch.Tensor", MASKS)
 LIST = ("JIT203", SCALARS_LINE, "x: torch.Tensor, t: torch.Tensor", BOXES)
+ITEM = ("JIT201", SCALARS_LINE, "x: torch.Tensor, t: torch.Tensor", BOXES)
 
 OFFERED = [(SELECTION, body) for body in (
     "y = x[m > 0]\nreturn y.sum(0) * 2",
@@ -69,6 +70,11 @@ OFFERED = [(SELECTION, body) for body in (
     "s = t.long().tolist()\nreturn x[..., : s[1]] * 2",
     "out = x\nfor v in t.long().tolist():\n    out = out * v\nreturn out",
     "a, b, c, d = t.long().tolist()\nreturn torch.zeros(a, c) + x.sum()",
+)] + [(ITEM, body) for body in (
+    # no tensor can replace a slice bound, so the number is kept and captured
+    "n = t.max().item()\nreturn x[..., :n].sum(-1) / n",
+    "n = t.max().item()\nreturn x[..., : n - 1] * 2",
+    "n = t.max().item()\nreturn x[..., :n] * 2, n",  # returned by the compiled forward: leaves the graph
 )]
 
 
@@ -95,6 +101,9 @@ REFUSED = [(SELECTION, body, reason) for body, reason in (
     "s = t.long().tolist()\ni = t[0]\nreturn x * s[i]",
     "s = t.long().tolist()\nif s[0] > 1:\n    return x * 2\nreturn x",
     "s = t.long().tolist()\nfor i in range(s[0]):\n    x = x + 1\nreturn x",
+)] + [(ITEM, body, "no automatic fix: ") for body in (
+    "n = t.max().item()\nreturn [x] * n",  # a Python list's length
+    "n = t.max().item()\nreturn x[..., :n] * 2 if n > 2 else x",
 )]
 
 

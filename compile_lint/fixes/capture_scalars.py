@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
-from compile_lint.fixes.branches.blocks import BranchFix
+from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.keep_tensor import every_use
-from compile_lint.fixes.settings import CAPTURE_SCALARS, file_sets, setting_fix, setting_message
+from compile_lint.fixes.setting_hazards import number_hazard
+from compile_lint.fixes.settings import CAPTURE_SCALARS, file_sets, setting_fix, setting_message, setting_outcome
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
@@ -85,6 +86,20 @@ def _report_capture(context: FileContext, report: Report, node: cst.CSTNode, mes
         report(node, message=what_breaks + CAPTURED_NOTE, fix=fix)
         return
     report(node, message=setting_message(what_breaks, BranchFix(fix, reason)), fix=fix)
+
+
+def report_kept_or_captured(context: FileContext, report: Report, conversion: cst.Call, message: str,
+                            kept: BranchFix) -> None:
+    """Report a tensor read into a number with `kept`, keeping a tensor (or why not); where that is withheld
+    and every use of the number compiles once captured (fixes/setting_hazards.number_hazard), with
+    `capture_scalar_outputs` instead: its fix before the file's compile call, or its line to add."""
+    if kept.fix is None and number_hazard(context, conversion) is None:
+        if captures_scalars(context):
+            return
+        outcome = setting_outcome(context, CAPTURE_SCALARS, None, "the number")
+        report(conversion, message=setting_message(message.split("; ")[0], outcome), fix=outcome.fix)
+        return
+    report(conversion, message=with_reason(message, kept), fix=kept.fix)
 
 
 def only_captured_sizes(context: FileContext, conversion: cst.Call) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.predicates import COMPILE_FUNCTIONS
 from compile_lint.analysis.syntax.walk import iter_nodes
 
@@ -241,6 +242,11 @@ def _reads(context: FileContext, function: cst.FunctionDef, name: str) -> list[c
     return found
 
 
+def _number(context: FileContext, expr: cst.BaseExpression) -> bool:
+    """A Python number: a literal, a size, a flag or a number read from a tensor (not a list, not a tensor)."""
+    return isinstance(expr, (cst.Integer, cst.Float)) or context.kind(expr) in (Kind.PY, Kind.SHAPE, Kind.DATA)
+
+
 def _shown(context: FileContext, node: Optional[cst.CSTNode]) -> cst.CSTNode:
     """The expression to quote for a use: the call an argument is passed to, not the bare argument."""
     while isinstance(node, (cst.Arg, cst.Element, cst.Index, cst.SubscriptElement, cst.Slice)):
@@ -363,3 +369,53 @@ def integer_evidence(context: FileContext, tensor: cst.BaseExpression) -> bool:
 
 
 _INTEGER_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int", "torch.int32", "torch.int16"})
+
+
+def number_hazard(context: FileContext, read: cst.BaseExpression) -> Optional[str]:
+    """Why the number `read` (`t.item()`, `int(t)`) cannot be captured (`capture_scalar_outputs`) without a
+    break, crash or recompile later; None when every use compiles once captured.
+
+    A use compiles when it is a size, slice bound or index measured clean (fixes/capture_scalars.py),
+    an operand of tensor arithmetic (the result is a tensor), or Python arithmetic whose result
+    is used so in turn; a name the number is bound to is followed through its reads; a
+    return leaves the graph only from a function this file compiles. Anything else (a test,
+    a `range()`, a call the check does not know, text) is a hazard, with what it is.
+    """
+    from compile_lint.fixes.capture_scalars import captured_size
+    from compile_lint.fixes.keep_tensor import tensor_arithmetic_operand
+
+    function = context.function
+    if function is None:
+        return "not inside a function"
+    pending: list[cst.CSTNode] = [read]
+    followed: set[str] = set()
+    while pending:
+        node = pending.pop()
+        while True:
+            if captured_size(context, node) or tensor_arithmetic_operand(context, node):
+                break
+            parent = context.parent(node)
+            other = (parent.right if parent.left is node else parent.left) \
+                if isinstance(parent, cst.BinaryOperation) else None
+            if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus) or (
+                    other is not None and _number(context, other)):
+                node = parent  # Python arithmetic on numbers: its result is used in turn
+                continue
+            if isinstance(parent, (cst.Element, cst.Tuple)):
+                node = parent  # `return y, n`: the tuple is used in turn
+                continue
+            if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1 \
+                    and isinstance(parent.targets[0].target, cst.Name):
+                name = parent.targets[0].target.value
+                if name not in followed:
+                    if len(context.local_values(name)) != 1:
+                        return f"then `{name}` is bound more than once, which the check does not follow"
+                    followed.add(name)
+                    pending.extend(other for other in _reads(context, function, name)
+                                   if other is not parent.targets[0].target)
+                break
+            if isinstance(parent, cst.Return) and _compiled_here(context, function):
+                break
+            shown = _shown(context, parent)
+            return f"then `{_code(shown)[:60]}` uses it beyond what compiles once captured"
+    return None
