@@ -395,6 +395,8 @@ def number_hazard(context: FileContext, read: cst.BaseExpression) -> Optional[st
             if captured_size(context, node) or tensor_arithmetic_operand(context, node):
                 break
             parent = context.parent(node)
+            if parent is None:
+                return "then it is used where the check does not follow"
             other = (parent.right if parent.left is node else parent.left) \
                 if isinstance(parent, cst.BinaryOperation) else None
             if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus) or (
@@ -411,8 +413,8 @@ def number_hazard(context: FileContext, read: cst.BaseExpression) -> Optional[st
                     if len(context.local_values(name)) != 1:
                         return f"then `{name}` is bound more than once, which the check does not follow"
                     followed.add(name)
-                    pending.extend(other for other in _reads(context, function, name)
-                                   if other is not parent.targets[0].target)
+                    pending.extend(use for use in _reads(context, function, name)
+                                   if use is not parent.targets[0].target)
                 break
             if isinstance(parent, cst.Return) and _compiled_here(context, function):
                 break
