@@ -30,6 +30,8 @@ import libcst as cst
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.predicates import COMPILE_FUNCTIONS
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.fixes.captured_sizes import captured_size
+from compile_lint.fixes.keep_tensor import tensor_arithmetic_operand
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
@@ -275,9 +277,6 @@ def list_hazard(context: FileContext, tolist: cst.Call) -> Optional[str]:
     size, slice bound or index that compiles once captured, or an operand of tensor arithmetic
     (fixes/capture_scalars.py, fixes/keep_tensor.py).
     """
-    from compile_lint.fixes.capture_scalars import captured_size
-    from compile_lint.fixes.keep_tensor import tensor_arithmetic_operand
-
     def number_ok(read: cst.CSTNode) -> bool:
         return captured_size(context, read) or tensor_arithmetic_operand(context, read)
 
@@ -381,9 +380,6 @@ def number_hazard(context: FileContext, read: cst.BaseExpression) -> Optional[st
     return leaves the graph only from a function this file compiles. Anything else (a test,
     a `range()`, a call the check does not know, text) is a hazard, with what it is.
     """
-    from compile_lint.fixes.capture_scalars import captured_size
-    from compile_lint.fixes.keep_tensor import tensor_arithmetic_operand
-
     function = context.function
     if function is None:
         return "not inside a function"
