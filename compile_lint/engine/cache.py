@@ -109,6 +109,7 @@ def _encode(diagnostic: Diagnostic) -> list:
             [list(operand) for operand in fix.rests_on],
         ],
         None if diagnostic.inside is None else _encode_inside(diagnostic.inside),
+        diagnostic.help,
     ]
 
 
@@ -127,7 +128,7 @@ def _decode_inside(item: Optional[list]) -> Optional[Inside]:
 
 def _decode(path: str, item: list) -> Diagnostic:
     line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, reached, fix, \
-        inside = item
+        inside, help_text = item
     decoded_fix = None
     if fix is not None:
         applicability, fix_message, edits, rests_on = fix
@@ -136,7 +137,7 @@ def _decode(path: str, item: list) -> Diagnostic:
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
                       gb_type, gb_id, decoded_fix, mode=mode, condition=condition,
                       reached_from=tuple((path, line, function) for path, line, function in reached),
-                      inside=_decode_inside(inside))
+                      inside=_decode_inside(inside), help=help_text)
 
 
 class CachedLint(NamedTuple):

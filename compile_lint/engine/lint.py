@@ -23,7 +23,7 @@ from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES
 from compile_lint.analysis.syntax.walk import flat_walks
 from compile_lint.core.codes import SYNTAX_ERROR_CODE
-from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import Diagnostic, split_message
 from compile_lint.core.results import LintCancelled
 from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher
@@ -186,6 +186,7 @@ def lint_module(
                 code=rule.code, name=rule.name, kind=rule.kind,
                 message=_reached(with_evidence(_with_conditions(finding.message, mode, condition), finding.node,
                                                context.regions.external.get(finding.function)), reached_from),
+                help=split_message(finding.message)[1],
                 reached_from=reached_from,
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
                 condition=condition,

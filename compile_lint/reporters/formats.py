@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.reporters.finding_line import finding_line
+from compile_lint.reporters.finding_line import finding_line, help_text
 from compile_lint.reporters.full import format_full
 from compile_lint.reporters.gitlab import format_gitlab
 from compile_lint.reporters.junit import format_junit
@@ -28,17 +28,22 @@ def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -
 
 
 def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
-    """The concise line, then the source line with a caret under the finding."""
+    """The concise line up to what breaks, the source line with a caret under the finding, then a `help:`
+    line (the fix, else what to do by hand)."""
     out = []
     for d in diagnostics:
-        out.append(finding_line(d))
+        out.append(finding_line(d, with_help=False))
         lines = sources.get(d.path, "").splitlines()
+        gutter = "      "
         if 0 < d.line <= len(lines):
             line = lines[d.line - 1].expandtabs(1)
             width = (d.end_column - d.column) if d.end_line == d.line else len(line) - d.column + 1
             gutter = f"{d.line:>5} | "
             out.append(f"{gutter}{line}\n")
             out.append(" " * (len(gutter) - 2) + "| " + " " * (d.column - 1) + "^" * max(1, width) + "\n")
+        text = help_text(d)
+        if text:
+            out.append(" " * (len(gutter) - 2) + f"= help: {text}\n")
     return "".join(out)
 
 
