@@ -130,6 +130,16 @@ def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
     return spell(context, GUARD_PREDICATE)
 
 
+def inside(context: "FileContext", node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+    """True when `node` is `ancestor` or lies within it."""
+    current: Optional[cst.CSTNode] = node
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = context.parent(current)
+    return False
+
+
 def gated_by_compile_test(context: "FileContext", node: cst.CSTNode) -> bool:
     """True when `node` sits in code an is-compiling test already confines to eager runs or to
     compiled ones: a `not is_compiling()` guard there is redundant, or makes the code dead."""

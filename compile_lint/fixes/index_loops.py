@@ -40,16 +40,15 @@ import libcst as cst
 from compile_lint.analysis.syntax.literals import int_literal
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.blocks import BranchFix, no_fix
-from compile_lint.fixes.capture_scalars import sets_true
-from compile_lint.fixes.guards import spell
+from compile_lint.fixes.guards import inside
 from compile_lint.fixes.hit_tests import hit_test
 from compile_lint.fixes.keep_tensor import NameOccurrences
 from compile_lint.fixes.plan import FixPlan
+from compile_lint.fixes.settings import CAPTURE_SHAPES, file_sets, setting_after_imports
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
 
-CAPTURE_SHAPES_SETTING = "torch._dynamo.config.capture_dynamic_output_shape_ops"
 LOOP_FIX_MESSAGE = ("Loop over every candidate index, `for {target} in range({count})`, and capture the "
                     "selection inside (capture_dynamic_output_shape_ops = True after the imports): candidates "
                     "not picked run on an empty selection, which costs where few tokens meet many experts "
@@ -299,7 +298,7 @@ def _variable_uses_are_indexes(context: FileContext, loop: cst.For, name: str, r
     occurrences = NameOccurrences(name)
     visit(loop.body, occurrences)
     for node in occurrences.found:
-        if skipped is not None and _inside(context, node, skipped):
+        if skipped is not None and inside(context, node, skipped):
             continue
         parent = context.parent(node)
         grand = context.parent(parent) if parent is not None else None
@@ -332,15 +331,6 @@ def _int_use(context: FileContext, node: cst.CSTNode) -> bool:
             and isinstance(parent.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
         return True
     return isinstance(parent, cst.FormattedStringExpression)
-
-
-def _inside(context: FileContext, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-    current: Optional[cst.CSTNode] = node
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = context.parent(current)
-    return False
 
 
 def _rebinding(loop: cst.For, name: str) -> Optional[cst.SimpleStatementLine]:
@@ -412,8 +402,8 @@ def index_loop_fix(context: FileContext, call: cst.Call, loop: cst.For, binding:
             return no_fix("the `nonzero()` is the only statement of its block")
         replacements.append((binding, cst.RemovalSentinel.REMOVE))
     imports: Sequence[str] = ()
-    if not captures_dynamic_shapes(context):
-        setting, imports = _setting_after_imports(context)
+    if not file_sets(context, CAPTURE_SHAPES):
+        setting, imports = setting_after_imports(context, CAPTURE_SHAPES, SETTING_NOTE)
         if setting is None:
             return no_fix("the file has no statement to put the capture setting after")
         replacements.append(setting)
@@ -499,7 +489,7 @@ def _read_elsewhere(context: FileContext, function: cst.FunctionDef, loop: cst.F
     for name in sorted(names):
         occurrences = NameOccurrences(name)
         visit(function.body, occurrences)
-        if any(not _inside(context, node, loop) for node in occurrences.found):
+        if any(not inside(context, node, loop) for node in occurrences.found):
             return f"`{name}`, which the loop body binds, is read outside the loop"
     locals_read = {mask, count.split(".")[0].split("[")[0]} - {"self"}
     for local in sorted(name for name in locals_read if name.isidentifier()):
@@ -530,30 +520,3 @@ class _StatementOrder(cst.CSTVisitor):
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         if self.seen_marker and isinstance(node.target, cst.Name) and node.target.value == self.name:
             self.bound_after = True
-
-
-def captures_dynamic_shapes(context: FileContext) -> bool:
-    """True when the file sets `torch._dynamo.config.capture_dynamic_output_shape_ops = True` (a plain assignment)."""
-    return sets_true(context, CAPTURE_SHAPES_SETTING)
-
-
-def _setting_after_imports(context: FileContext) -> tuple[Optional[tuple[cst.CSTNode, object]], Sequence[str]]:
-    """The replacement that puts the capture setting after the module's leading imports, and imports it needs."""
-    torch_name, imports = spell(context, "torch")
-    setting = cst.parse_statement(f"{torch_name}._dynamo.config.capture_dynamic_output_shape_ops = True\n")
-    note = cst.EmptyLine(comment=cst.Comment("# " + SETTING_NOTE))
-    setting = setting.with_changes(leading_lines=[cst.EmptyLine(), note])
-    body = list(context.module.body)
-    if not body:
-        return None, ()
-    index = 0
-    for position, statement in enumerate(body):
-        first = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
-        docstring = position == 0 and isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString)
-        if docstring or isinstance(first, (cst.Import, cst.ImportFrom)):
-            index = position + 1
-            continue
-        break
-    if index == 0:
-        return (body[0], cst.FlattenSentinel([setting, body[0]])), imports
-    return (body[index - 1], cst.FlattenSentinel([body[index - 1], setting])), imports

@@ -208,6 +208,8 @@ def module_class_entries(model: "Model") -> bool:
             model.constructed.add(key)
             construct(model, key)
             forward, holder = class_lookup(model, key, "forward")
+            forward = join(*(value.function if isinstance(value, WrappedV) else frozenset((value,))
+                             for value in forward))
             for value in forward:
                 if isinstance(value, FunctionV) and isinstance(holder, ClassV):
                     node = generic_node(model, value, InstanceV(key), entry=True)
@@ -256,7 +258,11 @@ def evaluate_everything(model: "Model", which: str = "all") -> bool:
         module = model.modules.get(path)
         if module is None:
             continue
-        for qualname, definitions in module.scopes.functions.items():
+        if which == "all" or module.mentions_compile:
+            module.scopes.walk_all()
+        elif which == "compiling":
+            continue
+        for qualname, definitions in list(module.scopes.functions.items()):
             function = FunctionV((path, qualname))
             if function in have:
                 continue

@@ -34,6 +34,7 @@ from compile_lint.analysis.model.values import (
     InstanceV,
     KindV,
     PartialV,
+    PatternV,
     TupleV,
     UnknownV,
     Value,
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from compile_lint.analysis.model.values import Node
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_MAX_STRINGS = 16
+_MAX_PAIRS = 16  # value pairs an operator combines one by one
 _FOLDED: dict[type, Callable] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
@@ -164,6 +167,7 @@ class Expressions:
         """`left op right`: folded for constants, a loaded class's dunder, else the lattice's kind."""
         found: set = set()
         dunder = _DUNDERS.get(type(op))
+        plain: list[Value] = []
         for value in left:
             if dunder is not None and isinstance(value, InstanceV):
                 method = attribute_values(self.model, frozenset((value,)), dunder, self, where)
@@ -173,6 +177,12 @@ class Expressions:
             if isinstance(value, (ContainerV, TupleV)) and isinstance(op, ast.Add):
                 found.add(value)
                 continue
+            plain.append(value)
+        if len(plain) * len(right) > _MAX_PAIRS:
+            # Many values on each side: their kinds combine (constants are no longer folded one by one).
+            plain = list({value if isinstance(value, PatternV) else _kind_of(value) for value in plain})
+            right = frozenset(value if isinstance(value, PatternV) else _kind_of(value) for value in right)
+        for value in plain:
             for other in right:
                 found.add(_combined(op, value, other))
         return join(found)
@@ -377,9 +387,28 @@ class Expressions:
         return found
 
     def ev_JoinedStr(self, expression: ast.JoinedStr) -> frozenset:
+        """An f-string: its strings when every part is a constant (a few), else a pattern of its known ends."""
+        parts: list[Optional[list[str]]] = []
         for value in expression.values:
-            self.eval(value)
-        return frozenset((PY,))
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append([value.value])
+                continue
+            found = self.eval(value)
+            if isinstance(value, ast.FormattedValue):
+                found = self.eval(value.value) if value.format_spec is None and value.conversion == -1 else EMPTY
+            texts = [str(item.value) for item in found if isinstance(item, ConstV)
+                     and isinstance(item.value, (str, int)) and not isinstance(item.value, bool)]
+            parts.append(texts if texts and len(texts) == len(found) else None)
+        if all(part is not None for part in parts):
+            combined = [""]
+            for part in parts:
+                combined = [text + piece for text in combined for piece in part]  # type: ignore[union-attr]
+                if len(combined) > _MAX_STRINGS:
+                    return frozenset((PY,))
+            return frozenset(const(text) for text in combined)
+        prefix = "".join(part[0] for part in _leading(parts))
+        suffix = "".join(part[0] for part in reversed(_leading(list(reversed(parts)))))
+        return frozenset((PatternV(prefix, suffix),)) if prefix or suffix else frozenset((PY,))
 
     def ev_FormattedValue(self, expression: ast.FormattedValue) -> frozenset:
         self.eval(expression.value)
@@ -404,6 +433,8 @@ class Expressions:
                  keep_unknown: bool = False) -> frozenset:
         """`@decorator` applied to `target`: decorators are calls. A loaded decorator gives what it returns
         (nothing yet while it is not evaluated); an external one the model cannot follow keeps the target."""
+        if not decorator:
+            return target  # a decorator the model cannot find (an unresolved import) keeps what it decorates
         found: set = set()
         for value in decorator:
             result = call_values(self, frozenset((value,)), Args(positional=[target]), where, _spelled(where),
@@ -432,6 +463,16 @@ class Expressions:
             else:
                 found.add(value)
         return frozenset(found) or ONLY_UNKNOWN
+
+
+def _leading(parts: list) -> list:
+    """The parts before the first that is not one known string."""
+    found = []
+    for part in parts:
+        if part is None or len(part) != 1:
+            break
+        found.append(part)
+    return found
 
 
 def _spelled(expression: ast.AST) -> Optional[str]:
@@ -465,6 +506,10 @@ def _kind_of(value: Value) -> Value:
 
 
 def _combined(op: ast.operator, left: Value, right: Value) -> Value:
+    if isinstance(op, ast.Add) and (isinstance(left, (ConstV, PatternV)) or isinstance(right, (ConstV, PatternV))):
+        joined = _joined_text(left, right)
+        if joined is not None:
+            return joined
     if isinstance(left, ConstV) and isinstance(right, ConstV):
         fold = _FOLDED.get(type(op))
         if fold is not None:
@@ -477,6 +522,22 @@ def _combined(op: ast.operator, left: Value, right: Value) -> Value:
     found = combine([kind.kind for kind in kinds if isinstance(kind, KindV)])
     by_default = any(isinstance(kind, KindV) and kind.by_default for kind in kinds)
     return KindV(found, by_default and found is Kind.TENSOR)
+
+
+def _joined_text(left: Value, right: Value) -> Optional[Value]:
+    """`left + right` where one side is a known string or pattern: a pattern of the known ends."""
+    texts = [isinstance(side, ConstV) and isinstance(side.value, str) for side in (left, right)]
+    if texts == [True, True]:
+        return None  # folded as constants
+    prefix = _text(left) if texts[0] else left.prefix if isinstance(left, PatternV) else None
+    suffix = _text(right) if texts[1] else right.suffix if isinstance(right, PatternV) else None
+    if prefix is None and suffix is None:
+        return None
+    return PatternV(prefix or "", suffix or "")
+
+
+def _text(value: Value) -> str:
+    return value.value if isinstance(value, ConstV) and isinstance(value.value, str) else ""
 
 
 def _compared(op: ast.cmpop, left: frozenset, right: frozenset) -> Value:

@@ -49,6 +49,7 @@ from compile_lint.analysis.model.values import (
     InstanceV,
     KindV,
     PartialV,
+    PatternV,
     SuperV,
     TupleV,
     Value,
@@ -286,7 +287,10 @@ def _builtin(frame: "Expressions", name: str, args: Args, where: Optional[ast.AS
         constant = [value.value for value in names if isinstance(value, ConstV) and isinstance(value.value, str)]
         if short == "hasattr":
             return frozenset((PY,))
-        if constant and len(constant) == len(names):
+        patterns = [value for value in names if isinstance(value, PatternV)]
+        if patterns and len(patterns) + len(constant) == len(names):
+            constant += _matching_attributes(frame, first, patterns)
+        if constant and all(isinstance(value, (ConstV, PatternV)) for value in names):
             found = join(*(attribute_values(frame.model, first, attribute, frame, where) for attribute in constant))
             return join(found, _positional(args, 2)) if found or len(args.positional) > 2 else found or ONLY_UNKNOWN
         return join(ONLY_UNKNOWN, _positional(args, 2))
@@ -364,6 +368,25 @@ def _builtin(frame: "Expressions", name: str, args: Args, where: Optional[ast.AS
                  "issubclass", "divmod", "pow", "ascii"):
         return frozenset((PY,))
     return ONLY_UNKNOWN
+
+
+_MAX_MATCHES = 16
+
+
+def _matching_attributes(frame: "Expressions", objects: frozenset, patterns: list) -> list[str]:
+    """The attribute names of the objects' classes (their order too) that `getattr(obj, f"_{x}_step")` may
+    read: at most `_MAX_MATCHES` of them, else none (too loose a pattern says nothing)."""
+    names: set[str] = set()
+    model = frame.model
+    for value in objects:
+        key = value.cls if isinstance(value, InstanceV) else value.key if isinstance(value, ClassV) else None
+        if key is None:
+            continue
+        for holder in model.mro(key):
+            scope = model.scope(holder.key) if isinstance(holder, ClassV) else None
+            if scope is not None:
+                names.update(name for name in scope.local_names if any(p.matches(name) for p in patterns))
+    return sorted(names) if len(names) <= _MAX_MATCHES else []
 
 
 def _super(frame: "Expressions", args: Args) -> frozenset:

@@ -43,42 +43,47 @@ class ScopeFlow:
 
     # ----- which places the scope can follow -----
     def _collect(self, body: list[ast.stmt]) -> None:
+        """One walk of the scope's code: its names, what it cannot follow, the dict places it can."""
         escaped: set[str] = set(self.unplaced)
         subscripted: set[str] = set()
-        updated = {id(node.func.value) for node in _walk_scope(body)
-                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _update_call(node, None)}
-        for node in _walk_scope(body):
-            if isinstance(node, ast.Name):
-                self.places.add((node.id,))
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                self.untracked.update(node.names)
-            elif isinstance(node, ast.Delete):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.untracked.add(target.id)
-            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                self.untracked.add(node.target.id)
-            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-                self.untracked.add(node.name)
-            elif isinstance(node, ast.comprehension):
-                for name in ast.walk(node.target):
-                    if isinstance(name, ast.Name):
-                        self.untracked.add(name.id)
+        subscripts: list[ast.Subscript] = []
+        loads: list[tuple[ast.Name, Optional[ast.AST]]] = []
+        updated: set[int] = set()
+        untracked = self.untracked
         for node, parent in _walk_with_parents(body):
-            if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
-                continue
-            place = _place(parent) if isinstance(parent, ast.Subscript) and parent.value is node else None
-            if place is not None:
+            kind = type(node)
+            if kind is ast.Name:
+                self.places.add((node.id,))
+                if isinstance(node.ctx, ast.Load):
+                    loads.append((node, parent))
+            elif kind is ast.Subscript:
+                subscripts.append(node)
+            elif kind is ast.Call:
+                if _update_call(node, None):
+                    updated.add(id(node.func.value))
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                untracked.update(node.names)
+            elif kind is ast.Delete:
+                untracked.update(target.id for target in node.targets
+                                 if isinstance(target, ast.Name))
+            elif kind is ast.NamedExpr and isinstance(node.target, ast.Name):
+                untracked.add(node.target.id)
+            elif (kind is ast.MatchAs or kind is ast.MatchStar) and node.name:
+                untracked.add(node.name)
+            elif kind is ast.comprehension:
+                untracked.update(name.id for name in ast.walk(node.target)
+                                 if isinstance(name, ast.Name))
+        for node, parent in loads:
+            if isinstance(parent, ast.Subscript) and parent.value is node and _place(parent) is not None:
                 subscripted.add(node.id)
             elif id(node) not in updated:
                 escaped.add(node.id)
-        for node in _walk_scope(body):
-            if isinstance(node, ast.Subscript):
-                place = _place(node)
-                if place is not None and place[0] in subscripted and place[0] not in escaped:
-                    self.subscript_places[id(node)] = place
-                    for end in range(2, len(place) + 1):
-                        self.places.add(place[:end])
+        for node in subscripts:
+            place = _place(node)
+            if place is not None and place[0] in subscripted and place[0] not in escaped:
+                self.subscript_places[id(node)] = place
+                for end in range(2, len(place) + 1):
+                    self.places.add(place[:end])
 
     def tracked(self, place: Place) -> bool:
         """Whether reads of `place` are answered by this flow."""

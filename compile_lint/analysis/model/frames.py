@@ -15,7 +15,7 @@ import ast
 from typing import Optional
 
 from compile_lint.analysis.model.expressions import Expressions
-from compile_lint.analysis.model.objects import iterate, store_attribute, store_subscript
+from compile_lint.analysis.model.objects import attribute_values, iterate, store_attribute, store_subscript
 from compile_lint.analysis.model.program import LoadedModule, Model
 from compile_lint.analysis.model.scopes import Scope, default_nodes
 from compile_lint.analysis.model.values import (
@@ -46,6 +46,17 @@ def evaluate_node(model: Model, node: Node) -> None:
     value = node[0]
     if isinstance(value, ModuleV):
         frame = Frame(model, node, module, module.scopes.module)
+        if node[1]:
+            # A library module's global, read: only the statements that bind it run (read lazily, as
+            # the names they need are read in turn), never the whole library's import graph.
+            name = node[1][0][1].value  # type: ignore[attr-defined]
+            frame.only_name = name
+            for statement in module.scopes.module_bindings(name):
+                try:
+                    frame.statement(statement)
+                except RecursionError:
+                    continue
+            return
         frame.block(module.tree.body)
         return
     for scope in model.definitions(value.key):
@@ -73,6 +84,7 @@ class Frame(Expressions):
         self.eager = False  # in a branch only eager runs take: its calls are not traced
         self.class_key: Optional[tuple[str, str]] = None  # the class whose body is running
         self.last_test: dict[int, tuple[Optional[bool], Optional[bool]]] = {}  # if statement -> its test's truth
+        self.only_name: Optional[str] = None  # a library module's node that runs the bindings of one name
 
     # ----- names -----
     def read_name(self, name: str, read: Optional[ast.AST] = None) -> frozenset:
@@ -80,7 +92,8 @@ class Frame(Expressions):
         found as Python finds it (LEGB)."""
         scope = self.scope
         heap = self.heap
-        if read is not None and (scope.kind != "class" or name in scope.local_names):
+        if read is not None and (scope.kind != "class" or name in scope.local_names) and not (
+                scope.kind == "module" and self.node[1]):
             flow = self.flow
             reaching = flow.reaching.get(id(read))
             if reaching and flow.tracked((name,)):
@@ -98,6 +111,9 @@ class Frame(Expressions):
         found = heap.read(("g", self.path, name))
         if found:
             return found
+        if self.module.library and name in self.module.scopes.module.local_names:
+            self.model.library_global(self.path, name)  # its binding runs; this read waits for it
+            return EMPTY
         if name == "__name__":
             return frozenset((ExternalV("builtins.__name__"),))
         builtin = self.builtin(name)
@@ -298,9 +314,15 @@ class Frame(Expressions):
             if alias.name == "*":
                 self.star_import(base, statement.lineno)
                 continue
-            qualified = f"{base}.{alias.name}" if statement.module or statement.level == 0 else base + alias.name
-            self.write_name(alias.asname or alias.name, self.model.import_module(qualified, self.path,
-                                                                                  statement.lineno), id(alias))
+            # `from pkg import name` is the package's attribute `name`, else its submodule `name`.
+            package = self.model.import_module(base, self.path, statement.lineno) if base.strip(".") or \
+                statement.level else EMPTY
+            if any(isinstance(value, ModuleV) for value in package):
+                found = attribute_values(self.model, package, alias.name, self, statement)
+            else:
+                qualified = f"{base}.{alias.name}" if statement.module or statement.level == 0 else base + alias.name
+                found = self.model.import_module(qualified, self.path, statement.lineno)
+            self.write_name(alias.asname or alias.name, found, id(alias))
 
     def star_import(self, base: str, line: int) -> None:
         """`from m import *`: every public global of m, as m binds it."""
@@ -310,8 +332,12 @@ class Frame(Expressions):
             module = self.model.modules.get(value.path)
             if module is None:
                 continue
-            self.model.heap.schedule((value, ()))
-            for name in sorted(module.scopes.module.local_names):
+            if not module.library:
+                self.model.run_module(value.path)
+            names = [self.only_name] if self.only_name is not None else sorted(module.scopes.module.local_names)
+            for name in names:
+                if module.library:
+                    self.model.library_global(value.path, name)
                 if not name.startswith("_"):
                     found = self.heap.read(("g", value.path, name))
                     if found:

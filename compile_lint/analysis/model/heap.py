@@ -44,6 +44,8 @@ class Heap:
     def add(self, cell: Cell, found: Iterable) -> bool:
         """Add `found` to `cell`; when it grows, queue its readers. Whether it grew."""
         old = self.cells.get(cell, EMPTY)
+        if not found or (isinstance(found, frozenset) and found <= old):
+            return False  # nothing new: the common case, without a join
         new = join(old, found)
         if len(new) == len(old) and new == old:
             return False

@@ -66,11 +66,14 @@ def _attribute(model: "Model", value: Value, name: str, frame: Optional["Express
                where: Optional[ast.AST]) -> frozenset:
     heap = model.heap
     if isinstance(value, ModuleV):
-        if (value, ()) not in model.evaluations:
+        module = model.modules.get(value.path)
+        if module is not None and module.library:
+            model.library_global(value.path, name)  # only what binds the name runs
+        elif (value, ()) not in model.evaluations:
             heap.schedule((value, ()))  # a module's globals are its code's: run it once it is used
         found = heap.read(("g", value.path, name))
-        if found:
-            return found
+        if found or (module is not None and name in module.scopes.module.local_names):
+            return found  # the module binds it (maybe not yet evaluated): a submodule of that name is shadowed
         submodule = model.submodule(value, name)
         return frozenset((submodule,)) if submodule is not None else EMPTY
     if isinstance(value, ExternalV):

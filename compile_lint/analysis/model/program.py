@@ -43,6 +43,11 @@ MAX_CONTEXTS = 8
 MAX_EVALUATIONS_PER_NODE = 40
 EVALUATIONS_PER_FILE = 400
 LIBRARY_FILE_BUDGET = 300
+# Tooling whose code never runs inside a compiled model (test runners, packaging, editors' servers): never read.
+TOOLING = frozenset({"pytest", "_pytest", "pluggy", "hypothesis", "hypothesmith", "setuptools", "pkg_resources",
+                     "pip", "IPython", "ipykernel", "lsprotocol", "pygls", "psutil", "coverage", "mypy", "ruff",
+                     "flake8", "pycodestyle", "pyflakes", "black", "isort", "sphinx", "docutils", "jinja2",
+                     "pygments", "_distutils_hack", "virtualenv", "nox", "tox", "watchfiles"})
 
 
 @dataclass(eq=False)
@@ -55,6 +60,7 @@ class LoadedModule:
     scopes: FileScopes
     library: bool
     is_package: bool
+    mentions_compile: bool = False  # its text spells `compile`, `cond(` or `optimize(`: entries may be made there
 
 
 @dataclass
@@ -79,13 +85,15 @@ class Model:
 
     def __init__(self, resolver: ModuleResolver, root: str, *, is_library: Callable[[str], bool] = lambda path: False,
                  module_bases: Iterable[str] = (), follow_libraries: bool = True,
-                 skipped_modules: Iterable[str] = ()) -> None:
+                 skipped_modules: Iterable[str] = (), sources: Optional[dict[str, str]] = None,
+                 strict: bool = False) -> None:
         self.resolver = resolver
         self.root = os.path.abspath(root)
         self.is_library = is_library
         self.follow_libraries = follow_libraries
-        self.skipped_modules = frozenset(skipped_modules) | NEVER_READ | STDLIB | {"compile_lint"}
+        self.skipped_modules = frozenset(skipped_modules) | NEVER_READ | STDLIB | TOOLING | {"compile_lint"}
         self.module_bases = frozenset(module_bases)
+        self.sources = {os.path.abspath(path): text for path, text in (sources or {}).items()}  # unsaved texts
         self.heap = Heap()
         self.modules: dict[str, Optional[LoadedModule]] = {}
         self.project_files: list[str] = []
@@ -110,14 +118,22 @@ class Model:
         # that pass it a tensor, what a finding resting on the parameter names.
         self.passes: dict[tuple[tuple[str, str], str], set[tuple[str, int, str]]] = {}
         self._mro: dict[tuple[str, str], tuple] = {}
+        self._linearising: set[tuple[str, str]] = set()
+        self._imports: dict[tuple[str, str], tuple] = {}  # (name, directory of a relative import) -> where
         # The evaluator and the attribute reads, given by whoever builds the model (build.py): the program
         # state below knows nothing of how statements run.
         self.evaluate_node: Callable[["Model", Node], None] = lambda model, node: None
+        # Which library files the traced set may enter (the project's index: those a distribution claims).
+        self.follows: Callable[[str], bool] = lambda path: True
         self.attribute_hook: Callable[["Model", frozenset, tuple[str, ...]], frozenset] = \
             lambda model, value, rest: EMPTY
         self._budget = 0
         self.spent = 0
         self.given_up = False  # the program-wide budget ran out: the model is not a fixed point
+        # Nodes whose evaluation raised (a bug of the model's, or code it cannot read): what it said.
+        # `strict` (the test suite) raises instead.
+        self.failures: list[tuple[Node, str]] = []
+        self.strict = strict
 
     # ----- files -----
     def add_project_files(self, paths: Iterable[str]) -> None:
@@ -140,10 +156,15 @@ class Model:
             return None
         loaded = None
         try:
-            with open(path, "rb") as handle:
-                tree = ast.parse(handle.read(), filename=path)
-            loaded = LoadedModule(path, self.module_name(path), tree, FileScopes(tree), library,
-                                  os.path.basename(path) == "__init__.py")
+            if path in self.sources:
+                data: bytes = self.sources[path].encode("utf-8", "surrogatepass")
+            else:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            tree = ast.parse(data, filename=path)
+            loaded = LoadedModule(path, self.module_name(path), tree, FileScopes(tree, lazy=True), library,
+                                  os.path.basename(path) == "__init__.py",
+                                  any(word in data for word in (b"compile", b"cond(", b"optimize(")))
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             loaded = None
         self.modules[path] = loaded
@@ -174,18 +195,26 @@ class Model:
         if module is None:
             return None
         found = module.scopes.functions.get(key[1]) or module.scopes.classes.get(key[1])
-        return found[-1] if found else None
+        return module.scopes.ensure(found[-1]) if found else None
 
     def definitions(self, key: tuple[str, str]) -> list[Scope]:
         """Every definition of function `key` (a name defined twice runs as either)."""
         module = self.modules.get(key[0])
-        return list(module.scopes.functions.get(key[1], ())) if module is not None else []
+        if module is None:
+            return []
+        return [module.scopes.ensure(scope) for scope in module.scopes.functions.get(key[1], ())]
 
     # ----- imports -----
     def import_module(self, qualified: str, from_path: str, line: int = 0) -> frozenset:
         """The value of module `qualified` as imported by `from_path`: the loaded module, or an external name."""
-        file, rest = self.resolver.module_file(qualified, from_path)
         absolute = qualified.lstrip(".")
+        if not qualified.startswith(".") and absolute.split(".")[0] in self.skipped_modules:
+            return frozenset((ExternalV(absolute),))
+        key = (qualified, os.path.dirname(from_path) if qualified.startswith(".") else "")
+        found = self._imports.get(key)
+        if found is None:
+            found = self._imports[key] = self.resolver.module_file(qualified, from_path)
+        file, rest = found
         if file is None:
             if qualified.startswith("."):
                 return EMPTY
@@ -216,6 +245,14 @@ class Model:
             package = self.load(file)
             if package is not None and not package.library:
                 self.run_module(package.path)
+
+    def library_global(self, path: str, name: str) -> None:
+        """Queue the statements of library module `path` that bind global `name`, once."""
+        from compile_lint.analysis.model.values import ConstV  # noqa: PLC0415 - local to this key
+
+        node: Node = (ModuleV(path), (("name", ConstV(name)),))
+        if node not in self.evaluations:
+            self.heap.schedule(node)
 
     def run_module(self, path: str) -> None:
         """Queue a loaded module's code, once."""
@@ -272,6 +309,11 @@ class Model:
             heap.current = node
             try:
                 self.evaluate_node(self, node)
+            except Exception as problem:  # noqa: BLE001 - one node the model cannot evaluate costs that node
+                if self.strict:
+                    raise
+                self.failures.append((node, f"{type(problem).__name__}: {problem}"))
+                self.exhausted.add(node)
             finally:
                 heap.current = None
 
@@ -301,11 +343,9 @@ class Model:
         pairs += [(keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg in bound]
         for name, argument in pairs:
             found = bound.get(name, EMPTY)
-            if found and all(isinstance(value, KindV) and value.kind is Kind.TENSOR and not value.by_default
-                             for value in found):
-                text = ast.unparse(argument)
+            if found and all(isinstance(value, KindV) and value.kind is Kind.TENSOR for value in found):
                 self.passes.setdefault((function.key, name), set()).add(
-                    (caller_path, argument.lineno, text if len(text) <= 40 else ""))
+                    (caller_path, argument.lineno, _dotted(argument)))
 
     # ----- classes -----
     def class_bases(self, key: tuple[str, str]) -> list[frozenset]:
@@ -315,13 +355,27 @@ class Model:
         return [self.heap.read(("cb", key, index)) for index in range(count)]
 
     def mro(self, key: tuple[str, str]) -> tuple[Value, ...]:
-        """Class `key`'s method resolution order: loaded classes (ClassV) and external bases (ExternalV)."""
-        bases = self.class_bases(key)  # read every time: the caller depends on them
+        """Class `key`'s method resolution order: loaded classes (ClassV) and external bases (ExternalV).
+
+        Kept per class with the bases of every class it rests on; those bases are read on every
+        question (the asking node depends on them) and the order is worked out again when one grew.
+        """
         found = self._mro.get(key)
-        if found is not None and found[0] == bases:
-            return found[1]
-        order = linearise(self, key)
-        self._mro[key] = (bases, order)
+        if found is not None and all(self.class_bases(each) == bases for each, bases in found[1]):
+            return found[0]
+        if key in self._linearising:
+            return (ClassV(key),)  # a class among its own bases (`class Linear(Linear)`): left out
+        self._linearising.add(key)
+        try:
+            order = linearise(self, key)
+        finally:
+            self._linearising.discard(key)
+        resting = {key: self.class_bases(key)}
+        for holder in order[1:]:
+            if isinstance(holder, ClassV):
+                for each, bases in self._mro.get(holder.key, ((), ()))[1]:
+                    resting.setdefault(each, bases)
+        self._mro[key] = (order, tuple(resting.items()))
         return order
 
     def is_module_class(self, key: tuple[str, str]) -> bool:
@@ -336,44 +390,56 @@ class Model:
         return False
 
 
-def linearise(model: Model, key: tuple[str, str], working: Optional[list] = None) -> tuple[Value, ...]:
-    """Python's C3 order of class `key` over the bases the model evaluated (depth first where C3 fails)."""
-    working = working if working is not None else []
-    if key in working or len(working) > 30:
-        return (ClassV(key),)
-    working.append(key)
-    try:
-        sequences: list[list[Value]] = []
-        direct: list[Value] = []
-        for base_values in model.class_bases(key):
-            for base in sorted(base_values, key=repr):
-                if isinstance(base, ClassV) and base.key != key:
-                    direct.append(base)
-                    sequences.append(list(linearise(model, base.key, working)))
-                elif isinstance(base, ExternalV):
-                    direct.append(base)
-                    sequences.append([base])
-        sequences.append(list(direct))
-        order: list[Value] = [ClassV(key)]
-        while any(sequences):
-            for sequence in sequences:
-                if not sequence:
-                    continue
-                head = sequence[0]
-                if not any(head in other[1:] for other in sequences):
-                    break
-            else:
-                # No C3 order: depth first, each class once.
-                for sequence in sequences:
-                    for item in sequence:
-                        if item not in order:
-                            order.append(item)
-                return tuple(order)
-            order.append(head)
-            for sequence in sequences:
-                if sequence and sequence[0] == head:
-                    sequence.pop(0)
-        return tuple(order)
-    finally:
-        working.pop()
+def _dotted(expression: ast.AST) -> str:
+    """An argument as spelled when it is a dotted name (`self.scale`), else "" (it is "a tensor" then)."""
+    parts = []
+    while isinstance(expression, ast.Attribute):
+        parts.append(expression.attr)
+        expression = expression.value
+    if not isinstance(expression, ast.Name):
+        return ""
+    parts.append(expression.id)
+    return ".".join(reversed(parts))
 
+
+_MAX_BASE_CHOICES = 4
+
+
+def linearise(model: Model, key: tuple[str, str]) -> tuple[Value, ...]:
+    """Python's C3 order of class `key` over the bases the model evaluated (depth first where C3 fails); the
+    bases' own orders come from `model.mro` (kept per class)."""
+    sequences: list[list[Value]] = []
+    direct: list[Value] = []
+    for base_values in model.class_bases(key):
+        if sum(isinstance(base, ClassV) for base in base_values) > _MAX_BASE_CHOICES:
+            # A base that may be any of many classes (`class Wrapped(dist)` in a loop over them): the model
+            # does not follow it (an order over all of them says little and costs a lot).
+            base_values = frozenset((ExternalV("<one of many classes>"),))
+        for base in sorted(base_values, key=repr):
+            if isinstance(base, ClassV) and base.key != key:
+                direct.append(base)
+                sequences.append(list(model.mro(base.key)))
+            elif isinstance(base, ExternalV):
+                direct.append(base)
+                sequences.append([base])
+    sequences.append(list(direct))
+    order: list[Value] = [ClassV(key)]
+    while any(sequences):
+        for sequence in sequences:
+            if not sequence:
+                continue
+            head = sequence[0]
+            if not any(head in other[1:] for other in sequences):
+                break
+        else:
+            # No C3 order: depth first, each class once.
+            for sequence in sequences:
+                for item in sequence:
+                    if item not in order:
+                        order.append(item)
+            return tuple(order)
+        order.append(head)
+        for sequence in sequences:
+            if sequence and sequence[0] == head:
+                sequence.pop(0)
+    return tuple(order)

@@ -28,14 +28,15 @@ def pycg_graph(model: Model) -> dict[str, list[str]]:
         if module is None or module.library or (ModuleV(path), ()) not in model.evaluations:
             continue
         graph.setdefault(module.name, set())
+        module.scopes.walk_all()
         for qualname in module.scopes.functions:
-            graph.setdefault(f"{module.name}.{qualname}", set())
+            graph.setdefault(f"{module.name}.{_plain(qualname)}", set())
     for caller, calls in model.edges.items():
         module = model.module_of(caller)
         if module is None or module.library:
             continue
         for record in calls.values():
-            source = f"{module.name}.{record.scope}" if record.scope else module.name
+            source = f"{module.name}.{_plain(record.scope)}" if record.scope else module.name
             for target, _ in record.targets:
                 name = _callee_name(model, target)
                 if name is None:
@@ -45,12 +46,17 @@ def pycg_graph(model: Model) -> dict[str, list[str]]:
     return {node: sorted(callees) for node, callees in sorted(graph.items())}
 
 
+def _plain(qualname: str) -> str:
+    """`Cls.f#2` (a name defined again) as PyCG names it: `Cls.f`."""
+    return ".".join(part.split("#")[0] for part in qualname.split("."))
+
+
 def _callee_name(model: Model, target: object) -> Optional[str]:
     if isinstance(target, tuple):
         value = target[0]
         if isinstance(value, FunctionV):
             module = model.modules.get(value.key[0])
-            return f"{module.name}.{value.key[1]}" if module is not None else None
+            return f"{module.name}.{_plain(value.key[1])}" if module is not None else None
         return None
     if not isinstance(target, str) or target in _NO_EDGE or "<" in target:
         return None

@@ -55,10 +55,13 @@ class Scope:
 class FileScopes:
     """Every scope of one parsed file, by node and by qualified name."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, lazy: bool = False) -> None:
+        self.lazy = lazy  # an installed library's file: each scope is walked when the model first needs it
+        self._walked: set[int] = set()
         self.module = Scope(tree, "", "module", None)
         self.by_node: dict[int, Scope] = {id(tree): self.module}
-        self.functions: dict[str, list[Scope]] = {}  # qualname -> its definitions (a name defined twice has two)
+        # qualname -> its definition; the n-th definition of a name is `name#n` (a list: the tables' shape).
+        self.functions: dict[str, list[Scope]] = {}
         self.classes: dict[str, list[Scope]] = {}
         # Module-level names a function rebinds through `global NAME`, and names stored as an
         # attribute anywhere in the file (`config.DEBUG = True`): their constant value is not final.
@@ -67,7 +70,20 @@ class FileScopes:
         self.nonlocal_anywhere: set[str] = set()  # names some nested function rebinds with `nonlocal`
         self.read_in_scopes: dict[int, set[str]] = {}  # id(scope) -> names its nested scopes read
         self._flows: dict[int, object] = {}
-        self._walk(tree, self.module)
+        self._walk(tree, self.module, deep=not lazy)
+        self._walked.add(id(self.module))
+        self._bindings: Optional[dict[str, list[ast.stmt]]] = None
+        self.tree = tree
+
+    def module_bindings(self, name: str) -> list[ast.stmt]:
+        """The top-level statements that bind global `name` (also inside top-level if/try/with/for
+        blocks), and every `from m import *`: what a library module runs when one of its names is read."""
+        if self._bindings is None:
+            self._bindings = {}
+            for statement in _top_level(self.tree.body):
+                for bound in _bound_names(statement):
+                    self._bindings.setdefault(bound, []).append(statement)
+        return self._bindings.get(name, []) + self._bindings.get("*", [])
 
     def flow(self, scope: Scope):
         """The reaching definitions of `scope`'s own code (flow.py), computed on first use."""
@@ -93,18 +109,45 @@ class FileScopes:
         return found
 
     def scope_of(self, node: ast.AST) -> Scope:
-        """The scope a function, lambda or class node opens."""
-        return self.by_node[id(node)]
+        """The scope a function, lambda or class node opens (its code walked)."""
+        return self.ensure(self.by_node[id(node)])
+
+    def walk_all(self) -> None:
+        """Walk every scope of the file (for questions about all its functions: the whole call graph)."""
+        while True:
+            pending = [scope for scope in list(self.by_node.values()) if id(scope) not in self._walked]
+            if not pending:
+                return
+            for scope in pending:
+                self.ensure(scope)
+
+    def ensure(self, scope: Scope) -> Scope:
+        """`scope`, its own code walked: a lazy file walks a class body when the class is defined and a
+        function (with everything nested in it) when it is first evaluated."""
+        if id(scope) not in self._walked:
+            self._walked.add(id(scope))
+            self._walk(scope.node, scope, deep=scope.kind != "class", only_body=True)
+        return scope
 
     # ----- the one walk -----
-    def _walk(self, node: ast.AST, scope: Scope) -> None:
-        pending: list[tuple[ast.AST, Scope]] = [(child, scope) for child in ast.iter_child_nodes(node)]
+    def _walk(self, node: ast.AST, scope: Scope, deep: bool = True, only_body: bool = False) -> None:
+        """Walk `scope`'s code from `node` (its body alone with `only_body`), opening nested scopes; nested
+        functions and classes are walked too with `deep` (lambdas always)."""
+        if only_body:
+            body = [node.body] if isinstance(node, ast.Lambda) else list(getattr(node, "body", []))
+            pending: list[tuple[ast.AST, Scope]] = [(child, scope) for child in body]
+        else:
+            pending = [(child, scope) for child in ast.iter_child_nodes(node)]
         pending.reverse()
         while pending:
             current, owner = pending.pop()
             opened = self._open(current, owner)
             if opened is not None:
                 children = self._scope_children(current, owner, opened)
+                if deep or opened.kind == "lambda":
+                    self._walked.add(id(opened))
+                else:
+                    children = [(child, parent) for child, parent in children if parent is owner]
             else:
                 self._note(current, owner)
                 children = [(child, owner) for child in ast.iter_child_nodes(current)]
@@ -148,6 +191,10 @@ class FileScopes:
 
     def _add(self, node: ScopeNode, qualname: str, kind: str, owner: Scope,
              table: dict[str, list[Scope]]) -> Scope:
+        if qualname in table:
+            # A name defined again (a property's setter, a def in each branch of an `if`) is another
+            # function: `Cls.total#2` (the file analysis numbers them the same way).
+            qualname = f"{qualname}#{len(table[qualname]) + 1}"
         scope = Scope(node, qualname, kind, owner)
         self.by_node[id(node)] = scope
         table.setdefault(qualname, []).append(scope)
@@ -195,6 +242,37 @@ class FileScopes:
     def local(self, scope: Scope, name: str) -> bool:
         """Whether `name` is local to `scope` (not declared global or nonlocal there)."""
         return name in scope.local_names and name not in scope.global_names and name not in scope.nonlocal_names
+
+
+def _top_level(body: list[ast.stmt]):
+    """A module's statements, those inside top-level if/try/with/for blocks included."""
+    pending = list(reversed(body))
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or \
+                type(statement).__name__ == "TryStar":
+            inner: list[ast.stmt] = list(getattr(statement, "body", []))
+            inner += getattr(statement, "orelse", [])
+            inner += getattr(statement, "finalbody", [])
+            for handler in getattr(statement, "handlers", []):
+                inner += handler.body
+            pending.extend(reversed(inner))
+            continue
+        yield statement
+
+
+def _bound_names(statement: ast.stmt) -> list[str]:
+    """The names a simple statement binds at module level ("*" for a star import)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [statement.name]
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return [alias.asname or alias.name.split(".")[0] if alias.name != "*" else "*" for alias in statement.names]
+    targets: list[ast.AST] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
 
 
 _COMPILE_NAMES = frozenset({"compile", "cond", "optimize"})

@@ -32,8 +32,20 @@ class TracedSet:
     entries: dict[Node, Optional[tuple]] = field(default_factory=dict)
     # (caller file, calling function qualname, callee as spelled) of traced calls of disabled functions.
     disabled_calls: set[tuple[str, str, str]] = field(default_factory=set)
-    # (caller node, line, spelled, library function key) of traced calls from the project into a library.
-    library_calls: list[tuple[Node, int, Optional[str], Key]] = field(default_factory=list)
+    # (caller node, line, spelled, library function node) of traced calls from the project into a library.
+    library_calls: list[tuple[Node, int, Optional[str], Node]] = field(default_factory=list)
+    # Traced node -> (callee node, line) of each traced call it makes (the walk's edges).
+    children: dict[Node, list[tuple[Node, int]]] = field(default_factory=dict)
+    # (file, line, name) of each traced call of an external name (for libraries without source).
+    external_calls: set[tuple[str, int, str]] = field(default_factory=set)
+    follow_libraries: bool = True  # whether the walk enters installed libraries' functions
+    _by_key: Optional[dict[Key, list[Node]]] = None
+
+    def nodes_of(self, key: Key) -> list[Node]:
+        """The reached nodes of function `key`."""
+        if self._by_key is None:
+            self._by_key = self.functions()
+        return self._by_key.get(key, [])
 
     def functions(self) -> dict[Key, list[Node]]:
         """Each reached function's key -> its reached nodes."""
@@ -45,9 +57,10 @@ class TracedSet:
         return found
 
 
-def traced_set(model: Model) -> TracedSet:
-    """Walk the call edges from every entry (and every torch.cond branch), breadth first."""
-    traced = TracedSet(entries=dict(model.entries))
+def traced_set(model: Model, follow_libraries: bool = True) -> TracedSet:
+    """Walk the call edges from every entry (and every torch.cond branch), breadth first; into installed
+    libraries' functions only with `follow_libraries`."""
+    traced = TracedSet(entries=dict(model.entries), follow_libraries=follow_libraries)
     compiled_targets = {target: (caller, record.line) for caller, calls in model.edges.items()
                         for record in calls.values() for target, how in record.targets
                         if how == "compiled" and isinstance(target, tuple)}
@@ -72,6 +85,7 @@ def _order(node: Node) -> tuple:
 def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
     pending = deque(node for node in roots if node not in traced.nodes)
     traced.nodes.update(pending)
+    follow = traced.follow_libraries
     while pending:
         node = pending.popleft()
         caller = node[0]
@@ -81,6 +95,8 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                 continue
             for target, how in sorted(record.targets, key=repr):
                 if not isinstance(target, tuple):
+                    if isinstance(target, str) and isinstance(caller, FunctionV):
+                        traced.external_calls.add((caller.key[0], record.line, target))
                     continue
                 callee = target[0]
                 if how == "disabled":
@@ -89,20 +105,35 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                     continue
                 if how in ("allowed", "opaque"):
                     continue
-                if isinstance(caller, FunctionV) and isinstance(callee, FunctionV):
-                    caller_library = model.modules[caller.key[0]].library  # type: ignore[union-attr]
+                if isinstance(callee, FunctionV):
                     callee_module = model.modules.get(callee.key[0])
-                    if not caller_library and callee_module is not None and callee_module.library:
-                        traced.library_calls.append((node, record.line, record.spelled, callee.key))
+                    if callee_module is not None and callee_module.library:
+                        if not follow or not model.follows(callee.key[0]):
+                            continue
+                        caller_module = model.module_of(node)
+                        if caller_module is not None and not caller_module.library:
+                            traced.library_calls.append((node, record.line, record.spelled, target))
+                traced.children.setdefault(node, []).append((target, record.line))
                 if target in traced.nodes:
+                    if target in traced.entries and target not in traced.parents and _files_differ(node, target):
+                        # An entry (a module's forward) that another file's traced code calls too: its
+                        # findings say how that code reaches it.
+                        traced.parents[target] = (node, record.line)
                     continue
                 traced.nodes.add(target)
                 traced.parents[target] = (node, record.line)
                 pending.append(target)
 
 
+def _files_differ(caller: Node, callee: Node) -> bool:
+    first, second = caller[0], callee[0]
+    path = first.key[0] if isinstance(first, FunctionV) else first.path
+    return isinstance(second, FunctionV) and second.key[0] != path
+
+
 def chain(model: Model, traced: TracedSet, node: Node) -> tuple[tuple[str, int, str], ...]:
-    """(file, line of the call, calling function) of each call from the entry to `node`."""
+    """(file, line of the call, calling function) of each call from the entry to `node`; a compiled lambda
+    that only calls on (`torch.compile(lambda y: integrate(f, y))`) is no link of its own."""
     links = []
     seen = {node}
     while node in traced.parents:
@@ -115,7 +146,10 @@ def chain(model: Model, traced: TracedSet, node: Node) -> tuple[tuple[str, int, 
         path = value.key[0] if isinstance(value, FunctionV) else value.path
         links.append((path, line, qualname))
         node = caller
-    return tuple(reversed(links))
+    links.reverse()
+    while len(links) > 1 and links[0][2].rsplit(".", 1)[-1].startswith("<lambda"):
+        links.pop(0)
+    return tuple(links)
 
 
 def parameter_hint(model: Model, nodes: list[Node], name: str) -> Optional[str]:
