@@ -24,8 +24,8 @@ expert hit) where it costs nothing but the breaks it removes.
     python benchmarks/moe_loop_payoff.py --out benchmarks/results/moe_loop_payoff        # on the GPU
     python benchmarks/moe_loop_payoff.py --device cpu --quick --out /tmp/moe              # CPU smoke test
 
-Writes OUT.json and OUT.md. Not run on a GPU yet (no device this session): the committed
-results, if any, say on which machine they were measured.
+Writes OUT.json and OUT.md; the committed results say on which machine they were measured
+(benchmarks/fix_payoff_device.sh runs it on the GPU machine with fix_payoff.py).
 """
 
 from __future__ import annotations
@@ -43,9 +43,12 @@ import torch
 import torch._dynamo
 from torch import nn
 
-# (tokens, hidden, intermediate, experts, top_k): Mixtral 8x7B widths; decode to prefill sizes.
-SIZES = [(tokens, 4096, 14336, 8, 2) for tokens in (1, 4, 64, 512, 4096)] + [
-    (tokens, 2048, 1408, 60, 4) for tokens in (1, 16, 512)]  # Qwen2-MoE-like: many small experts
+# (tokens, hidden, intermediate, experts, top_k): Mixtral 8x7B widths (8 experts) and Qwen2-MoE-like
+# (60 small experts), decode to prefill, in the order they are measured: the ones that decide
+# first, so that a time budget (--budget-s) cuts the rest. The report sorts them.
+MIXTRAL, QWEN = (4096, 14336, 8, 2), (2048, 1408, 60, 4)
+SIZES = [(tokens, *shape) for tokens, shape in ((1, MIXTRAL), (1, QWEN), (512, MIXTRAL), (16, QWEN),
+                                                 (4096, MIXTRAL), (4, MIXTRAL), (512, QWEN), (64, MIXTRAL))]
 QUICK = [(tokens, 64, 128, 8, 2) for tokens in (1, 16, 256)] + [(1, 64, 128, 64, 2), (256, 64, 128, 64, 2)]
 
 
@@ -208,7 +211,7 @@ def markdown(report: dict) -> str:
         "| compiled fixed (breaks) | reduce-overhead fixed | compiled fixed / compiled orig | max abs diff |",
         "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for row in report["rows"]:
+    for row in sorted(report["rows"], key=lambda row: (row["experts"], row["tokens"])):
         t, b = row["timings"], {name: row["graph_breaks"].get(name, "-") for name in ("compiled-original",
                                                                                  "compiled-fixed")}
 
@@ -226,6 +229,9 @@ def markdown(report: dict) -> str:
               for name, error in row["errors"].items()]
     if errors:
         lines += ["", "Errors:", *errors]
+    if report.get("skipped"):
+        lines += ["", "Skipped for the time budget (tokens, hidden, intermediate, experts, top-k): "
+                  + ", ".join(str(tuple(size)) for size in report["skipped"])]
     return "\n".join(lines) + "\n"
 
 
@@ -240,17 +246,25 @@ def main() -> int:
     parser.add_argument("--inner", type=int, default=10)
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (CPU: one thread keeps a shared machine's "
                         "noise down)")
+    parser.add_argument("--budget-s", type=float, default=float("inf"),
+                        help="start no new size after this many seconds (the rest are listed as skipped)")
     parser.add_argument("--out", required=True, help="results prefix (.json and .md are added)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    rows = [measure(size, args.device, dtype, args.warmup, args.repeats, args.inner)
-            for size in (QUICK if args.quick else SIZES)]
+    deadline, rows, skipped = time.monotonic() + args.budget_s, [], []
+    for size in QUICK if args.quick else SIZES:
+        if time.monotonic() > deadline:
+            skipped.append(size)
+            continue
+        rows.append(measure(size, args.device, dtype, args.warmup, args.repeats, args.inner))
+        print(f"[moe] {size}: compiled fixed / compiled original {rows[-1]['fixed_over_original_compiled']}x",
+              file=sys.stderr, flush=True)
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu"
     report = {"command": "python benchmarks/moe_loop_payoff.py " + " ".join(sys.argv[1:]),
               "machine": f"{device_name}, {os.cpu_count()} CPU cores", "torch": torch.__version__,
-              "dtype": args.dtype, "rows": rows}
+              "dtype": args.dtype, "rows": rows, "skipped": skipped}
     with open(args.out + ".json", "w", encoding="utf-8") as handle:
         json.dump(report, handle, indent=1)
     with open(args.out + ".md", "w", encoding="utf-8") as handle:
