@@ -47,8 +47,8 @@ from torch import nn
 # (60 small experts), decode to prefill, in the order they are measured: the ones that decide
 # first, so that a time budget (--budget-s) cuts the rest. The report sorts them.
 MIXTRAL, QWEN = (4096, 14336, 8, 2), (2048, 1408, 60, 4)
-SIZES = [(tokens, *shape) for tokens, shape in ((1, MIXTRAL), (1, QWEN), (512, MIXTRAL), (16, QWEN),
-                                                 (4096, MIXTRAL), (4, MIXTRAL), (512, QWEN), (64, MIXTRAL))]
+SIZES = [(tokens, *shape) for tokens, shape in ((1, MIXTRAL), (4096, MIXTRAL), (1, QWEN), (512, MIXTRAL),
+                                                 (16, QWEN), (512, QWEN), (4, MIXTRAL), (64, MIXTRAL))]
 QUICK = [(tokens, 64, 128, 8, 2) for tokens in (1, 16, 256)] + [(1, 64, 128, 64, 2), (256, 64, 128, 64, 2)]
 
 
