@@ -1,6 +1,6 @@
 """What one big file costs to lint: the CPU time, the peak memory and the findings (issue 41, item 2).
 
-Usage: python benchmarks/bounded_cost.py [--cases long_forward,untyped_forward,sibling,small_modules]
+Usage: python benchmarks/bounded_cost.py [--cases long_forward,untyped_forward,sibling,small_modules,quiet_modules]
            [--statements 20000] [--modules 10000] [--tree LABEL=DIR ...] [--timeout 900] [--out FILE]
 
 The inputs are made here, in a temporary directory removed afterwards, never committed:
@@ -12,7 +12,11 @@ The inputs are made here, in a temporary directory removed afterwards, never com
 - `sibling`: a 12-line module file beside the `long_forward` file, linted alone (the
   project index covers the directory, so it reads the big file too);
 - `small_modules`: `--modules` nn.Module classes of one `print(x)` and one `return` each
-  (50,003 lines for 10,000: one finding per class).
+  (50,003 lines for 10,000: one finding per class);
+- `quiet_modules`: the same with a `pass` for the `print` (no finding: the lint's floor).
+
+Beside each lint, the floor of any libcst-based linter on the file linted: a bare
+`libcst.parse_module` of it in a child process (its CPU time and peak RSS).
 
 Each run is the CLI as a user starts it, `python -m compile_lint --no-cache --output-format
 json FILE` in that directory (the default rules, the project index built afresh), as a child
@@ -39,7 +43,7 @@ from collections import Counter
 from typing import Callable, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = ("long_forward", "untyped_forward", "sibling", "small_modules")
+CASES = ("long_forward", "untyped_forward", "sibling", "small_modules", "quiet_modules")
 
 
 def long_forward(statements: int, annotated: bool = True) -> str:
@@ -65,11 +69,11 @@ class Small(nn.Module):
 '''
 
 
-def small_modules(modules: int) -> str:
+def small_modules(modules: int, statement: str = "print(x)") -> str:
     """`modules` classes of five lines each (with the three lines of imports: 5 * modules + 3 lines)."""
     lines = ["import torch", "import torch.nn as nn", ""]
     for index in range(modules):
-        lines += [f"class M{index}(nn.Module):", "    def forward(self, x):", "        print(x)",
+        lines += [f"class M{index}(nn.Module):", "    def forward(self, x):", f"        {statement}",
                   f"        return x + {index}", ""]
     return "\n".join(lines) + "\n"
 
@@ -84,14 +88,44 @@ def case_files(case: str, statements: int, modules: int) -> tuple[dict[str, str]
         return {"model.py": long_forward(statements), "small.py": SIBLING}, "small.py"
     if case == "small_modules":
         return {"model.py": small_modules(modules)}, "model.py"
+    if case == "quiet_modules":
+        return {"model.py": small_modules(modules, "pass")}, "model.py"
     raise ValueError(case)
+
+
+PARSE = "import libcst, sys; libcst.parse_module(open(sys.argv[1], encoding='utf-8').read())"
 
 
 def run_cli(tree: str, directory: str, target: str, timeout: float) -> dict:
     """One lint of `target` in `directory` by `tree`'s compile_lint: wall and CPU seconds, peak RSS (MB),
     findings by code."""
     command = [sys.executable, "-m", "compile_lint", "--no-cache", "--output-format", "json", target]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
+    result = _run(command, directory, timeout, tree)
+    stdout, stderr = result.pop("stdout"), result.pop("stderr")
+    if not result["timed_out"]:
+        try:
+            findings = json.loads(stdout)
+        except json.JSONDecodeError:
+            findings = []
+            result["error"] = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+        result["findings"] = dict(sorted(Counter(f["code"] for f in findings).items()))
+        result["messages"] = [f"{f['line']}: {f['code']} {f['message'][:80]}" for f in findings
+                              if f["code"] == "JIT000"]
+    return result
+
+
+def parse_floor(directory: str, target: str, timeout: float) -> dict:
+    """A bare libcst parse of `target`: CPU seconds and peak RSS (MB)."""
+    result = _run([sys.executable, "-c", PARSE, target], directory, timeout)
+    return {"parse_cpu_s": result["cpu_s"], "parse_peak_rss_mb": result["peak_rss_mb"],
+            "parse_exit": result["exit"]}
+
+
+def _run(command: list[str], directory: str, timeout: float, tree: Optional[str] = None) -> dict:
+    """Run `command` in `directory` (`tree` first on PYTHONPATH): wall, CPU, peak RSS, exit, output."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         child = subprocess.Popen(command, cwd=directory, stdout=out, stderr=err, env=env, start_new_session=True)
@@ -113,23 +147,15 @@ def run_cli(tree: str, directory: str, target: str, timeout: float) -> dict:
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
-    result = {
+    return {
         "wall_s": round(wall, 2),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "exit": child.returncode,
         "timed_out": timed_out,
+        "stdout": stdout,
+        "stderr": stderr,
     }
-    if not timed_out:
-        try:
-            findings = json.loads(stdout)
-        except json.JSONDecodeError:
-            findings = []
-            result["error"] = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
-        result["findings"] = dict(sorted(Counter(f["code"] for f in findings).items()))
-        result["messages"] = [f"{f['line']}: {f['code']} {f['message'][:80]}" for f in findings
-                              if f["code"] == "JIT000"]
-    return result
 
 
 def measure(tree: str, case: str, statements: int, modules: int, timeout: float) -> dict:
@@ -143,6 +169,7 @@ def measure(tree: str, case: str, statements: int, modules: int, timeout: float)
         lines = sum(text.count("\n") + (not text.endswith("\n")) for text in files.values())
         result = run_cli(tree, directory, target, timeout)
         result.update(case=case, tree=tree, target=target, lines_in_directory=lines)
+        result.update(parse_floor(directory, target, timeout))
         return result
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -156,8 +183,9 @@ def _describe(tree: str) -> str:
 
 def table(results: list[dict], label: Callable[[str], str]) -> str:
     """The results as a Markdown table."""
-    rows = ["| tree | case | lines in dir | CPU s | wall s | peak RSS MB | findings | JIT000 |",
-            "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    rows = ["| tree | case | lines in dir | CPU s | wall s | peak RSS MB | libcst parse: CPU s, peak RSS MB "
+            "| findings | JIT000 |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in results:
         if r["timed_out"]:
             findings, gave_up = f"stopped after {r['wall_s']} s", ""
@@ -165,7 +193,8 @@ def table(results: list[dict], label: Callable[[str], str]) -> str:
             findings = ", ".join(f"{code} x{count}" for code, count in r["findings"].items()) or "none"
             gave_up = "; ".join(r["messages"])
         rows.append(f"| {label(r['tree'])} | {r['case']} ({r['target']}) | {r['lines_in_directory']:,} | "
-                    f"{r['cpu_s']} | {r['wall_s']} | {r['peak_rss_mb']} | {findings} | {gave_up} |")
+                    f"{r['cpu_s']} | {r['wall_s']} | {r['peak_rss_mb']} | {r['parse_cpu_s']}, "
+                    f"{r['parse_peak_rss_mb']} | {findings} | {gave_up} |")
     return "\n".join(rows)
 
 
