@@ -411,7 +411,8 @@ class FixBuilder:
         if rendering is None:
             return None
         statement = self._statement_holding(anchor[0], olds, rendering.extents)
-        if statement is None and _replaced_in_block(anchor[0], olds, mapping, rendering.extents):
+        whole = statement is None and _replaced_in_block(anchor[0], olds, mapping, rendering.extents)
+        if whole:
             # A statement of a block replaced whole (a `print` guarded, an `if` rewritten): only it is
             # rendered and parsed again, not the function around it (a forward of 20,000 lines).
             statement = olds[0]
@@ -420,7 +421,7 @@ class FixBuilder:
                 return None
             # The anchor itself (a function in a block) is the innermost statement holding them.
             statement, start, old_text, indent = anchor[0], 0, rendering.text, "".join(anchor[1])
-        elif statement in mapping and statement is not olds[0]:
+        elif statement in mapping and not whole:
             return None
         else:
             first_line, first_column, last_line, last_column = rendering.extents[id(statement)]
