@@ -132,16 +132,21 @@ def _run(command: list[str], directory: str, timeout: float, tree: Optional[str]
         deadline = start + timeout
         status, usage = 0, None
         timed_out = False
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.killpg(child.pid, signal.SIGKILL)
-                _, status, usage = os.wait4(child.pid, 0)
-                timed_out = True
-                break
-            time.sleep(0.05)
+        try:
+            while True:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    os.killpg(child.pid, signal.SIGKILL)
+                    _, status, usage = os.wait4(child.pid, 0)
+                    break
+                time.sleep(0.05)
+        except BaseException:  # stopped meanwhile: the lint (and its pool) stops too
+            os.killpg(child.pid, signal.SIGKILL)
+            os.wait4(child.pid, 0)
+            raise
         wall = time.monotonic() - start
         child.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting again
         out.seek(0)
@@ -208,6 +213,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--out", help="also write the table and the raw results (FILE.md, FILE.json)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so a stopped run removes its files
     trees = dict(entry.split("=", 1) for entry in args.tree) if args.tree else {"this": REPO}
     labels = {os.path.abspath(directory): label for label, directory in trees.items()}
     results = []
