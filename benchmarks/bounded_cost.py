@@ -231,7 +231,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         *[f"- {label}: {_describe(directory)}" for directory, label in labels.items()],
         "",
     ]
-    text = "\n".join(header) + table(results, labels.__getitem__) + "\n"
+    text = "\n".join(header) + "\n" + table(results, labels.__getitem__) + "\n"
     print(text)
     if args.out:
         with open(args.out + ".md", "w", encoding="utf-8") as handle:
