@@ -19,8 +19,9 @@ class RandomDrawArithmetic(Rule):
     builtin op on tensor arguments"): `fullgraph=True` fails and the default compile
     runs the whole frame eagerly, in forward and in compiled functions, in both modes
     (measured on torch 2.13). Comparing a draw (`draw < p`) is traced (a tensor `if` on it
-    is JIT101's). Operand order matters: `x * draw * 2` compiles, `2 * draw * x` does
-    not.
+    is JIT101's; `not draw` breaks as JIT206's truth test). Operand order matters:
+    `x * draw * 2` compiles, `2 * draw * x` does not. The rules about a tensor used as a
+    size, slice bound or test stay silent on such arithmetic: it breaks first.
 
     Instead: draw with torch and keep a tensor (`torch.randint(low, high + 1, ())`,
     `torch.empty(()).uniform_(a, b)`), or put the tensor first (`x * draw * 2`), or draw
