@@ -178,7 +178,7 @@ def test_cli_text_names_the_library_line_and_notes_an_extension_once(installed):
     for (file, line), (code, library_path, library_line) in expected().items():
         ours = [text for text in lines if text.startswith(f"{file}:{line}:")]
         assert len(ours) == 1 and f" {code} " in ours[0], (file, line, lines)
-        assert f"at {library_path}:{library_line} in `" in ours[0] and "Not your code" in ours[0]
+        assert f"at {library_path}:{library_line} in `" in ours[0] and "; not your code: " in ours[0]
     notes = [text for text in result.stderr.splitlines() if "fastlib has no Python source" in text]
     assert len(notes) == 1 and "ext.py:9" in notes[0], result.stderr
 

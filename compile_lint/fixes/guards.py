@@ -118,14 +118,14 @@ def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
     `is_torchdynamo_compiling`, `from torch.compiler import is_compiling`) is guarded with
     it, as its authors write; else `torch.compiler.is_compiling`, spelled as torch is imported.
     """
-    module_level = _module_level_imports(context.module)
+    module_level = module_level_imports(context.module)
     for local, qualified in context.imports.names.items():
         if local in module_level and local != qualified and is_compiling_helper(qualified):
             return local, ()
     return spell(context, GUARD_PREDICATE)
 
 
-def _module_level_imports(module: cst.Module) -> set[str]:
+def module_level_imports(module: cst.Module) -> set[str]:
     """Names imported at module level (also under a top-level `if`/`try`), so in scope in
     every function; an import inside some other function is not."""
     names: set[str] = set()

@@ -70,6 +70,8 @@ def specialise(bound: dict[str, frozenset]) -> tuple:
 
 
 def _specialisable(value: Value, depth: int = 0) -> bool:
+    if getattr(value, "depth", 0) > 2:
+        return False  # a deeply nested value (a partial of a bound method of ...) makes too fine a context
     if isinstance(value, _SPECIALISED):
         return True
     if depth < 2 and isinstance(value, TupleV) and len(value.items) <= _MAX_SPECIALISED_ITEMS:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _MAX_STRINGS = 16
+_MAX_PAIRS = 16  # value pairs an operator combines one by one
 _FOLDED: dict[type, Callable] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
@@ -166,6 +167,7 @@ class Expressions:
         """`left op right`: folded for constants, a loaded class's dunder, else the lattice's kind."""
         found: set = set()
         dunder = _DUNDERS.get(type(op))
+        plain: list[Value] = []
         for value in left:
             if dunder is not None and isinstance(value, InstanceV):
                 method = attribute_values(self.model, frozenset((value,)), dunder, self, where)
@@ -175,6 +177,12 @@ class Expressions:
             if isinstance(value, (ContainerV, TupleV)) and isinstance(op, ast.Add):
                 found.add(value)
                 continue
+            plain.append(value)
+        if len(plain) * len(right) > _MAX_PAIRS:
+            # Many values on each side: their kinds combine (constants are no longer folded one by one).
+            plain = list({value if isinstance(value, PatternV) else _kind_of(value) for value in plain})
+            right = frozenset(value if isinstance(value, PatternV) else _kind_of(value) for value in right)
+        for value in plain:
             for other in right:
                 found.add(_combined(op, value, other))
         return join(found)

@@ -27,7 +27,6 @@ class Heap:
         self.pending: deque[Node] = deque()
         self.queued: set[Node] = set()
         self.current: Optional[Node] = None  # the node being evaluated: the reader of what is read
-        self.bases_version = 0  # grows whenever a class's bases grow: cached orders are then stale
 
     def read(self, cell: Cell) -> frozenset:
         """The values of `cell`, noting the current node as its reader."""
@@ -45,12 +44,12 @@ class Heap:
     def add(self, cell: Cell, found: Iterable) -> bool:
         """Add `found` to `cell`; when it grows, queue its readers. Whether it grew."""
         old = self.cells.get(cell, EMPTY)
+        if not found or (isinstance(found, frozenset) and found <= old):
+            return False  # nothing new: the common case, without a join
         new = join(old, found)
         if len(new) == len(old) and new == old:
             return False
         self.cells[cell] = new
-        if cell[0] == "cb":  # type: ignore[index]
-            self.bases_version += 1
         for reader in self.readers.get(cell, ()):
             self.schedule(reader)
         return True

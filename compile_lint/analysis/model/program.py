@@ -118,6 +118,7 @@ class Model:
         # that pass it a tensor, what a finding resting on the parameter names.
         self.passes: dict[tuple[tuple[str, str], str], set[tuple[str, int, str]]] = {}
         self._mro: dict[tuple[str, str], tuple] = {}
+        self._linearising: set[tuple[str, str]] = set()
         self._imports: dict[tuple[str, str], tuple] = {}  # (name, directory of a relative import) -> where
         # The evaluator and the attribute reads, given by whoever builds the model (build.py): the program
         # state below knows nothing of how statements run.
@@ -354,15 +355,27 @@ class Model:
         return [self.heap.read(("cb", key, index)) for index in range(count)]
 
     def mro(self, key: tuple[str, str]) -> tuple[Value, ...]:
-        """Class `key`'s method resolution order: loaded classes (ClassV) and external bases (ExternalV)."""
+        """Class `key`'s method resolution order: loaded classes (ClassV) and external bases (ExternalV).
+
+        Kept per class with the bases of every class it rests on; those bases are read on every
+        question (the asking node depends on them) and the order is worked out again when one grew.
+        """
         found = self._mro.get(key)
-        if found is not None and found[0] == self.heap.bases_version:
-            for holder in found[1]:
-                if isinstance(holder, ClassV):
-                    self.class_bases(holder.key)  # read every time: the caller depends on every class's bases
-            return found[1]
-        order = linearise(self, key)
-        self._mro[key] = (self.heap.bases_version, order)
+        if found is not None and all(self.class_bases(each) == bases for each, bases in found[1]):
+            return found[0]
+        if key in self._linearising:
+            return (ClassV(key),)  # a class among its own bases (`class Linear(Linear)`): left out
+        self._linearising.add(key)
+        try:
+            order = linearise(self, key)
+        finally:
+            self._linearising.discard(key)
+        resting = {key: self.class_bases(key)}
+        for holder in order[1:]:
+            if isinstance(holder, ClassV):
+                for each, bases in self._mro.get(holder.key, ((), ()))[1]:
+                    resting.setdefault(each, bases)
+        self._mro[key] = (order, tuple(resting.items()))
         return order
 
     def is_module_class(self, key: tuple[str, str]) -> bool:
@@ -389,44 +402,44 @@ def _dotted(expression: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
-def linearise(model: Model, key: tuple[str, str], working: Optional[list] = None) -> tuple[Value, ...]:
-    """Python's C3 order of class `key` over the bases the model evaluated (depth first where C3 fails)."""
-    working = working if working is not None else []
-    if key in working or len(working) > 30:
-        return (ClassV(key),)
-    working.append(key)
-    try:
-        sequences: list[list[Value]] = []
-        direct: list[Value] = []
-        for base_values in model.class_bases(key):
-            for base in sorted(base_values, key=repr):
-                if isinstance(base, ClassV) and base.key != key:
-                    direct.append(base)
-                    sequences.append(list(linearise(model, base.key, working)))
-                elif isinstance(base, ExternalV):
-                    direct.append(base)
-                    sequences.append([base])
-        sequences.append(list(direct))
-        order: list[Value] = [ClassV(key)]
-        while any(sequences):
-            for sequence in sequences:
-                if not sequence:
-                    continue
-                head = sequence[0]
-                if not any(head in other[1:] for other in sequences):
-                    break
-            else:
-                # No C3 order: depth first, each class once.
-                for sequence in sequences:
-                    for item in sequence:
-                        if item not in order:
-                            order.append(item)
-                return tuple(order)
-            order.append(head)
-            for sequence in sequences:
-                if sequence and sequence[0] == head:
-                    sequence.pop(0)
-        return tuple(order)
-    finally:
-        working.pop()
+_MAX_BASE_CHOICES = 4
 
+
+def linearise(model: Model, key: tuple[str, str]) -> tuple[Value, ...]:
+    """Python's C3 order of class `key` over the bases the model evaluated (depth first where C3 fails); the
+    bases' own orders come from `model.mro` (kept per class)."""
+    sequences: list[list[Value]] = []
+    direct: list[Value] = []
+    for base_values in model.class_bases(key):
+        if sum(isinstance(base, ClassV) for base in base_values) > _MAX_BASE_CHOICES:
+            # A base that may be any of many classes (`class Wrapped(dist)` in a loop over them): the model
+            # does not follow it (an order over all of them says little and costs a lot).
+            base_values = frozenset((ExternalV("<one of many classes>"),))
+        for base in sorted(base_values, key=repr):
+            if isinstance(base, ClassV) and base.key != key:
+                direct.append(base)
+                sequences.append(list(model.mro(base.key)))
+            elif isinstance(base, ExternalV):
+                direct.append(base)
+                sequences.append([base])
+    sequences.append(list(direct))
+    order: list[Value] = [ClassV(key)]
+    while any(sequences):
+        for sequence in sequences:
+            if not sequence:
+                continue
+            head = sequence[0]
+            if not any(head in other[1:] for other in sequences):
+                break
+        else:
+            # No C3 order: depth first, each class once.
+            for sequence in sequences:
+                for item in sequence:
+                    if item not in order:
+                        order.append(item)
+            return tuple(order)
+        order.append(head)
+        for sequence in sequences:
+            if sequence and sequence[0] == head:
+                sequence.pop(0)
+    return tuple(order)

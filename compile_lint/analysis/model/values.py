@@ -15,7 +15,7 @@ contexts functions are analysed in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional, Union
 
 from compile_lint.analysis.kinds.lattice import Kind
@@ -81,6 +81,11 @@ class BoundV(Value):
     function: Value  # FunctionV, or ExternalV for an external method
     receiver: Value
 
+    depth: int = field(default=0, compare=False, repr=False)  # how deeply values nest in it (bounded by join)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depth", 1 + max(_depth(self.function), _depth(self.receiver)))
+
 
 @dataclass(frozen=True, slots=True)
 class PartialV(Value):
@@ -90,6 +95,12 @@ class PartialV(Value):
     args: tuple["Values", ...] = ()
     keywords: tuple[tuple[str, "Values"], ...] = ()
 
+    depth: int = field(default=0, compare=False, repr=False)  # how deeply values nest in it (bounded by join)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depth", 1 + max([_set_depth(self.function)] + [_set_depth(item) for item in self.args]
+                                               + [_set_depth(item) for _, item in self.keywords]))
+
 
 @dataclass(frozen=True, slots=True)
 class SuperV(Value):
@@ -97,6 +108,11 @@ class SuperV(Value):
 
     cls: Key
     receiver: Value
+
+    depth: int = field(default=0, compare=False, repr=False)  # how deeply values nest in it (bounded by join)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depth", 1 + _depth(self.receiver))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +123,11 @@ class WrappedV(Value):
 
     how: str
     function: "Values"
+
+    depth: int = field(default=0, compare=False, repr=False)  # how deeply values nest in it (bounded by join)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depth", 1 + _set_depth(self.function))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +151,11 @@ class TupleV(Value):
 
     items: tuple["Values", ...]
 
+    depth: int = field(default=0, compare=False, repr=False)  # how deeply values nest in it (bounded by join)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depth", 1 + max([0] + [_set_depth(item) for item in self.items]))
+
 
 @dataclass(frozen=True, slots=True)
 class KeywordsV(Value):
@@ -137,6 +163,11 @@ class KeywordsV(Value):
 
     items: tuple[tuple[str, "Values"], ...] = ()
     open: bool = False
+
+    depth: int = field(default=0, compare=False, repr=False)  # how deeply values nest in it (bounded by join)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "depth", 1 + max([0] + [_set_depth(item) for _, item in self.items]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +234,7 @@ EMPTY: frozenset = frozenset()
 ONLY_UNKNOWN: frozenset = frozenset((UNKNOWN,))
 
 MAX_VALUES = 48  # values one set keeps before constants fold into their kind
+MAX_DEPTH = 4  # how deeply values may nest (a tuple of tuples of partials...) before they are widened
 # Distinct numbers and strings one set keeps before they fold into their kind: a counter that grows in a
 # loop (`self.num + 1`) must not take one evaluation per value to reach its fixed point.
 MAX_CONSTANTS = 16
@@ -227,11 +259,37 @@ def values(*items: Value) -> frozenset:
     return frozenset(items)
 
 
+def _depth(value: Value) -> int:
+    return getattr(value, "depth", 0)
+
+
+def _set_depth(found: Iterable[Value]) -> int:
+    return max((getattr(value, "depth", 0) for value in found), default=0)
+
+
+def shallow(value: Value) -> Value:
+    """`value` with its nesting cut at `MAX_DEPTH`: a callable keeps what it calls, the rest is unknown."""
+    if _depth(value) <= MAX_DEPTH:
+        return value
+    if isinstance(value, PartialV):
+        return PartialV(frozenset(shallow(item) for item in value.function))
+    if isinstance(value, WrappedV):
+        return WrappedV(value.how, frozenset(shallow(item) for item in value.function))
+    if isinstance(value, BoundV):
+        return BoundV(shallow(value.function), UNKNOWN)
+    if isinstance(value, KeywordsV):
+        return KeywordsV((), open=True)
+    return UNKNOWN
+
+
 def join(*sets: Iterable[Value]) -> frozenset:
-    """The union of value sets, bounded: past `MAX_VALUES`, constants fold into their kind."""
+    """The union of value sets, bounded: past `MAX_VALUES`, constants fold into their kind; values nested
+    deeper than `MAX_DEPTH` are cut (`shallow`), so that a value made in a loop from itself stays finite."""
     found: set = set()
     for each in sets:
         found.update(each)
+    if any(getattr(value, "depth", 0) > MAX_DEPTH for value in found):
+        found = {shallow(value) for value in found}
     constants = [value for value in found if isinstance(value, ConstV) and isinstance(value.value, _FOLDED_TYPES)
                  and not isinstance(value.value, bool)]
     if constants and (PY in found or len(constants) > MAX_CONSTANTS):
