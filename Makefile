@@ -4,19 +4,24 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
+# Installs say nothing unless they fail: `-q -q` hides pip's WARNING lines too (a pip config
+# naming an index folder that is missing warns per package) and setuptools' editable-install
+# warning, which pip logs at WARNING; errors still print.
+PIP_INSTALL := -m pip install -q -q
 
 .PHONY: run test test-fast check clean realworld fix-realworld sweep-score reach-score reach-run-deps
 
+# Silent (`@`), so that `make run` prints the findings first on a fresh clone.
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python $(PIP_INSTALL) --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
-	touch $@
+	@$(BIN)/python $(PIP_INSTALL) -e .
+	@touch $@
 
 $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[dev,verify]" "$(TORCH_PIN)"
+	$(BIN)/python $(PIP_INSTALL) -e ".[dev,verify]" "$(TORCH_PIN)"
 	touch $@ $(VENV)/.installed
 
 # Lint the bundled examples, then show the diff --fix would apply. Findings (exit 1) are
@@ -47,7 +52,7 @@ clean:
 # Real-world calibration: compile-lint against torch.compile on transformers, timm and
 # diffusers models (benchmarks/README.md). ARGS="--limit 5" or ARGS="--models timm/resnet18".
 $(VENV)/.realworld-installed: $(VENV)/.dev-installed
-	$(BIN)/python -m pip install --quiet -e ".[verify,realworld]" "$(TORCH_PIN)"
+	$(BIN)/python $(PIP_INSTALL) -e ".[verify,realworld]" "$(TORCH_PIN)"
 	touch $@
 
 realworld: $(VENV)/.realworld-installed
@@ -71,7 +76,7 @@ sweep-score: $(VENV)/.realworld-installed
 REACH_PINS = $$($(BIN)/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["reach"]))')
 
 $(VENV)/.reach-installed: $(VENV)/.dev-installed pyproject.toml
-	$(BIN)/python -m pip install --quiet --no-deps $(REACH_PINS)
+	$(BIN)/python $(PIP_INSTALL) --no-deps $(REACH_PINS)
 	touch $@
 
 reach-score: $(VENV)/.reach-installed
@@ -79,4 +84,4 @@ reach-score: $(VENV)/.reach-installed
 
 # What re-measuring it needs (benchmarks/reach_run.py builds and compiles the models).
 reach-run-deps: $(VENV)/.reach-installed
-	$(BIN)/python -m pip install --quiet -e ".[dev,verify,reach-run]" "$(TORCH_PIN)"
+	$(BIN)/python $(PIP_INSTALL) -e ".[dev,verify,reach-run]" "$(TORCH_PIN)"

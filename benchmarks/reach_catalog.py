@@ -27,6 +27,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 from reach_catalog_new_kinds import NEW_KIND_BUILDERS, NEW_KIND_PACKAGES  # noqa: E402
+from reach_catalog_round6 import ROUND6_BUILDERS, ROUND6_PACKAGES  # noqa: E402
 from reach_units import Entry, Unit  # noqa: E402
 from reach_units import forward_entry as _forward  # noqa: E402
 from reach_units import image as _image  # noqa: E402
@@ -55,6 +56,7 @@ PACKAGES = {
     "ultralytics": "ultralytics",
     "brevitas": "brevitas",
     **NEW_KIND_PACKAGES,
+    **ROUND6_PACKAGES,
 }
 
 
@@ -532,6 +534,7 @@ CATALOG_BUILDERS = {
     "ultralytics": _ultralytics_units,
     "brevitas": _brevitas_units,
     **NEW_KIND_BUILDERS,
+    **ROUND6_BUILDERS,
 }
 
 

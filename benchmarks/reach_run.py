@@ -102,7 +102,7 @@ def _fresh(unit, entry, mode: str):
 
 
 _HARNESS = tuple(os.path.join(HERE, name) for name in ("reach_run.py", "reach_catalog.py", "reach_catalog_new_kinds.py",
-                                                         "reach_units.py", "sweep_probe.py"))
+                                                         "reach_catalog_round6.py", "reach_units.py", "sweep_probe.py"))
 _USER_PROJECTS = os.path.join(HERE, "reach_users") + os.sep
 
 

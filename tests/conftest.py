@@ -22,6 +22,9 @@ SESSION_TMP = tempfile.mkdtemp(prefix="compile-lint-tests-")
 os.environ["TMPDIR"] = SESSION_TMP
 tempfile.tempdir = SESSION_TMP
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(SESSION_TMP, "torchinductor"))
+# A node the program model cannot evaluate raises in the suite (and the CLIs it runs) instead of being
+# skipped quietly, as it is for users: a model bug must fail a test, not thin the traced set.
+os.environ["COMPILE_LINT_STRICT_MODEL"] = "1"
 
 
 def pytest_unconfigure(config):

@@ -69,11 +69,12 @@ def own_home_environment(home: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, cwd=None, input_text=None, prefix=()) -> subprocess.CompletedProcess:
-    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv)."""
+def run_cli(*args: str, cwd=None, input_text=None, prefix=(), env=None) -> subprocess.CompletedProcess:
+    """Run `python -m compile_lint ARGS` and capture its output; `prefix` wraps the command (setpriv);
+    `env` replaces the environment."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "compile_lint", *args],
-        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300,
+        cwd=cwd, capture_output=True, text=True, input=input_text, timeout=300, env=env,
     )
 
 
@@ -246,3 +247,36 @@ def graph_break(path: str, line: int, stack: list[tuple[str, int, str]], gb_type
             "Stack variable source attribution:\n"
             f'  File "{path}", line {line - 1}\n        y = x + 1\n\n'
             f"User code traceback:\n{frames}")
+
+
+def _proc_stat(pid: int) -> Optional[list[str]]:
+    """/proc/PID/stat's fields after the command name (state first), or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    return text.rpartition(")")[2].split()
+
+
+def child_processes(pid: int) -> set[tuple[int, str]]:
+    """The live children of `pid`, each as (pid, start time), read from /proc (Linux): the start time
+    tells a process from a later one that reuses its pid."""
+    children = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _proc_stat(int(name))
+            # fields[1] is the parent's pid, fields[19] the start time (stat's 4th and 22nd fields).
+            if fields and fields[1] == str(pid) and fields[0] != "Z":
+                children.add((int(name), fields[19]))
+    return children
+
+
+def still_running(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Those of `processes` (from `child_processes`) that are still running: not gone, not a zombie."""
+    running = set()
+    for pid, started in processes:
+        fields = _proc_stat(pid)
+        if fields and fields[19] == started and fields[0] != "Z":
+            running.add((pid, started))
+    return running

@@ -43,12 +43,13 @@ def test_json_output_is_the_contract(project):
     assert len(findings) == 1
     finding = findings[0]
     assert list(finding) == ["path", "line", "column", "end_line", "end_column", "code", "name", "url",
-                             "kind", "message", "gb_type", "fix", "mode", "condition"]
+                             "kind", "message", "gb_type", "fix", "mode", "condition", "help"]
     # A relative reference into the distribution's docs: there is no public repository to name.
     assert finding["url"] == "docs/rules.md#jit101-tensor-valued-if"
     assert "github.com" not in result.stdout
     assert finding["mode"] is None  # the finding happens in training and in eval() alike
     assert finding["condition"] is None  # and needs no static test to hold
+    assert finding["message"].endswith("; " + finding["help"])  # what breaks, then what to do
     assert finding["path"] == str(project / "bad.py")
     assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (7, 12, 7, 23)
     assert finding["code"] == "JIT101" and finding["name"] == "tensor-valued-if"

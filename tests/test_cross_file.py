@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -171,11 +170,8 @@ def test_the_cache_is_invalidated_when_a_base_class_file_changes(project):
     first = run()
     assert first == [(model, 6, "JIT101"), (model, 13, "JIT201")]
     assert run() == first  # from the cache
-    entries = [os.path.join(d, f) for d, _, fs in os.walk(project / ".compile-lint-cache") for f in fs
-               if f.endswith(".json")]
-    recorded = [json.load(open(entry))["dependencies"] for entry in entries]
-    assert any(deps and deps[0][0] == str(project / "pkg" / "layers.py") for deps in recorded)
-    # Layer stops being a module: model.py's cached findings must not survive.
+    # Layer stops being a module: model.py's cached findings must not survive (the program model's answer for
+    # model.py, which its cache entry is keyed on, rests on layers.py).
     (project / "pkg" / "layers.py").write_text("class Layer:\n    def forward(self, x):\n        return self.mix(x)\n")
     assert run() == []
 

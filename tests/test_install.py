@@ -71,3 +71,32 @@ def test_the_supported_torch_range_is_the_tested_one():
     assert installed is not None, "the test suite needs torch (make test installs torch==2.13.0)"
     assert low <= Version(installed) and Version(installed).release[:2] <= high.release, (
         f"torch {installed} is outside the documented range {low}-{high}: check it, then update README.md")
+
+
+FINDING_LINE = re.compile(r"^examples/\S+\.py:\d+:\d+: JIT\d{3} ")
+
+
+@pytest.mark.slow
+def test_make_run_on_a_fresh_clone_prints_the_findings_first(tmp_path):
+    """`make run` (issue 41.10): the venv and the install say nothing, not even the pip warnings this
+    machine's pip configuration causes or setuptools' editable-install warning; the findings come first."""
+    if subprocess.run(["make", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("make is not installed")
+    listed = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("the project is not a git checkout: no clone to copy")
+    clone = tmp_path / "clone"
+    for name in filter(None, listed.stdout.split("\0")):
+        source = os.path.join(ROOT, name)
+        if os.path.isfile(source):
+            target = clone / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(open(source, "rb").read())
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    env = own_home_environment(str(tmp_path / "home"))
+    done = subprocess.run(["make", "run", f"PYTHON={base_python}"], cwd=clone, env=env, timeout=900,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert lines and FINDING_LINE.match(lines[0]), "\n".join(lines[:20])

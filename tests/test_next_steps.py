@@ -11,6 +11,7 @@ import pytest
 from compile_lint.analysis.kinds.certainty import BY_DEFAULT, DYNAMO_ONLY, NOT_TENSOR
 from compile_lint.engine.api import lint_source
 from compile_lint.fixes.next_steps import NEXT_STEPS, next_step
+from compile_lint.fixes.settings import ALLOW_RNN, CAPTURE_SCALARS, CAPTURE_SHAPES, reorderable
 from compile_lint.reporters.docs import explain
 from compile_lint.rules import ALL_RULES
 from compile_lint.settings.config import Config
@@ -22,7 +23,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
 # the uses of a number read from a tensor, and the rules that report a reason of their own.
 REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / name
                                                                 for name in ("keep_tensor.py", "masked_updates.py",
-                                                                             "capture_scalars.py", "number_uses.py")]
+                                                                             "capture_scalars.py", "number_uses.py",
+                                                                             "settings.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
 BREAK_RULES = [rule for rule in ALL_RULES if rule.kind == "break"]
 LAST_RESORT = "@torch.compiler.disable"
@@ -39,6 +41,10 @@ NOT_REASONS = {
     "the skipped work still runs (slower; its random draws and zero gradients differ from skipping it)",
     "`x[x]` is [n_selected, ...]",  # a masked update's selected shape, part of a reason
     "x, and x",  # joins a reason and the use of a number (`number_uses.unkept_number`)
+    " (its message without the values formatted into it)",  # part of a check's fix message
+    # what a setting makes Dynamo do (fixes/settings.py): part of a fix's message
+    "keeps the number in the graph", "keeps the data-dependent size in the graph", "lets Dynamo trace the RNN module",
+    "runs `x` after the graph, with the values the graph computed",
 }
 
 
@@ -72,7 +78,9 @@ def _source_reasons(path: pathlib.Path) -> list[tuple[str, int, str]]:
     found = []
     for node in ast.walk(tree):
         text = _text(node) if id(node) not in skipped else None
-        if text is None or text.count(" ") < 2 or text[0].isupper() or text.startswith(("x;", "; ")) or "\n" in text:
+        # (a setting's statement, `{torch}._dynamo.config.X = True`, is code, not a reason)
+        if text is None or text.count(" ") < 2 or text[0].isupper() or text.startswith(("x;", "; ", "{torch}")) \
+                or "\n" in text:
             continue
         if text not in NOT_REASONS:
             found.append((path.name, node.lineno, text))
@@ -118,7 +126,16 @@ def test_every_withheld_fix_reason_has_a_next_step(where, line, reason):
 # Reasons as findings give them, for the entries that tell reasons apart by the words formatted
 # into them: a loop's name, an operand's evidence (`conditions.unsafe_operand`).
 NAMED_REASONS = ["`for expert_idx in hit` iterates over a tensor: its steps depend on data"] + [
-    f"`p` is a {evidence}, no evidence it is one in eager code" for evidence in (DYNAMO_ONLY, BY_DEFAULT, NOT_TENSOR)]
+    f"`p` is a {evidence}, no evidence it is one in eager code"
+    for evidence in (DYNAMO_ONLY, BY_DEFAULT, NOT_TENSOR)] + [
+    f"`{setting}` would not help {subject}: then `y.numel() > 0` decides a Python test (the break would move there)"
+    for setting, subject in (("capture_dynamic_output_shape_ops", "`torch.bincount`"),
+                             ("capture_dynamic_output_shape_ops", "`repeat_interleave`"),
+                             ("capture_dynamic_output_shape_ops", "`torch.unique`"),
+                             ("capture_dynamic_output_shape_ops", "mask indexing"),
+                             ("capture_scalar_outputs", "`.tolist()`"), ("allow_rnn", "`self.rnn`"))] + [
+    f"this file has no `torch.compile` call to set `{setting.key}` before"
+    for setting in (CAPTURE_SCALARS, CAPTURE_SHAPES, ALLOW_RNN, reorderable("print"), reorderable("warnings.warn"))]
 
 
 def test_every_next_step_is_reached_by_a_reason_and_is_short():
@@ -169,7 +186,7 @@ def test_a_moe_expert_loop_and_a_training_only_skip_get_their_recipes():
     assert also_moe is moe
     assert loop is not None and loop is not moe and "fixed range" in loop.recipe
     assert cache is not None and "compile the eval model" in cache.recipe
-    draw, untyped, not_tensor = (next_step(reason) for reason in NAMED_REASONS[1:])
+    draw, untyped, not_tensor = (next_step(reason) for reason in NAMED_REASONS[1:4])
     assert draw is not None and "torch.rand" in draw.recipe
     assert untyped is not None and "annotate" in untyped.recipe
     assert not_tensor is not None and "torch.as_tensor" in not_tensor.recipe

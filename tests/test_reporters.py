@@ -108,10 +108,12 @@ def test_text_output_puts_carets_under_the_finding():
               "        if x.sum() > 0:\n            return x\n        return -x\n")
     diagnostics = lint_text(source, "m.py", Config())
     text = render("text", diagnostics, {"m.py": source})
+    [diagnostic] = diagnostics
     assert text == (
-        f"m.py:5:12: JIT101 [unsafe fix] {RULES_BY_CODE['JIT101'].message}\n"
+        f"m.py:5:12: JIT101 [unsafe fix] {RULES_BY_CODE['JIT101'].message.split('; ')[0]}\n"
         "    5 |         if x.sum() > 0:\n"
         "      |            ^^^^^^^^^^^\n"
+        f"      = help: {diagnostic.fix.message} (--fix --unsafe-fixes)\n"
     )
 
 

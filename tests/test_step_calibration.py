@@ -23,7 +23,7 @@ from tests.helpers import code_spans, parse_code, rule_text, step_clause
 torch = pytest.importorskip("torch")
 from compile_lint.verifier.probe import compare_compiled_outputs, probe_example  # noqa: E402
 
-CONFIG_LINE = re.compile(r"^torch\._dynamo\.config\.(\w+) = (.+)$")
+CONFIG_LINE = re.compile(r"^torch\._dynamo\.config\.(\w+)( = .+|\.add\(\w+(\.\w+)*\))$")
 
 
 def _integer_tolist_only(example) -> bool:

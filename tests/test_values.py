@@ -1,4 +1,5 @@
-"""Values across calls (issue 31): the least fixed point of the hints, and the messages that name their callers.
+"""Values across calls (issues 31, 39): what traced callers pass, from the program model's fixed point, and
+the messages that name those callers.
 
 The breaks themselves are calibrated against Dynamo in tests/fixtures/reach/caller_values/
 (tests/test_reach_fixtures.py); these tests pin what the fixed point guarantees and what a
@@ -7,67 +8,33 @@ finding says about the caller it rests on.
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 from pathlib import Path
 
-from compile_lint.analysis.project.reach import ProjectReach, project_reach
-from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.analysis.project.values import BOTTOM, FixedPoint, join
+from compile_lint.analysis.model.build import build_model
+from compile_lint.analysis.project.reach import ProjectReach
 from tests.helpers import assert_findings_json, run_cli
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "reach" / "caller_values"
 
 
-def test_join_is_unknown_on_disagreement_and_ignores_bottom():
-    assert join(["tensor", "tensor"]) == "tensor"
-    assert join(["tensor", "py"]) is None
-    assert join(["tensor", BOTTOM]) == "tensor"
-    assert join([BOTTOM]) is BOTTOM
-    assert join([]) is None
-    assert join(["tensor", None]) is None
-
-
-def test_a_cycle_gets_its_least_solution_whatever_is_asked_first():
-    """h = tensor | gate(h); gate returns its parameter: every node of the cycle is a tensor."""
-    equations = {
-        "local h": lambda get: join(["tensor", get("return gate")]),
-        "return gate": lambda get: get("param gate.h"),
-        "param gate.h": lambda get: get("local h"),
-        "other": lambda get: join(["py", get("return gate")]),
-    }
-    for order in itertools.permutations(equations):
-        solver = FixedPoint(lambda node: equations[node](solver.get))
-        answers = {node: solver.get(node) for node in order}
-        assert answers == {"local h": "tensor", "return gate": "tensor", "param gate.h": "tensor", "other": None}
-
-
-def test_a_cycle_with_no_value_from_outside_stays_without_one():
-    equations = {"a": lambda get: get("b"), "b": lambda get: get("a")}
-    solver = FixedPoint(lambda node: equations[node](solver.get))
-    assert solver.get("a") is BOTTOM and solver.get("b") is BOTTOM
-
-
-def _reach(root: Path) -> ProjectReach:
-    return project_reach(str(root), True, SymbolIndex([str(root)]))  # type: ignore[return-value]
-
-
-def test_hints_do_not_depend_on_the_order_of_the_questions(tmp_path):
+def test_hints_do_not_depend_on_the_order_of_the_files(tmp_path):
+    """The program model is a least fixed point: the files' order (what is evaluated first) changes nothing."""
     root = tmp_path / "caller_values"
     shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("__pycache__"))
     commons = str(root / "tts" / "commons.py")
-    questions = [(commons, "gate", "h"), (commons, "frame_norms", "h"), (commons, "slice_segments", "x"),
-                 (commons, "slice_segments", "ids_str"), (commons, "shift", "start"), (commons, "halve", "limit")]
+    files = sorted(str(path) for path in root.rglob("*.py"))
     answers = []
-    for order in (questions, list(reversed(questions))):
-        reach = ProjectReach(_reach(root).graph, _reach(root).entries)  # a fresh answer each time
-        answers.append({question: reach.hint((question[0], question[1]), question[2]) for question in order})
+    for order in (files, list(reversed(files))):
+        reach = ProjectReach(build_model(order, str(root), strict=True))
+        answers.append({qualname: record.hints for qualname, record in reach.for_file(commons).functions.items()})
     assert answers[0] == answers[1]
-    assert answers[0][(commons, "frame_norms", "h")] == "tensor"  # h = self.proj(x); h = commons.gate(h, ...)
-    assert answers[0][(commons, "slice_segments", "ids_str")] == "tensor"  # item 1 of rand_starts' tuple
-    assert answers[0][(commons, "shift", "start")] == "tensor"  # offsets[0] of a forward parameter
-    assert answers[0][(commons, "halve", "limit")] == "py"  # len(x)
+    hints = {(qualname, name): hint for qualname, found in answers[0].items() for name, hint in found}
+    assert hints[("frame_norms", "h")] == "tensor"  # h = self.proj(x); h = commons.gate(h, ...)
+    assert hints[("slice_segments", "ids_str")] == "tensor"  # item 1 of rand_starts' tuple
+    assert hints[("shift", "start")] == "tensor"  # offsets[0] of a forward parameter
+    assert hints[("halve", "limit")] == "py"  # len(x)
 
 
 def test_a_finding_names_the_call_of_another_file_its_parameter_rests_on(tmp_path):

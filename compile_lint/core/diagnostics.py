@@ -30,6 +30,21 @@ def rule_url(code: str, name: str) -> str:
     return f"{RULES_PAGE}#{rule_anchor(code, name)}"
 
 
+def split_message(message: str) -> tuple[str, Optional[str]]:
+    """A rule's message as (what breaks, what to do): split at its first "; " outside backticks.
+
+    Every rule's message is one short sentence saying what breaks, then, after "; ", the fix
+    or the step to take by hand; the text formats show the second part on a `help:` line.
+    """
+    quoted = False
+    for index, char in enumerate(message):
+        if char == "`":
+            quoted = not quoted
+        elif not quoted and message.startswith("; ", index):
+            return message[:index], message[index + 2:]
+    return message, None
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace the text between two 1-based (line, column) positions with `content`."""
@@ -163,6 +178,16 @@ class Diagnostic:
     inside: Optional[Inside] = None
     # A finding in an installed library's own file (`--show-library-findings`), not the user's code.
     library: Optional[InLibrary] = None
+    # What to do, as the rule's message says it after what breaks (`split_message`): the fix or
+    # the step by hand; None when the message gives none. The message holds it too.
+    help: Optional[str] = None
+
+    @property
+    def headline(self) -> str:
+        """The message without its help: what breaks, with the mode, condition and chain the engine adds."""
+        if self.help is None:
+            return self.message
+        return self.message.replace(f"; {self.help}", "", 1)
 
     def sort_key(self) -> tuple:
         """Stable output order: path, position, code."""
@@ -185,6 +210,7 @@ class Diagnostic:
             "fix": self.fix.to_json() if self.fix else None,
             "mode": self.mode,
             "condition": self.condition,
+            "help": self.help,
         }
         if self.reached_from:
             data["reached_from"] = _links_json(self.reached_from)

@@ -21,7 +21,9 @@ class LintResult:
     written back and `unwritten` when it could not be; `rolled_back` says why `--fix
     --verify` refused the file's fixes (the file is unchanged; not an error). `--add-noqa`
     fills `applied` with the findings it silenced and `noqa_skipped` with those it could
-    not, and why.
+    not, and why. `called_modules` are the top-level modules the file's traced code calls
+    through an absolute import, each with its first call's line (a lint with the project's
+    reach fills it; engine/called_modules.py).
     """
 
     path: str
@@ -37,6 +39,7 @@ class LintResult:
     rolled_back: Optional[str] = None  # --fix --verify refused the fixes: why (the file is unchanged)
     malformed_noqa: list[tuple[int, str]] = field(default_factory=list)  # (line, why): each suppresses nothing
     noqa_skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # (finding, why it got no noqa comment)
+    called_modules: tuple[tuple[str, int], ...] = ()  # (module, line)
 
     @property
     def changed(self) -> bool:

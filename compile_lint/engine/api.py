@@ -30,20 +30,24 @@ from compile_lint.engine.fixing import fix_file, fix_text, is_applicable
 from compile_lint.engine.pipeline import (
     Fixing,
     RunOptions,
+    called_modules_only,
     discover_files,
     library_results,
     lint_files,
     lint_paths,
+    modules_not_found,
     prepare_project,
 )
 from compile_lint.engine.pool import Progress
 from compile_lint.engine.project import ProjectIndex
 from compile_lint.engine.single_file import dependencies, lint_file, lint_source
 from compile_lint.engine.source import SourceError, SourceFile, decode_source
+from compile_lint.engine.stopping import progress_note, stop_on_termination
 
 __all__ = [
     "SYNTAX_ERROR_CODE", "EntryPointError", "Fixing", "LintCancelled", "LintResult", "Progress", "ProjectIndex",
-    "RunOptions", "SourceError", "SourceFile", "cache_root", "decode_source", "dependencies", "discover_files",
+    "RunOptions", "SourceError", "SourceFile", "cache_root", "called_modules_only", "decode_source", "dependencies",
+    "discover_files", "modules_not_found",
     "fix_file", "fix_text", "is_applicable", "is_excluded", "library_results", "lint_file", "lint_files", "lint_paths",
-    "lint_source", "prepare_project",
+    "lint_source", "prepare_project", "progress_note", "stop_on_termination",
 ]

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import sys
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, NamedTuple, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.core.diagnostics import Diagnostic, Edit, Fix, Inside
@@ -30,7 +30,7 @@ from compile_lint.settings.config import Config
 from compile_lint.storage.atomic import atomic_file
 
 CACHE_DIR_NAME = ".compile-lint-cache"
-FORMAT = 4
+FORMAT = 5
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprint: Optional[str] = None
 _RUN_CACHES: dict = {}
@@ -109,6 +109,7 @@ def _encode(diagnostic: Diagnostic) -> list:
             [list(operand) for operand in fix.rests_on],
         ],
         None if diagnostic.inside is None else _encode_inside(diagnostic.inside),
+        diagnostic.help,
     ]
 
 
@@ -127,7 +128,7 @@ def _decode_inside(item: Optional[list]) -> Optional[Inside]:
 
 def _decode(path: str, item: list) -> Diagnostic:
     line, column, end_line, end_column, code, name, kind, message, gb_type, gb_id, mode, condition, reached, fix, \
-        inside = item
+        inside, help_text = item
     decoded_fix = None
     if fix is not None:
         applicability, fix_message, edits, rests_on = fix
@@ -136,7 +137,14 @@ def _decode(path: str, item: list) -> Diagnostic:
     return Diagnostic(path, line, column, end_line, end_column, code, name, kind, message,
                       gb_type, gb_id, decoded_fix, mode=mode, condition=condition,
                       reached_from=tuple((path, line, function) for path, line, function in reached),
-                      inside=_decode_inside(inside))
+                      inside=_decode_inside(inside), help=help_text)
+
+
+class CachedLint(NamedTuple):
+    """A cache entry: the file's findings, and the modules its traced code calls (engine/called_modules.py)."""
+
+    diagnostics: list[Diagnostic]
+    called_modules: tuple[tuple[str, int], ...]
 
 
 class LintCache:
@@ -165,8 +173,8 @@ class LintCache:
     def _entry(self, digest: str) -> str:
         return os.path.join(self.directory, digest[:2], digest + ".json")
 
-    def get(self, path: str, digest: str) -> Optional[list[Diagnostic]]:
-        """The cached findings for `path` with content `digest`, or None (missing or unreadable)."""
+    def get(self, path: str, digest: str) -> Optional[CachedLint]:
+        """The cached lint of `path` with content `digest`, or None (missing or unreadable)."""
         try:
             with open(self._entry(digest), "rb") as handle:
                 data = json.loads(handle.read())
@@ -175,20 +183,24 @@ class LintCache:
             for dependency, digest in data["dependencies"]:
                 if self._dependency_digest(dependency) != digest:
                     return None  # a file this one's analysis read has changed
-            return [_decode(path, item) for item in data["diagnostics"]]
+            return CachedLint([_decode(path, item) for item in data["diagnostics"]],
+                              tuple((module, line) for module, line in data["modules"]))
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
 
-    def put(self, path: str, digest: str, diagnostics: Sequence[Diagnostic], dependencies: Iterable[str] = ()) -> None:
+    def put(self, path: str, digest: str, diagnostics: Sequence[Diagnostic], dependencies: Iterable[str] = (),
+            called_modules: Sequence[tuple[str, int]] = ()) -> None:
         """Store findings atomically; a cache that cannot be written is silently skipped.
 
         `dependencies` are the other files the findings were computed from; they are
-        stored with their current digests.
+        stored with their current digests. `called_modules` are the modules the file's
+        traced code calls into (module, line).
         """
         entry = self._entry(digest)
         payload = json.dumps(
             {"format": FORMAT, "path": path, "diagnostics": [_encode(d) for d in diagnostics],
-             "dependencies": [[dep, self._dependency_digest(dep)] for dep in sorted(dependencies)]},
+             "dependencies": [[dep, self._dependency_digest(dep)] for dep in sorted(dependencies)],
+             "modules": [list(item) for item in called_modules]},
             separators=(",", ":"),
         ).encode()
         try:

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Optional
 from compile_lint.analysis.project.library_reach import LibraryCall, LibraryFunction
 from compile_lint.analysis.project.reach import FileReach
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.core.diagnostics import Diagnostic, InLibrary, Inside
+from compile_lint.core.diagnostics import Diagnostic, InLibrary, Inside, split_message
 from compile_lint.settings.config import Config
 from compile_lint.storage.stamps import file_stamp
 
@@ -100,9 +100,10 @@ def call_site_findings(path: str, text: str, reach: FileReach, config: Config, l
         inside = Inside(first.path, function.shown_path, first.line, function.qualname, code,
                         _own_message(first.message), function.package, function.version, function.via, count)
         line, column, end_column = _call_span(lines, call)
+        message = _message(call, inside)
         findings.append(Diagnostic(
             path=path, line=line, column=column, end_line=line, end_column=end_column,
-            code=code, name=first.name, kind=first.kind, message=_message(call, inside),
+            code=code, name=first.name, kind=first.kind, message=message, help=split_message(message)[1],
             gb_type=first.gb_type, gb_id=first.gb_id, mode=first.mode, condition=first.condition,
             reached_from=_caller_chain(reach, call, shown), inside=inside))
     return findings
@@ -134,30 +135,28 @@ def _call_span(lines: list[str], call: LibraryCall) -> tuple[int, int, int]:
     return call.line, stripped + 1, max(len(text), stripped) + 1
 
 
-# What a user can do about a break inside a library, by the rule that finds it: the
-# setting that lets Dynamo capture the value (measured: fullgraph=True turns these on).
-_CAPTURE = {
-    "JIT201": "torch._dynamo.config.capture_scalar_outputs = True",
-    "JIT202": "torch._dynamo.config.capture_scalar_outputs = True",
-    "JIT203": "torch._dynamo.config.capture_scalar_outputs = True",
-    "JIT207": "torch._dynamo.config.capture_dynamic_output_shape_ops = True",
-}
+# A Dynamo setting a library finding's own message tells to set (its fix, or its step by hand).
+_SETTING_LINE = re.compile(r"`(torch\._dynamo\.config\.\w+(?: = True|\.add\([\w.]+\)))`")
 
 
 def _message(call: LibraryCall, inside: Inside) -> str:
-    """"`solve` breaks the graph inside somelib 1.2, at somelib/steps.py:270 in `_step`: WHAT. Not your
-    code: what you can do"."""
+    """"`solve` breaks the graph inside somelib 1.2, at somelib/steps.py:270 in `_step`: WHAT; not your
+    code: what you can do".
+
+    Only what the user controls is offered: the Dynamo setting the library's own finding names
+    (where its rule found the setting removes the break: fixes/settings.py, calibrated), and
+    running the call eagerly. No option of the library is named: compile-lint does not know
+    the library's options.
+    """
     more = f" ({inside.count - 1} more {inside.code} site{'s' if inside.count > 2 else ''} inside)" \
         if inside.count > 1 else ""
-    what = inside.message.split("; ")[0]
-    options = [f"pass `{call.callee}` an option that avoids this path if it has one (a fixed-step method, "
-               "a compile-friendly mode)"]
-    if inside.code in _CAPTURE:
-        options.append(f"set `{_CAPTURE[inside.code]}` before compiling")
+    what, advice = split_message(inside.message)
+    setting = _SETTING_LINE.search(advice or "")
+    options = [f"set `{setting.group(1)}` before compiling"] if setting else []
     options.append("run the call eagerly with `torch.compiler.disable` (one break at the call instead)")
     return (f"`{call.callee}` breaks the graph inside {inside.package} {inside.version}, at "
-            f"{inside.package_path}:{inside.line} in `{inside.function}`: {what}{more}. Not your code: "
-            f"{', '.join(options[:-1])} or {options[-1]}")
+            f"{inside.package_path}:{inside.line} in `{inside.function}`: {what}{more}; not your code: "
+            f"{' or '.join(options)}")
 
 
 def library_sites(reaches: Iterable[FileReach], config: Config, lint_library: LibraryLinter,

@@ -18,11 +18,12 @@ from compile_lint.analysis.file.context import FileContext
 from compile_lint.analysis.file.paths import NEVER, condition_text, only_mode, static_condition
 from compile_lint.analysis.file.regions import is_imported_module_class
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.analysis.project.reach import FileReach
+from compile_lint.analysis.project.reach import FileReach, file_alone
 from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES
 from compile_lint.analysis.syntax.walk import flat_walks
 from compile_lint.core.codes import SYNTAX_ERROR_CODE
-from compile_lint.core.diagnostics import Diagnostic
+from compile_lint.core.diagnostics import Diagnostic, split_message
 from compile_lint.core.results import LintCancelled
 from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher
@@ -38,7 +39,7 @@ from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.rules import ALL_RULES
 from compile_lint.rules.base import Rule
 from compile_lint.settings.config import Config
-from compile_lint.settings.selection import rule_enabled
+from compile_lint.settings.selection import fix_allowed, rule_enabled
 from compile_lint.settings.versions import holds_for, target_torch_version
 
 
@@ -148,6 +149,8 @@ def lint_module(
     diagnostics = []
     builder = FixBuilder(module, lambda: context.parents, code, positions) if any(f.fix for f, _ in findings) else None
     traced = context.regions.functions
+    # Branches no traced run takes (a constant decides their test): findings there cannot happen.
+    untraced = [span for record in reach.functions.values() for span in record.untraced] if reach is not None else []
     for finding, anchors in findings:
         mode = condition = None
         if finding.function is not None and finding.function in traced:
@@ -159,6 +162,9 @@ def lint_module(
             condition = static_condition(finding.node, finding.path_node,
                                          lambda expr: context.facts.kind(expr, function) in _STATIC_KINDS)
         line, column, end_line, end_column = positions.span(finding.node, anchors)
+        if untraced and finding.function is not None and finding.function in traced and any(
+                first <= line <= last for first, last in untraced):
+            continue
         fix = None
         if finding.fix is not None and builder is not None:
             fix = builder.build(
@@ -180,6 +186,7 @@ def lint_module(
                 code=rule.code, name=rule.name, kind=rule.kind,
                 message=_reached(with_evidence(_with_conditions(finding.message, mode, condition), finding.node,
                                                context.regions.external.get(finding.function)), reached_from),
+                help=split_message(finding.message)[1],
                 reached_from=reached_from,
                 gb_type=rule.gb_type, gb_id=rule.gb_id, fix=fix, mode=mode,  # type: ignore[arg-type]
                 condition=condition,
@@ -307,17 +314,26 @@ def lint_text(
     comments are then found once).
     """
     source = source if source is not None else SourceIndex(text)
+    noqa = noqa and not config.ignore_noqa  # `--ignore-noqa`: the comments are not read at all
     with _gc_paused():
         if not noqa or not rule_enabled(UNUSED_NOQA_CODE, False, config, path):
-            return _lint_text(source, path, config, noqa, fast, parse or parse_module, prefilter, cancelled,
-                              render_cache, project)
+            return _fixable_only(_lint_text(source, path, config, noqa, fast, parse or parse_module, prefilter,
+                                            cancelled, render_cache, project), config)
         raw = _lint_text(source, path, config, False, fast, parse or parse_module, prefilter, cancelled, render_cache,
                          project)
         if any(d.code == SYNTAX_ERROR_CODE for d in raw):
             return raw
         enabled = [rule.code for rule in rules_for(config, path)]
         unused = unused_noqa(source, path, raw, lambda code: any(known.startswith(code) for known in enabled))
-        return sorted(without_suppressed(raw + unused, source), key=Diagnostic.sort_key)
+        return _fixable_only(sorted(without_suppressed(raw + unused, source), key=Diagnostic.sort_key), config)
+
+
+def _fixable_only(diagnostics: list[Diagnostic], config: Config) -> list[Diagnostic]:
+    """The findings, those of codes `fixable`/`unfixable` exclude without their fix (as ruff drops it)."""
+    if config.fixable == ("ALL",) and not config.unfixable:
+        return diagnostics
+    return [dataclasses.replace(d, fix=None) if d.fix is not None and not fix_allowed(d.code, config) else d
+            for d in diagnostics]
 
 
 def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast: bool,
@@ -355,6 +371,9 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
                            "file is nested too deeply to parse; compile-lint cannot check this file")]
     if not reached and not may_hold_regions(text, config.module_bases):
         return []
+    if reach is None:
+        # Linted alone: a project of one file, the same program model (analysis/project/reach.py).
+        reach = file_alone(path, text, symbols.modules, tuple(DEFAULT_MODULE_BASE_NAMES) + tuple(config.module_bases))
     if cancelled is not None and cancelled():
         raise LintCancelled()
     try:

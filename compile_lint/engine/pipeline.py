@@ -25,12 +25,14 @@ from compile_lint.core.results import LintResult
 from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.add_noqa import add_noqa_file
 from compile_lint.engine.cache import LintCache, cache_root, content_digest
+from compile_lint.engine.called_modules import called_modules, unresolved
 from compile_lint.engine.files import discover
 from compile_lint.engine.fixing import AcceptAll, fix_file, fix_files_together
 from compile_lint.engine.pool import Progress, by_size_descending, no_progress, parallel_map
 from compile_lint.engine.project import ProjectIndex
 from compile_lint.engine.single_file import lint_source
 from compile_lint.engine.source import SourceError, decode_source, read_bytes
+from compile_lint.engine.stopping import record_progress
 from compile_lint.engine.suppressions import malformed_noqa
 from compile_lint.settings.config import Config
 
@@ -118,6 +120,20 @@ def lint_paths(paths: Sequence[str], config: Config, options: RunOptions = RunOp
     return [LintResult(error.rsplit(": ", 1)[0], error=error) for error in errors] + results
 
 
+def modules_not_found(results: Sequence[LintResult], config: Config) -> list[tuple[str, str, int]]:
+    """(module, path, line) of each module the results' traced code calls through an import that cannot
+    be found (not in the project or the `src` folders, not installed), once each: its first call in the
+    order of the results."""
+    return unresolved(((module, result.path, line) for result in results for module, line in result.called_modules),
+                      config)
+
+
+def called_modules_only(files: Sequence[str], config: Config, options: RunOptions) -> list[LintResult]:
+    """Each file's result with only `called_modules` filled, without a lint (`--show-settings`)."""
+    prepare_project(files, config, options)
+    return [LintResult(path, called_modules=called_modules(path, config, options.project)) for path in files]
+
+
 def library_results(files: Sequence[str], config: Config, project: ProjectIndex) -> list[LintResult]:
     """The findings inside installed libraries that the files' traced calls reach, one result per
     library file, each finding at its place there and marked as the library's (`--show-library-findings`)."""
@@ -157,10 +173,11 @@ def _lint_cached(files: Sequence[str], config: Config, options: RunOptions) -> l
         except SourceError:
             misses.append(path)
             continue
-        cached = cache.get(path, content_digest(path, data + _reach_digest(shared, path).encode()))
-        if cached is None:
+        entry = cache.get(path, content_digest(path, data + _reach_digest(shared, path).encode()))
+        if entry is None:
             misses.append(path)
             continue
+        cached = entry.diagnostics
         text = ""
         if cached or b"noqa" in data.lower():  # the findings' text, or the directives to check
             try:
@@ -169,9 +186,14 @@ def _lint_cached(files: Sequence[str], config: Config, options: RunOptions) -> l
                 misses.append(path)
                 continue
         outcomes.append(LintResult(path, cached, text=text if cached else "",
-                                   malformed_noqa=malformed_noqa(SourceIndex(text))))
-    outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), options.jobs, "Linting", shared,
-                                 options.progress))
+                                   malformed_noqa=[] if config.ignore_noqa else malformed_noqa(SourceIndex(text)),
+                                   called_modules=entry.called_modules))
+    try:
+        outcomes.extend(parallel_map(_lint_one, by_size_descending(misses), options.jobs, "Linting", shared,
+                                     options.progress))
+    except KeyboardInterrupt as stop:  # stopped: the files answered from the cache were done too
+        record_progress(stop, None, len(outcomes), len(outcomes))
+        raise
     order = {path: index for index, path in enumerate(files)}
     return sorted(outcomes, key=lambda outcome: order[outcome.path])
 
@@ -185,9 +207,10 @@ def _lint_one(path: str, shared: _Shared) -> LintResult:
         return LintResult(path, error=f"{path}: {error}")
     result = lint_source(source.text, path, shared.config, project=shared.project)
     result.digest = content_digest(path, data + _reach_digest(shared, path).encode())
+    result.called_modules = called_modules(path, shared.config, shared.project)
     if shared.cache_root is not None:
         LintCache.for_run(shared.cache_root, shared.config).put(path, result.digest, result.diagnostics,
-                                                                result.dependencies)
+                                                                result.dependencies, result.called_modules)
     if not result.diagnostics:
         result.text = ""  # the text is kept only for the report of a file with findings
     return result
@@ -195,7 +218,9 @@ def _lint_one(path: str, shared: _Shared) -> LintResult:
 
 def _fix_one(path: str, shared: _Shared) -> LintResult:
     """Fix one file to a fixed point (in a worker process when there are many)."""
-    return fix_file(path, shared.config, unsafe=shared.unsafe, write=shared.write, project=shared.project)
+    result = fix_file(path, shared.config, unsafe=shared.unsafe, write=shared.write, project=shared.project)
+    result.called_modules = called_modules(path, shared.config, shared.project)
+    return result
 
 
 def _add_noqa_one(path: str, shared: _Shared) -> LintResult:

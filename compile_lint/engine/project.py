@@ -114,6 +114,22 @@ class ProjectIndex:
             return None
         return reach.for_file(path)
 
+    def model_reach(self, config: Config, path: str) -> Optional[ProjectReach]:
+        """The traced set of `path`'s project with its program model, built afresh (never a stored answer):
+        what `compile-lint graph` shows. None when an `entry-points` target names nothing."""
+        root, recursive = _project_of(config, path)
+        below = dataclasses.replace(config, root=root)
+        in_config_project = bool(config.source) and root == os.path.abspath(config.root)
+        try:
+            reach = project_reach(
+                root, recursive, symbol_index(config), module_bases=config.module_bases,
+                configured_entries=config.entry_points if in_config_project else (), config_root=config.root,
+                cache_dir=None, excluded=lambda candidate: is_excluded(candidate, below),
+                libraries=self._libraries(config), fresh=True)
+        except EntryPointError:
+            return None
+        return reach if isinstance(reach, ProjectReach) else None
+
     def reached(self, config: Config, path: str) -> bool:
         """Whether the project's entry points reach a function of `path` (then it is linted, torch or not)."""
         reach = self.reach(config, path)

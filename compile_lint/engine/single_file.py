@@ -58,7 +58,7 @@ def lint_source(
     diagnostics = lint_text(text, path, config, noqa, fast, parse=parse, prefilter=prefilter,
                             cancelled=cancelled, render_cache=render_cache, project=project, source=source)
     return LintResult(path, diagnostics, text=text, dependencies=dependencies(path, config),
-                      malformed_noqa=malformed_noqa(source))
+                      malformed_noqa=[] if config.ignore_noqa else malformed_noqa(source))
 
 
 def lint_file(path: str, config: Config, project: Optional[ProjectIndex] = None) -> LintResult:

@@ -1,59 +1,34 @@
-"""A number read from a tensor and used only as a size: capture it (`capture_scalar_outputs`), keep the code.
+"""A number read from a tensor that compiles once captured: keep the read, set `capture_scalar_outputs`.
 
-Measured by benchmarks/scalar_size_capture.py (torch 2.13 CPU, backend="eager"; results in
-benchmarks/results/scalar_size_capture.txt): with
-`torch._dynamo.config.capture_scalar_outputs = True`, a number read with `.item()` or
-`int()` compiles with no break, no recompile over new values, and outputs equal to eager
-(errors where eager errs, at values past the ends) when it is used as a slice bound
-(`x[:n]`, `x[n:]`, `x[:, :n]`), the one index of a tensor (`x[n]`), a size of
-`torch.zeros/ones/empty/full/arange/randn`, of `x.new_zeros/new_ones`, `x.expand`,
-`x.repeat`, `x.narrow`, `x.topk`, `x.roll`, or a pad of `F.pad`. Not clean, so never
-offered: `x.view(n, ...)`/`reshape` and `torch.split`/`x.split` (a recompile per value
-when the number is read from a 0-d tensor passed in; split fails when it is computed),
-an index after the first (`x[:, n]`: IndexError), and any use in `if`, `range()`, Python
-arithmetic or a return.
+Which uses compile once `torch._dynamo.config.capture_scalar_outputs = True` is set is
+measured and tabled in fixes/captured_sizes.py (sizes, slice bounds, one index). A number
+used only so is reported with the setting's fix (`report_captured_size`, JIT201/JIT202;
+`report_captured_tensor_size` for a 0-d tensor passed as a size, JIT204); where keeping a
+tensor is withheld and every use is one of those, tensor arithmetic, or Python arithmetic
+used so in turn (fixes/setting_hazards.number_hazard), the setting is the fix too
+(`report_kept_or_captured`).
 
 The setting is global and read when Dynamo traces, so it goes right before the file's
-one compile call (once: a file that already sets it gets no second line).
+one compile call (fixes/settings.py; once: a file that already sets it gets no second line).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.predicates import COMPILE_FUNCTIONS
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
-from compile_lint.fixes.guards import spell
+from compile_lint.fixes.captured_sizes import captured_size
 from compile_lint.fixes.keep_tensor import every_use
-from compile_lint.fixes.plan import FixPlan
+from compile_lint.fixes.setting_hazards import number_hazard
+from compile_lint.fixes.settings import CAPTURE_SCALARS, file_sets, setting_fix, setting_message, setting_outcome
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
 
-CAPTURE_SETTING = "torch._dynamo.config.capture_scalar_outputs"
-CAPTURE_MESSAGE = "Set torch._dynamo.config.capture_scalar_outputs = True before torch.compile"
 CAPTURED_NOTE = ("; it is only a size, slice bound or index: the fix sets "
                  "`torch._dynamo.config.capture_scalar_outputs = True` before `torch.compile` and keeps it")
-NO_COMPILE_CALL = ("the number is only a size, slice bound or index, and this file has no `torch.compile` call "
-                   "to set capture_scalar_outputs before")
-SEVERAL_COMPILE_CALLS = ("the number is only a size, slice bound or index, and this file has more than one "
-                         "`torch.compile` call to set capture_scalar_outputs before")
-
-# torch functions whose positional arguments are sizes (`torch.arange` only with one argument).
-_SIZE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.randn"})
-# Tensor methods whose positional arguments measured clean: sizes, `narrow`'s start and length,
-# `topk`'s k, `roll`'s shift.
-_SIZE_METHODS = {"new_zeros": None, "new_ones": None, "expand": None, "repeat": None,
-                 "narrow": (1, 2), "topk": (0,), "roll": (0,)}
-# The same for a 0-d tensor passed as the size: `narrow`'s start and a `roll` shift failed
-# ("Pending unbacked symbols not in returned outputs").
-_TENSOR_SIZE_METHODS = {name: positions for name, positions in _SIZE_METHODS.items() if name != "roll"} | {
-    "narrow": (2,)}
-# Functions taking a tuple of sizes at a positional argument: `torch.full((n,), v)`, `F.pad(x, (0, n))`.
-_SIZE_TUPLES = {"torch.full": 0, "torch.nn.functional.pad": 1}
-
 
 # A rule's `report` (rules/base.Rule.report): the node, then `message=` and `fix=`.
 Report = Callable[..., None]
@@ -87,10 +62,26 @@ def _report_capture(context: FileContext, report: Report, node: cst.CSTNode, mes
     """Report `node` with the capture fix, or with why there is none; nothing where the file captures already."""
     if captures_scalars(context):
         return
-    fix, reason = capture_fix(context)
+    fix, reason = setting_fix(context, CAPTURE_SCALARS)
     what_breaks = message.split("; ")[0]  # the rule's advice (keep a tensor) does not apply to a size
-    noted = what_breaks + CAPTURED_NOTE if fix is not None else what_breaks
-    report(node, message=with_reason(noted, BranchFix(fix, reason)), fix=fix)
+    if fix is not None:
+        report(node, message=what_breaks + CAPTURED_NOTE, fix=fix)
+        return
+    report(node, message=setting_message(what_breaks, BranchFix(fix, reason)), fix=fix)
+
+
+def report_kept_or_captured(context: FileContext, report: Report, conversion: cst.Call, message: str,
+                            kept: BranchFix) -> None:
+    """Report a tensor read into a number with `kept`, keeping a tensor (or why not); where that is withheld
+    and every use of the number compiles once captured (fixes/setting_hazards.number_hazard), with
+    `capture_scalar_outputs` instead: its fix before the file's compile call, or its line to add."""
+    if kept.fix is None and number_hazard(context, conversion) is None:
+        if captures_scalars(context):
+            return
+        outcome = setting_outcome(context, CAPTURE_SCALARS, None, "the number")
+        report(conversion, message=setting_message(message.split("; ")[0], outcome), fix=outcome.fix)
+        return
+    report(conversion, message=with_reason(message, kept), fix=kept.fix)
 
 
 def only_captured_sizes(context: FileContext, conversion: cst.Call) -> bool:
@@ -98,116 +89,6 @@ def only_captured_sizes(context: FileContext, conversion: cst.Call) -> bool:
     return every_use(context, conversion, captured_size)
 
 
-def captured_size(context: FileContext, node: cst.CSTNode, implicit: bool = False) -> bool:
-    """True when `node` is a slice bound, the one index of a tensor, or a size argument measured clean.
-
-    `implicit`: `node` is the 0-d tensor itself, which torch reads (JIT204's uses), not a number.
-    """
-    parent = context.parent(node)
-    if isinstance(parent, cst.Slice):
-        return node in (parent.lower, parent.upper) and _subscripted_tensor(context, context.parent(parent), False)
-    if isinstance(parent, cst.Index):
-        return not implicit and parent.value is node and _subscripted_tensor(context, context.parent(parent), True)
-    if isinstance(parent, cst.Element):
-        sequence = context.parent(parent)
-        argument = context.parent(sequence) if isinstance(sequence, (cst.Tuple, cst.List)) else None
-        return isinstance(argument, cst.Arg) and argument.value is sequence and _size_tuple(context, argument, implicit)
-    if isinstance(parent, cst.Arg) and parent.value is node and parent.keyword is None and parent.star == "":
-        return _size_argument(context, parent, implicit)
-    return False
-
-
-def _subscripted_tensor(context: FileContext, element: Optional[cst.CSTNode], only_index: bool) -> bool:
-    """`element` is part of `x[...]` with `x` a tensor; with `only_index`, its one element."""
-    subscript = context.parent(element) if isinstance(element, cst.SubscriptElement) else None
-    if not isinstance(subscript, cst.Subscript) or (only_index and len(subscript.slice) != 1):
-        return False
-    return context.kind(subscript.value).tensorish
-
-
-def _call_of(context: FileContext, argument: cst.Arg) -> tuple[Optional[cst.Call], int]:
-    """The call `argument` is passed to, and its position among the positional arguments."""
-    call = context.parent(argument)
-    if not isinstance(call, cst.Call):
-        return None, -1
-    positional = [arg for arg in call.args if arg.keyword is None and arg.star == ""]
-    return call, next((index for index, arg in enumerate(positional) if arg is argument), -1)
-
-
-def _size_argument(context: FileContext, argument: cst.Arg, implicit: bool) -> bool:
-    call, position = _call_of(context, argument)
-    if call is None or position < 0:
-        return False
-    qualified = context.qualname(call.func) or ""
-    if qualified in _SIZE_FACTORIES:
-        return True
-    if qualified == "torch.arange":
-        return len(call.args) == 1
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS and qualified == "":
-        positions = (_TENSOR_SIZE_METHODS if implicit else _SIZE_METHODS).get(func.attr.value, ())
-        return (positions is None or position in positions) and context.kind(func.value).tensorish
-    return False
-
-
-def _size_tuple(context: FileContext, argument: cst.Arg, implicit: bool) -> bool:
-    call, position = _call_of(context, argument)
-    if call is None:
-        return False
-    qualified = context.qualname(call.func) or ""
-    return (_SIZE_TUPLES.get(qualified, -1) == position) and not (implicit and qualified == "torch.nn.functional.pad")
-
-
 def captures_scalars(context: FileContext) -> bool:
     """True when the file sets `torch._dynamo.config.capture_scalar_outputs = True` (a plain assignment)."""
-    for assign in context.module_index.of_type(cst.Assign):
-        if (isinstance(assign.value, cst.Name) and assign.value.value == "True"
-                and any(context.qualname(target.target) == CAPTURE_SETTING for target in assign.targets)):
-            return True
-    return False
-
-
-def capture_fix(context: FileContext) -> tuple[Optional[FixPlan], Optional[str]]:
-    """The fix that sets capture_scalar_outputs before the file's one compile call, or why there is none."""
-    sites = _compile_sites(context)
-    if len(sites) != 1:
-        return None, NO_COMPILE_CALL if not sites else SEVERAL_COMPILE_CALLS
-    statement = sites[0]
-    torch_name, imports = spell(context, "torch")
-    setting = cst.parse_statement(f"{torch_name}._dynamo.config.capture_scalar_outputs = True\n")
-    # Blank lines above the statement go above the setting; comment lines stay with the statement.
-    leading = list(getattr(statement, "leading_lines", ()))
-    blank = next((index for index, line in enumerate(leading) if line.comment is not None), len(leading))
-    moved = [setting.with_changes(leading_lines=leading[:blank]), statement.with_changes(leading_lines=leading[blank:])]
-    return FixPlan([(statement, cst.FlattenSentinel(moved))], CAPTURE_MESSAGE, "unsafe", imports), None
-
-
-def _compile_sites(context: FileContext) -> list[cst.CSTNode]:
-    """The statement holding each `torch.compile` call or decorator of the file, in a block."""
-    compiles = [call for call in context.module_index.calls if context.qualname(call.func) in COMPILE_FUNCTIONS]
-    decorators = [node for node in context.module_index.of_type(cst.Decorator)
-                  if context.qualname(node.decorator) in COMPILE_FUNCTIONS]
-    sites: list[cst.CSTNode] = []
-    for node in compiles + decorators:
-        statement = _statement_in_block(context, node)
-        if statement is None:
-            return [node, node]  # a compile call the fix cannot stand before: no single site
-        if statement not in sites:
-            sites.append(statement)
-    return sites
-
-
-def _statement_in_block(context: FileContext, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The statement that holds `node` and stands in a module or a function's block.
-
-    In a class body it is the class: the setting belongs before the class, not among its attributes.
-    """
-    current: Optional[cst.CSTNode] = node
-    while current is not None:
-        parent = context.parent(current)
-        if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) \
-                and (isinstance(parent, cst.Module)
-                     or isinstance(parent, cst.IndentedBlock) and not isinstance(context.parent(parent), cst.ClassDef)):
-            return current
-        current = parent
-    return None
+    return file_sets(context, CAPTURE_SCALARS)

@@ -49,6 +49,43 @@ class NextStep:
 # ends in code to write (in backticks), which tests/test_next_steps.py checks parses.
 NEXT_STEPS: tuple[NextStep, ...] = (
     NextStep(
+        "a bincount whose captured size something later reads in Python",
+        r"would not help `[^`]*bincount`",
+        "count into a fixed number of bins `k`: `torch.zeros(k, dtype=torch.long).index_add_(0, t, "
+        "torch.ones_like(t))`",
+    ),
+    NextStep(
+        "a repeat_interleave whose captured size something later reads in Python",
+        r"would not help `[^`]*repeat_interleave`",
+        "pass the total length when it is known: `torch.repeat_interleave(x, r, dim=0, output_size=n)`",
+    ),
+    NextStep(
+        "unique values whose number something later reads in Python",
+        r"would not help `[^`]*unique(_consecutive)?`",
+        "compute them before the compiled call and pass them in, or keep a presence mask: "
+        "`torch.zeros(k, dtype=torch.bool).index_fill_(0, t, True)`",
+    ),
+    NextStep(
+        "a selection whose captured size something later reads in Python",
+        r"`capture_dynamic_output_shape_ops` would not help",
+        "keep the shape static: `torch.where(mask, x, 0)` or `x * mask`, then reduce over it",
+    ),
+    NextStep(
+        "numbers read from a tensor that something later uses in Python",
+        r"`capture_scalar_outputs` would not help",
+        "keep the values in a tensor (`t.unbind(0)`), or read them before the compiled call and pass them in",
+    ),
+    NextStep(
+        "an RNN module fed packed sequences",
+        r"`allow_rnn` would not help",
+        "pad instead of packing, mask the padded steps (`out * mask[..., None]`), then set allow_rnn",
+    ),
+    NextStep(
+        "a value a setting would capture that something later uses in Python",
+        r"` would not help ",
+        "run the code that reads it outside the compiled code: a helper under `@torch.compiler.disable`",
+    ),
+    NextStep(
         "a masked update whose value may differ per selected element (JIT207)",
         r"may hold one value per selected element",
         "update outside compiled code, unless it is one value per element of `x`; then write "
@@ -257,10 +294,39 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "`torch.ones_like(x, dtype=torch.bool)`)",
     ),
     NextStep(
-        "a number only used as a size, slice bound or index, with no single compile call in the file",
-        r"to set capture_scalar_outputs before",
+        "a number `capture_scalar_outputs` captures, with no single compile call in the file",
+        r"call to set `capture_scalar_outputs` before",
         "put `torch._dynamo.config.capture_scalar_outputs = True` right before the `torch.compile(...)` "
-        "that compiles this code (the read stays as it is)",
+        "that compiles this code",
+    ),
+    NextStep(
+        "a size `capture_dynamic_output_shape_ops` captures, with no single compile call in the file",
+        r"call to set `capture_dynamic_output_shape_ops` before",
+        "put `torch._dynamo.config.capture_dynamic_output_shape_ops = True` right before the `torch.compile(...)` "
+        "that compiles this code",
+    ),
+    NextStep(
+        "an RNN module `allow_rnn` lets Dynamo trace, with no single compile call in the file",
+        r"call to set `allow_rnn` before",
+        "put `torch._dynamo.config.allow_rnn = True` right before the `torch.compile(...)` that compiles this code",
+    ),
+    NextStep(
+        "a print `reorderable_logging_functions` defers, with no single compile call in the file",
+        r"call to set `reorderable_logging_functions\.add\(print\)` before",
+        "put `torch._dynamo.config.reorderable_logging_functions.add(print)` right before the "
+        "`torch.compile(...)` that compiles this code",
+    ),
+    NextStep(
+        "a warning `reorderable_logging_functions` defers, with no single compile call in the file",
+        r"call to set `reorderable_logging_functions\.add\(warnings\.warn\)` before",
+        "put `torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)` right before the "
+        "`torch.compile(...)` that compiles this code",
+    ),
+    NextStep(
+        "a compiler setting that removes the break, with no single compile call in the file",
+        r"call to set `[^`]*` before",
+        "put the setting's line (`torch._dynamo.config.allow_rnn = True`, say) right before the "
+        "`torch.compile(...)` that compiles this code",
     ),
     NextStep(
         "a branch shape the rewrite does not take",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from compile_lint.fixes.capture_scalars import captured_size
+from compile_lint.fixes.captured_sizes import captured_size
 from compile_lint.fixes.keep_tensor import RETURNED_NUMBER, number_reads
 
 if TYPE_CHECKING:

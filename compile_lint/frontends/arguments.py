@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--force-exclude", action="store_true", default=None,
                         help="apply the excludes to files named on the command line too (pre-commit, editors)")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--fix-only", action="store_true",
+                        help="apply fixes as --fix does, but report nothing of the findings left and exit 0 "
+                             "(2 on an error), as ruff's --fix-only")
     parser.add_argument("--unsafe-fixes", action="store_true",
                         help="also apply unsafe fixes (e.g. torch.where evaluates both branches; "
                              "tensor-branch-fix in [tool.compile-lint] chooses torch.where or torch.cond)")
@@ -103,11 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
                              "Cost: each target runs once (original and fixed, 2 processes) with all files' fixes; "
                              "only a target that fails runs again, to bisect its files (about 2*log2(files) runs "
                              "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
+    parser.add_argument("--fixable", action="append", metavar="CODES",
+                        help="codes or prefixes whose findings keep their fixes (default ALL; replaces the config's)")
+    parser.add_argument("--extend-fixable", action="append", metavar="CODES",
+                        help="codes or prefixes fixable on top of --fixable / the config's fixable")
+    parser.add_argument("--unfixable", action="append", metavar="CODES",
+                        help="codes or prefixes whose findings are reported without a fix (--fix leaves them); "
+                             "wins over fixable")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--add-noqa", action="store_true",
                         help="add `# noqa: CODE` comments that silence every current finding "
                              "(to adopt compile-lint on a large code base)")
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list the fixes applied")
+    parser.add_argument("--ignore-noqa", action="store_true",
+                        help="ignore every `# noqa` comment, on a line or for the whole file")
     parser.add_argument("--output-format", choices=FORMATS, default="text", help="how to print findings")
     parser.add_argument("--output-file", metavar="PATH", help="write the report to PATH instead of stdout")
     parser.add_argument("--show-library-findings", action="store_true",
@@ -132,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "--config 'entry-points = [\"pkg/run.py:Runner.step\"]'")
     parser.add_argument("--show-settings", action="store_true",
                         help="print the resolved settings and where each came from (default, file, command line)")
+    parser.add_argument("--show-files", action="store_true",
+                        help="print the files a run would lint (absolute paths, sorted) and lint nothing")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="how the model is compiled: drop findings that need the other mode "
                              "(code under `if self.training:` never runs in a compiled eval() model); default: both")
@@ -166,7 +180,7 @@ def _split_config_arguments(values: Optional[list[str]]) -> tuple[Optional[str],
 
 def _refuse_empty_code_lists(args: argparse.Namespace) -> None:
     """An empty `--select ""` would select nothing and pass: a usage error, as in ruff."""
-    for flag in ("select", "extend_select", "ignore", "extend_ignore"):
+    for flag in ("select", "extend_select", "ignore", "extend_ignore", "fixable", "extend_fixable", "unfixable"):
         for value in getattr(args, flag) or ():
             if not _codes([value]):
                 raise ConfigError(f"--{flag.replace('_', '-')} '{value}': no rule code or prefix given "
@@ -184,7 +198,9 @@ def configure(args: argparse.Namespace, paths: list[str]) -> Config:
         config = replace(config, patterns_root=os.path.abspath("."))
     select, extend = _codes(args.select), _codes(args.extend_select)
     ignore = _codes((args.ignore or []) + (args.extend_ignore or [])) if args.ignore or args.extend_ignore else None
-    validate_codes((select or ()) + (extend or ()) + (ignore or ()), "command line")
+    fixable, extend_fixable, unfixable = _codes(args.fixable), _codes(args.extend_fixable), _codes(args.unfixable)
+    validate_codes((select or ()) + (extend or ()) + (ignore or ()) + (fixable or ()) + (extend_fixable or ())
+                   + (unfixable or ()), "command line")
     per_file = _per_file_ignores(args.per_file_ignores)
     extend_per_file = _per_file_ignores(args.extend_per_file_ignores)
     if extend_per_file:
@@ -199,4 +215,9 @@ def configure(args: argparse.Namespace, paths: list[str]) -> Config:
         extend_exclude=(config.extend_exclude + extend_exclude) if extend_exclude else None,
         force_exclude=args.force_exclude,
         mode=args.mode,
+        # As ruff's: --fixable replaces the configured list, the other two add to theirs.
+        fixable=fixable,
+        extend_fixable=(config.extend_fixable + extend_fixable) if extend_fixable else None,
+        unfixable=(config.unfixable + unfixable) if unfixable else None,
+        ignore_noqa=args.ignore_noqa or None,
     )

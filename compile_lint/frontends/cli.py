@@ -162,6 +162,7 @@ def _run(args: argparse.Namespace, config: Config, paths: list[str]) -> int:
         if outcome.rolled_back:
             warn(outcome.rolled_back)
     _library_notes(files, config, options, args)
+    _modules_not_found(outcomes, config, args)
     if args.show_library_findings and options.fix is None and options.project is not None:
         outcomes = list(outcomes) + api.library_results(files, config, options.project)
     text, code = report_diff(outcomes, errors, args) if args.diff else report(outcomes, errors, files, args)
@@ -177,6 +178,20 @@ def _library_notes(files: Sequence[str], config: Config, options: api.RunOptions
                          f"code makes into it (first at {os.path.relpath(path)}:{line}) are not followed\n")
 
 
+def _not_found_lines(outcomes: Sequence[LintResult], config: Config) -> list[str]:
+    """One line per module compiled code calls that cannot be found: its reach stops there."""
+    return [f"{module}: not found; add its folder to `src` (compiled code calls it at "
+            f"{os.path.relpath(path)}:{line}; its code is not checked)"
+            for module, path, line in api.modules_not_found(outcomes, config)]
+
+
+def _modules_not_found(outcomes: Sequence[LintResult], config: Config, args: argparse.Namespace) -> None:
+    """Warn, once per run, of each module compiled code calls that is nowhere to be found (not with -q)."""
+    if not args.quiet:
+        for line in _not_found_lines(outcomes, config):
+            warn(line)
+
+
 def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
     try:
         config = configure(args, paths)
@@ -186,9 +201,26 @@ def _configure_and_run(args: argparse.Namespace, paths: list[str]) -> int:
     return _run(args, config, paths)
 
 
-def _show_settings(config: Config) -> int:
+def _show_settings(config: Config, args: argparse.Namespace, paths: list[str]) -> int:
+    """The settings, the cache's place, and the modules compiled code calls that `src` does not find."""
     sys.stdout.write(describe_settings(config) + f"# cache: {api.cache_root(config)}\n")
+    if not reads_stdin(args):
+        files, _ = api.discover_files(paths, config)
+        try:
+            called = api.called_modules_only(files, config, _run_options(args, config))
+        except api.EntryPointError:
+            called = []  # the run itself says what is wrong with the entry points
+        sys.stdout.write("".join(f"# {line}\n" for line in _not_found_lines(called, config)))
     return EXIT_CLEAN
+
+
+def _show_files(config: Config, paths: list[str]) -> int:
+    """`--show-files`: the files a run would lint, as absolute paths, sorted (ruff's listing); lints nothing."""
+    files, errors = api.discover_files(paths, config)
+    for message in errors:
+        error(message)
+    sys.stdout.write("".join(f"{path}\n" for path in sorted(os.path.abspath(path) for path in files)))
+    return EXIT_ERROR if errors else EXIT_CLEAN
 
 
 def check(argv: Sequence[str]) -> int:
@@ -196,6 +228,7 @@ def check(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     if args.explain:
         return _explain_command(args)
+    args.fix = args.fix or args.fix_only  # --fix-only fixes as --fix does, and reports less
     problem = usage_problem(args)
     if problem:
         error(problem)
@@ -215,7 +248,9 @@ def check(argv: Sequence[str]) -> int:
         error(str(invalid))
         return EXIT_ERROR
     if args.show_settings:
-        return _show_settings(config)
+        return _show_settings(config, args, paths)
+    if args.show_files:
+        return _show_files(config, paths)
     if args.verify:
         problem = verify_usage_error(args, config)
         if problem:
@@ -230,7 +265,9 @@ def check(argv: Sequence[str]) -> int:
             return EXIT_ERROR
         watched = paths + ([config.source] if config.source else [])
         return watch(lambda: _configure_and_run(args, paths), watched)
-    return _run(args, config, paths)
+    # SIGTERM and SIGHUP stop the run as Ctrl-C does: the pool's workers end with it (main says how far it got).
+    with api.stop_on_termination():
+        return _run(args, config, paths)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -249,6 +286,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from compile_lint.frontends.rule_command import rule_command
 
             return rule_command(argv[1:])
+        if argv and argv[0] == "graph":
+            from compile_lint.frontends.graph import graph_command
+
+            return graph_command(argv[1:])
         if argv and argv[0] == "clean":
             from compile_lint.frontends.clean import clean_command
 
@@ -261,11 +302,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             argv = argv[1:]
         return check(argv)
     except KeyboardInterrupt as interrupt:
-        signum = getattr(interrupt, "signum", None)  # the verifier's Terminated: SIGTERM or SIGHUP
-        if signum:
-            error(f"terminated by {signal.Signals(signum).name}")
-            return 128 + signum  # as a shell reports a process that signal ended (143 for SIGTERM)
-        error("interrupted")
-        return EXIT_ERROR
+        signum = getattr(interrupt, "signum", None)  # stopping.Terminated: SIGTERM or SIGHUP
+        note = api.progress_note(interrupt)  # how far a lint or a fix got: "stopped while linting, ..."
+        reason = f"terminated by {signal.Signals(signum).name}" if signum else "interrupted"
+        error(f"{reason}: {note}" if note else reason)
+        # 128 + the signal, as a shell reports a process that signal ended (143 for SIGTERM).
+        return 128 + signum if signum else EXIT_ERROR
     except BrokenPipeError:
         return EXIT_ERROR

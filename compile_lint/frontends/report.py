@@ -11,7 +11,7 @@ from typing import Sequence
 
 from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.core.results import LintResult
-from compile_lint.frontends.summary import hidden_fixes, no_fixes_line, plural, statistics, summary
+from compile_lint.frontends.summary import fix_only_summary, hidden_fixes, no_fixes_line, plural, statistics, summary
 from compile_lint.frontends.usage import MACHINE_FORMATS
 from compile_lint.reporters.formats import render
 
@@ -63,6 +63,10 @@ def report(
             sys.stderr.write(listing)  # beside a machine-readable report: keep the report parseable
         else:
             parts.append(listing)
+    if args.fix_only:  # nothing of the findings left; exit 0 unless an error, as ruff's --fix-only
+        if args.output_format in ("text", "concise", "full") and not args.quiet:
+            parts.append(fix_only_summary(fixed, hidden_fixes(diagnostics, args.unsafe_fixes)))
+        return "".join(parts), EXIT_ERROR if errors else EXIT_CLEAN
     if args.statistics:
         parts.append(statistics(diagnostics, args.output_format, args.unsafe_fixes))
     else:

@@ -10,7 +10,8 @@ from compile_lint.core.diagnostics import Diagnostic
 
 
 def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    """`1 file`, `2 files`; `fix` -> `fixes`."""
+    return f"{count} {noun}{'' if count == 1 else 'es' if noun.endswith('x') else 's'}"
 
 
 def hidden_fixes(diagnostics: Sequence[Diagnostic], unsafe: bool) -> int:
@@ -24,6 +25,17 @@ def no_fixes_line(hidden: int) -> str:
         return "No fixes available.\n"
     enabled = "hidden fix can" if hidden == 1 else "hidden fixes can"
     return f"No fixes available ({hidden} {enabled} be enabled with the `--unsafe-fixes` option).\n"
+
+
+def fix_only_summary(fixed: int, hidden: int) -> str:
+    """`--fix-only`'s one line, in ruff's words; empty when nothing was or could be fixed."""
+    more = "additional fix" if hidden == 1 else "additional fixes"
+    if fixed:
+        after = f" ({hidden} {more} available with `--unsafe-fixes`)" if hidden else ""
+        return f"Fixed {plural(fixed, 'finding')}{after}.\n"
+    if hidden:
+        return f"No findings fixed ({plural(hidden, 'fix')} available with `--unsafe-fixes`).\n"
+    return ""
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int, fixed: int, unsafe: bool, failed: int = 0,

@@ -15,7 +15,7 @@ from compile_lint.frontends.arguments import STDIN, reads_stdin
 from compile_lint.settings.config import Config
 
 # Formats a program reads: nothing but the report may be printed beside them.
-MACHINE_FORMATS = ("json", "github", "sarif", "junit", "gitlab")
+MACHINE_FORMATS = ("json", "json-lines", "github", "sarif", "junit", "gitlab", "pylint", "rdjson", "azure")
 
 
 def usage_problem(args: argparse.Namespace) -> Optional[str]:
@@ -38,6 +38,11 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
         return "--add-noqa rewrites files on its own: drop --fix, --diff and --statistics"
     if args.statistics and args.diff:
         return "--statistics counts findings and --diff prints a diff: use one of them"
+    if args.add_noqa and args.ignore_noqa:
+        return "--add-noqa writes `# noqa` comments that --ignore-noqa would ignore: use one of them"
+    if args.show_files and (args.show_settings or reads_stdin(args)):
+        return ("--show-files lists files and lints nothing: drop --show-settings" if args.show_settings
+                else "--show-files lists files, not stdin")
     return None
 
 
@@ -50,7 +55,7 @@ def usage_warnings(args: argparse.Namespace) -> list[str]:
 
 
 # Flags that do something other than explain: refused beside --explain.
-EXPLAIN_EXCLUSIVE = ("fix", "diff", "add_noqa", "watch", "statistics", "show_settings")
+EXPLAIN_EXCLUSIVE = ("fix", "fix_only", "diff", "add_noqa", "watch", "statistics", "show_settings", "show_files")
 CODE_SHAPE = re.compile(r"^[A-Za-z]+[0-9]+$")
 
 

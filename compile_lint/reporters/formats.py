@@ -1,5 +1,6 @@
-"""Output formats: text, concise text, JSON (the contract), GitHub annotations, SARIF; ruff's `full`,
-`junit` and `gitlab` are in their own modules (reporters/full.py, junit.py, gitlab.py)."""
+"""Output formats: text, concise text, JSON (the contract) and JSON lines, GitHub annotations, SARIF,
+ruff's `pylint` and `azure` lines; ruff's `full`, `junit`, `gitlab` and `rdjson` are in their own
+modules (reporters/full.py, junit.py, gitlab.py, rdjson.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.reporters.finding_line import finding_line
+from compile_lint.reporters.finding_line import finding_line, help_text
 from compile_lint.reporters.full import format_full
 from compile_lint.reporters.gitlab import format_gitlab
 from compile_lint.reporters.junit import format_junit
+from compile_lint.reporters.rdjson import format_rdjson
 
-FORMATS = ("text", "concise", "full", "json", "github", "sarif", "junit", "gitlab")
+FORMATS = ("text", "concise", "full", "json", "json-lines", "github", "sarif", "junit", "gitlab", "pylint",
+           "rdjson", "azure")
 
 
 def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
@@ -25,23 +28,45 @@ def format_concise(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -
 
 
 def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
-    """The concise line, then the source line with a caret under the finding."""
+    """The concise line up to what breaks, the source line with a caret under the finding, then a `help:`
+    line (the fix, else what to do by hand)."""
     out = []
     for d in diagnostics:
-        out.append(finding_line(d))
+        out.append(finding_line(d, with_help=False))
         lines = sources.get(d.path, "").splitlines()
+        gutter = "      "
         if 0 < d.line <= len(lines):
             line = lines[d.line - 1].expandtabs(1)
             width = (d.end_column - d.column) if d.end_line == d.line else len(line) - d.column + 1
             gutter = f"{d.line:>5} | "
             out.append(f"{gutter}{line}\n")
             out.append(" " * (len(gutter) - 2) + "| " + " " * (d.column - 1) + "^" * max(1, width) + "\n")
+        text = help_text(d)
+        if text:
+            out.append(" " * (len(gutter) - 2) + f"= help: {text}\n")
     return "".join(out)
 
 
 def format_json(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
     """A JSON array of findings, as docs/findings.schema.json specifies."""
     return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
+
+
+def format_json_lines(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """One finding per line, each the object `json` prints, without spaces (ruff's `json-lines`)."""
+    return "".join(json.dumps(d.to_json(), separators=(",", ":")) + "\n" for d in diagnostics)
+
+
+def format_pylint(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """`path:line: [CODE] message`, as pylint's parseable format and ruff's `pylint` print it."""
+    return "".join(f"{d.path}:{d.line}: [{d.code}] {d.message}\n" for d in diagnostics)
+
+
+def format_azure(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> str:
+    """Azure Pipelines logging commands, as ruff's `azure` writes them (absolute paths)."""
+    return "".join(f"##vso[task.logissue type={'warning' if d.kind == 'perf' else 'error'};"
+                   f"sourcepath={os.path.abspath(d.path)};linenumber={d.line};columnnumber={d.column};"
+                   f"code={d.code};]{d.message}\n" for d in diagnostics)
 
 
 def _escape_github(value: str, property_value: bool = False) -> str:
@@ -185,11 +210,15 @@ REPORTERS: dict[str, Callable[[Sequence[Diagnostic], dict[str, str]], str]] = {
     "text": format_text,
     "concise": format_concise,
     "json": format_json,
+    "json-lines": format_json_lines,
     "github": format_github,
     "sarif": format_sarif,
     "full": format_full,
     "junit": format_junit,
     "gitlab": format_gitlab,
+    "pylint": format_pylint,
+    "rdjson": format_rdjson,
+    "azure": format_azure,
 }
 
 

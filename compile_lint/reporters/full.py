@@ -1,7 +1,7 @@
 """`--output-format full`: each finding as ruff's `full` format shows it, with the code around it and the fix.
 
-The header line is the concise one; below it the finding's line with two lines of
-context either side, carets under the finding, and a `help:` line naming its fix.
+The header line is the concise one up to what breaks; below it the finding's line with two lines of
+context either side, carets under the finding, and a `help:` line: its fix, else what to do by hand.
 """
 
 from __future__ import annotations
@@ -9,16 +9,14 @@ from __future__ import annotations
 from typing import Sequence
 
 from compile_lint.core.diagnostics import Diagnostic
-from compile_lint.reporters.finding_line import finding_line
+from compile_lint.reporters.finding_line import finding_line, help_text
 
 CONTEXT_LINES = 2
 
 
 def _help(d: Diagnostic) -> str:
-    if d.fix is None:
-        return ""
-    how = "--fix" if d.fix.applicability == "safe" else "--fix --unsafe-fixes"
-    return f"  = help: {d.fix.message} ({how})\n"
+    text = help_text(d)
+    return f"  = help: {text}\n" if text else ""
 
 
 def _snippet(d: Diagnostic, lines: list[str]) -> str:
@@ -42,5 +40,5 @@ def format_full(diagnostics: Sequence[Diagnostic], sources: dict[str, str]) -> s
     for d in diagnostics:
         lines = sources.get(d.path, "").splitlines()
         snippet = _snippet(d, lines) if 0 < d.line <= len(lines) else ""
-        blocks.append(finding_line(d) + snippet + _help(d))
+        blocks.append(finding_line(d, with_help=False) + snippet + _help(d))
     return "".join(block + "\n" for block in blocks)

@@ -61,6 +61,12 @@ class Config:
     # file's directory; empty: the project's root and its `src/`.
     src: tuple[str, ...] = ()
     tensor_branch_fix: str = DEFAULT_BRANCH_FIX  # "where" | "cond": the rewrite where both are valid
+    # Which codes keep their fixes (ruff's `fixable`, `extend-fixable`, `unfixable`): a finding
+    # of another code is reported without one, so `--fix` leaves it.
+    fixable: tuple[str, ...] = ("ALL",)
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
+    ignore_noqa: bool = False  # `--ignore-noqa`: no noqa comment is read (a flag only, as in ruff)
     root: str = "."
     source: Optional[str] = None
     # Where exclude and per-file-ignores patterns are relative to, when not `root`: the CLI
@@ -166,6 +172,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("select", "select", _code_list),
     Setting("extend-select", "extend_select", _code_list),
     Setting("ignore", "ignore", _code_list),
+    Setting("fixable", "fixable", _code_list),
+    Setting("extend-fixable", "extend_fixable", _code_list),
+    Setting("unfixable", "unfixable", _code_list),
     Setting("per-file-ignores", "per_file_ignores", _per_file_ignores),
     Setting("exclude", "exclude", _string_list),
     Setting("extend-exclude", "extend_exclude", _string_list),
@@ -312,4 +321,6 @@ def describe_settings(config: Config) -> str:
         else:
             text = _toml_value(value)
         lines.append(f"{setting.key} = {text}  # {origin}")
+    if config.ignore_noqa:
+        lines.append(f"# ignore-noqa: every `# noqa` comment is ignored  # {config.origin('ignore_noqa')}")
     return "\n".join(lines) + "\n"

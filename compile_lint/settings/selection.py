@@ -43,6 +43,13 @@ def rule_enabled(code: str, default_enabled: bool, config: Config, path: Optiona
     return True
 
 
+def fix_allowed(code: str, config: Config) -> bool:
+    """Whether findings of `code` keep their fixes: it matches `fixable` or `extend-fixable` and not
+    `unfixable`, which always wins (ruff's reading)."""
+    fixable = max(_longest_match(code, config.fixable), _longest_match(code, config.extend_fixable))
+    return fixable >= 0 and _longest_match(code, config.unfixable) < 0
+
+
 def path_matches(path: str, pattern: str, root: str = ".") -> bool:
     """Glob match a file path against a pattern, relative to the config's root or by basename."""
     return path_matches_any(path, (pattern,), root)

@@ -4,8 +4,26 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
 from typing import BinaryIO, Iterator, Optional
+
+# What stops a run: held while a file is written, so that a worker whose SIGTERM ends it at once
+# (engine/pool.py) still finishes the rename or removes its temp file first.
+_HELD = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Stopping signals wait (in this thread) until the block ends; a no-op where threads have no signal mask."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager
@@ -15,22 +33,25 @@ def atomic_file(path: str, *, mode: Optional[int] = None, durable: bool = False)
     The temp file (`.compile-lint-*.tmp`) goes in `path`'s directory, so the rename never
     crosses file systems. When the block raises, `path` is untouched and the temp file is
     removed. `mode` sets the new file's permissions; `durable` syncs it to disk before the
-    rename (a user's source file, not a cache entry).
+    rename (a user's source file, not a cache entry). SIGTERM, SIGHUP and Ctrl-C wait until
+    the file is replaced or the temp file removed: a stopped run leaves neither half a file
+    nor a temp file.
     """
-    fd, temporary = tempfile.mkstemp(prefix=".compile-lint-", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            yield stream
-            if durable:
-                stream.flush()
-                os.fsync(stream.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with _signals_held():
+        fd, temporary = tempfile.mkstemp(prefix=".compile-lint-", suffix=".tmp", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as stream:
+                yield stream
+                if durable:
+                    stream.flush()
+                    os.fsync(stream.fileno())
+            if mode is not None:
+                os.chmod(temporary, mode)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
 
 
 def rewrite_file(path: str, data: bytes) -> None:

@@ -36,13 +36,18 @@ class Location:
 
 @dataclass
 class GraphBreak:
-    """One graph break: where, Dynamo's graph-break type and GB id, and its explanation."""
+    """One graph break: where, Dynamo's graph-break type and GB id, and its explanation.
+
+    `frames` is the user code of its stack, outermost first, (path, line) each: a static
+    finding at the call into a library that breaks names the break by its frame there.
+    """
 
     path: Optional[str]
     line: int
     gb_type: str
     gb_id: Optional[str]
     explanation: str
+    frames: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -150,10 +155,10 @@ def parse_break_message(message: str) -> Optional[GraphBreak]:
     if not gb_type:
         gb_type = lines[0].strip() if lines else ""
     gb_id = _GB_ID.search(message)
-    path, line_number = user_frame(found["path"], int(found["line"]),
-                                   _traceback_frames(message, "User code traceback:"))
-    return GraphBreak(path, line_number, gb_type,
-                      gb_id.group(1).upper() if gb_id else None, explanation)
+    frames = _traceback_frames(message, "User code traceback:")
+    path, line_number = user_frame(found["path"], int(found["line"]), frames)
+    return GraphBreak(path, line_number, gb_type, gb_id.group(1).upper() if gb_id else None, explanation,
+                      [(frame_path, frame_line) for frame_path, frame_line in frames if not is_library(frame_path)])
 
 
 def parse_recompile_message(message: str) -> Optional[Recompile]:

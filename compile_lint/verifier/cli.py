@@ -13,7 +13,7 @@ from compile_lint.core.diagnostics import Diagnostic
 from compile_lint.reporters.formats import FORMATS, render
 from compile_lint.settings.config import VERIFY_MODES, ConfigError, load_config
 from compile_lint.verifier.isolation import DEFAULT_TIMEOUT_S, run_isolated, stop_on_termination
-from compile_lint.verifier.report import confirm, display_path, runtime_diagnostics, summary_lines
+from compile_lint.verifier.report import display_path, runtime_diagnostics, summary_lines, verified
 from compile_lint.verifier.scratch import remove_stale
 from compile_lint.verifier.targets import TargetError, missing_target, parse_target
 
@@ -155,7 +155,7 @@ def _verify(args: argparse.Namespace) -> int:
     ran_files = {display_path(r["module_file"]) for r in results if r.get("module_file")}
     ran_files |= {d.path for d in runtime if d.code != "JIT904" and os.path.isfile(d.path)}
     static, sources = ([], {}) if args.no_lint else static_findings(ran_files, config)
-    diagnostics = sorted(confirm(static, runtime, ran_files) + runtime, key=Diagnostic.sort_key)
+    diagnostics = sorted(verified(static, results, ran_files), key=Diagnostic.sort_key)
     for path in {d.path for d in diagnostics} - set(sources):
         try:
             with open(path, encoding="utf-8") as handle:

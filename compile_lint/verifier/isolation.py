@@ -20,6 +20,7 @@ import threading
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import compile_lint
+from compile_lint.engine import stopping
 from compile_lint.engine.cache import INDUCTOR_CACHE_NAME, user_cache_dir
 from compile_lint.verifier.scratch import owned_directory
 
@@ -30,30 +31,9 @@ def _package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(compile_lint.__file__)))
 
 
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 PARENT_PID_VARIABLE = "COMPILE_LINT_VERIFY_PARENT"
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
-
-
-class Terminated(KeyboardInterrupt):
-    """The tool received SIGTERM or SIGHUP: a request to stop, handled as Ctrl-C is (a
-    KeyboardInterrupt, so no `except Exception` on the way swallows it, and everything that
-    cleans up after Ctrl-C cleans up after it); the CLI exits with `exit_status`."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-    @property
-    def name(self) -> str:
-        """SIGTERM, SIGHUP."""
-        return signal.Signals(self.signum).name
-
-    @property
-    def exit_status(self) -> int:
-        """128 + the signal: what a shell reports for a process that signal ended (143 for SIGTERM)."""
-        return 128 + self.signum
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -98,25 +78,9 @@ def run_in_parallel(function: Callable[[Any], Any], items: Sequence[Any], parall
 def stop_on_termination() -> Iterator[None]:
     """While the block runs, SIGTERM and SIGHUP stop it as Ctrl-C does: the workers' process
     groups are killed at once, and `Terminated` unwinds the block, removing temp directories
-    on the way. A second signal during that cleanup only kills again, so cleanup finishes.
-    Outside the main thread (where Python runs signal handlers) the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
+    on the way (engine/stopping.py); a second signal during that cleanup only kills again."""
+    with stopping.stop_on_termination(kill_workers):
         yield
-        return
-    received: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        kill_workers()
-        if not received:
-            received.append(signum)
-            raise Terminated(signum)
-
-    previous = {signum: signal.signal(signum, handler) for signum in TERMINATING_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, action in previous.items():
-            signal.signal(signum, action)
 
 
 def run_isolated(request: dict, timeout_s: Optional[float] = DEFAULT_TIMEOUT_S, parent: Optional[str] = None) -> dict:

@@ -1,9 +1,15 @@
 """Turn worker results into Diagnostics beside the linter's, and a short per-target summary.
 
 Runtime findings use codes outside the rule ranges (JIT9xx) so they never clash with a
-rule; a static finding the runtime reproduces at the same file and line is marked
-`confirmed`, and one in a file the target ran but that the runtime did not reproduce is
-marked `confirmed=False` (not seen with these example calls).
+rule; a static finding the runtime reproduces is marked `confirmed`, and one in a file the
+target ran but that the runtime did not reproduce is marked `confirmed=False` (not seen
+with these example calls). Each break is listed once: a runtime break (JIT900, JIT902) a
+confirmed static finding covers is not listed beside it. A break is the static finding's
+when it happens on its lines, or, in the finding's file, at the break's innermost frame
+there (the call into a library that breaks inside). The verdict says which compile is
+which: the default compile's breaks and recompiles, and what `fullgraph=True` does (on
+torch 2.13 it captures `.item()`, mask indexing, `nonzero` and `bincount`, which break the
+default compile).
 """
 
 from __future__ import annotations
@@ -44,8 +50,28 @@ def _diagnostic(kind: tuple, path: Optional[str], line: int, message: str,
                       message, gb_type, gb_id)
 
 
+# (path, line): where a static finding may name a runtime one.
+Site = tuple[str, int]
+
+
+def _break_sites(brk: dict) -> frozenset[Site]:
+    """The break's line, and in each file of its user stack the innermost frame there."""
+    innermost = {display_path(path): line for path, line in brk.get("frames") or ()}  # outermost first
+    return frozenset(innermost.items()) | {(display_path(brk["path"]), brk["line"])}
+
+
 def runtime_diagnostics(result: dict) -> list[Diagnostic]:
     """The findings of one target's worker result."""
+    return [diagnostic for diagnostic, _ in _runtime_findings(result)]
+
+
+def _runtime_findings(result: dict) -> list[tuple[Diagnostic, frozenset[Site]]]:
+    """The findings of one target's worker result, each with the places a static finding names it by."""
+    return [(d, sites or frozenset({(d.path, d.line)})) for d, sites in _runtime_with_sites(result)]
+
+
+def _runtime_with_sites(result: dict) -> list[tuple[Diagnostic, frozenset[Site]]]:
+    none: frozenset[Site] = frozenset()
     target = result.get("target", "?")
     entry_path, entry_line = (result.get("entry") or [result.get("module_file"), 1])
     error = result.get("error")
@@ -54,44 +80,45 @@ def runtime_diagnostics(result: dict) -> list[Diagnostic]:
         # else at the top of the target's file.
         path = error.get("path") or result.get("module_file") or _target_file(target)
         line = error.get("line") if error.get("path") else 1
-        return [_diagnostic(RUNTIME_FAILURE, path, line, f"{target}: {error['kind']}: {error['message']}")]
+        return [(_diagnostic(RUNTIME_FAILURE, path, line, f"{target}: {error['kind']}: {error['message']}"), none)]
     found = result["analysis"]
-    out: list[Diagnostic] = []
+    out: list[tuple[Diagnostic, frozenset[Site]]] = []
     if found.get("eager_error"):
-        out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line,
-                               f"{target}: raises eagerly: {found['eager_error']}"))
+        out.append((_diagnostic(RUNTIME_FAILURE, entry_path, entry_line,
+                                f"{target}: raises eagerly: {found['eager_error']}"), none))
         return out
     for brk in found["graph_breaks"]:
         gb = f" ({brk['gb_id']})" if brk.get("gb_id") else ""
-        text = (f"graph break at runtime: {brk['gb_type']}{gb}"
+        text = (f"graph break at runtime (default compile): {brk['gb_type']}{gb}"
                 + (f": {brk['explanation']}" if brk.get("explanation") else ""))
-        out.append(_diagnostic(RUNTIME_BREAK, brk["path"], brk["line"], text, brk["gb_type"], brk.get("gb_id")))
+        out.append((_diagnostic(RUNTIME_BREAK, brk["path"], brk["line"], text, brk["gb_type"], brk.get("gb_id")),
+                    _break_sites(brk)))
     break_lines = {(display_path(b["path"]), b["line"]) for b in found["graph_breaks"]}
     if found.get("fullgraph_error"):
         location = found.get("fullgraph_location") or {"path": entry_path, "line": entry_line}
         if (display_path(location["path"]), location["line"]) not in break_lines:
-            out.append(_diagnostic(RUNTIME_FULLGRAPH, location["path"], location["line"],
-                                   f"fullgraph=True fails: {found['fullgraph_error']}",
-                                   found.get("fullgraph_gb_type"), found.get("fullgraph_gb_id")))
+            out.append((_diagnostic(RUNTIME_FULLGRAPH, location["path"], location["line"],
+                                    f"fullgraph=True fails: {found['fullgraph_error']}",
+                                    found.get("fullgraph_gb_type"), found.get("fullgraph_gb_id")), none))
     if found.get("compile_error"):
-        out.append(_diagnostic(RUNTIME_FAILURE, entry_path, entry_line,
-                               f"{target}: compile fails: {found['compile_error']}"))
+        out.append((_diagnostic(RUNTIME_FAILURE, entry_path, entry_line,
+                                f"{target}: compile fails: {found['compile_error']}"), none))
     for recompile in found["recompiles"]:
-        out.append(_diagnostic(RUNTIME_RECOMPILE, recompile["path"], recompile["line"],
-                               f"recompiled {friendly_function(recompile['function'])}: "
-                               f"guard failed: {recompile['guard']}"))
+        out.append((_diagnostic(RUNTIME_RECOMPILE, recompile["path"], recompile["line"],
+                                f"recompiled {friendly_function(recompile['function'])}: "
+                                f"guard failed: {recompile['guard']}"), none))
     comparison = found.get("comparison")
     if comparison and not comparison["equal"]:
-        out.append(_diagnostic(RUNTIME_MISMATCH, entry_path, entry_line,
-                               f"compiled output differs from eager: {comparison['detail']}"))
+        out.append((_diagnostic(RUNTIME_MISMATCH, entry_path, entry_line,
+                                f"compiled output differs from eager: {comparison['detail']}"), none))
     bench = result.get("bench")
     if bench:
         slower = slower_than_eager(bench)
         for call, eager_ms, compiled_ms in slower:
             why = _why_slow(found)
-            out.append(_diagnostic(RUNTIME_SLOWER, entry_path, entry_line,
-                                   f"compiled is slower than eager on call {call} "
-                                   f"({compiled_ms:.3f} ms vs {eager_ms:.3f} ms): {why}"))
+            out.append((_diagnostic(RUNTIME_SLOWER, entry_path, entry_line,
+                                    f"compiled is slower than eager on call {call} "
+                                    f"({compiled_ms:.3f} ms vs {eager_ms:.3f} ms): {why}"), none))
     return out
 
 
@@ -126,17 +153,41 @@ def _target_file(target: str) -> Optional[str]:
     return location if location.endswith(".py") else None
 
 
-def confirm(static: Iterable[Diagnostic], runtime: Sequence[Diagnostic], ran_files: set[str]) -> list[Diagnostic]:
-    """Static findings marked confirmed where the runtime saw the same kind at their lines."""
-    seen = {(d.path, d.line, d.kind) for d in runtime}
-    out = []
+def verified(static: Iterable[Diagnostic], results: Sequence[dict], ran_files: set[str]) -> list[Diagnostic]:
+    """The static findings, marked confirmed where the runtime saw the same kind at their lines (or, for a
+    break, at its innermost frame in their file), and the runtime findings; a runtime break a
+    confirmed static finding covers is not listed again."""
+    runtime = [finding for result in results for finding in _runtime_findings(result)]
+    seen = {(path, line, d.kind) for d, sites in runtime for path, line in sites}
+    out, covered = [], set()
     for d in static:
         if d.path not in ran_files:
             out.append(d)
             continue
-        hit = any((d.path, line, d.kind) in seen for line in range(d.line, d.end_line + 1))
+        lines = range(d.line, d.end_line + 1)
+        hit = any((d.path, line, d.kind) in seen for line in lines)
         out.append(replace(d, confirmed=hit))
+        if hit:
+            covered |= {(d.path, line, d.kind) for line in lines}
+    for d, sites in runtime:
+        said = d.code in (RUNTIME_BREAK[0], RUNTIME_FULLGRAPH[0]) and any(
+            (path, line, d.kind) in covered for path, line in sites)
+        if not said:
+            out.append(d)
     return out
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{'no' if number == 0 else number} {noun}{'' if number == 1 else 's'}"
+
+
+def fullgraph_verdict(found: dict) -> str:
+    """What `fullgraph=True` does: fails (why), or compiles, capturing what breaks the default compile."""
+    if found.get("fullgraph_error"):
+        return f"fails: {found['fullgraph_error']}"
+    if found["graph_breaks"]:
+        return "compiles (captures data-dependent values)"
+    return "compiles"
 
 
 def summary_lines(result: dict) -> list[str]:
@@ -149,15 +200,13 @@ def summary_lines(result: dict) -> list[str]:
     where = ", ".join([found["device"], found["backend"]] + ([f"{mode} mode"] if mode else []))
     if found.get("eager_error"):
         return [f"{target} [{where}]: raises eagerly: {found['eager_error']}"]
-    fullgraph = ("fullgraph=True OK" if not found.get("fullgraph_error")
-                 else f"fullgraph=True fails: {found['fullgraph_error']}")
     comparison = found.get("comparison")
     equal = ("outputs equal to eager" if comparison and comparison["equal"] else
              f"outputs DIFFER: {comparison['detail']}" if comparison else "outputs not compared")
     if comparison and comparison["equal"]:
         equal += f" (max abs diff {comparison['max_abs_diff']:.2g})"
-    lines = [f"{target} [{where}]: {fullgraph}; {len(found['graph_breaks'])} graph break(s); "
-             f"{len(found['recompiles'])} recompile(s); {equal}"]
+    lines = [f"{target} [{where}]: default compile: {_count(len(found['graph_breaks']), 'graph break')}, "
+             f"{_count(len(found['recompiles']), 'recompile')}; fullgraph=True: {fullgraph_verdict(found)}; {equal}"]
     bench = result.get("bench")
     if bench:
         lines += bench_table(bench)

@@ -39,8 +39,8 @@ from compile_lint.analysis.syntax.predicates import (  # noqa: F401 - one table,
 )
 from compile_lint.analysis.syntax.walk import visit
 
-if TYPE_CHECKING:  # the engine passes it; importing it here would load the call graph
-    from compile_lint.analysis.project.reach import FileReach
+if TYPE_CHECKING:  # the engine passes it; importing it here would load the program model
+    from compile_lint.analysis.project.reach import FileReach, Reached
 
 
 @dataclass
@@ -91,13 +91,24 @@ class _Index(cst.CSTVisitor):
         self.compiled_names: set[str] = set()
         # Qualified names inside the file (`f`, `Cls.method`, `outer.inner`), as the project index spells them.
         self.qualnames: dict[str, cst.FunctionDef] = {}
+        self.class_qualnames: dict[str, cst.ClassDef] = {}
         self._stack: list[cst.CSTNode] = []
+        self._seen: dict[tuple[str, str], int] = {}  # (kind, qualname) -> how often it was defined so far
+        self._names: dict[int, str] = {}  # id(def or class) -> its last name part (`total#2`)
 
-    def _qualname(self, name: str) -> str:
-        return ".".join([*(node.name.value for node in self._stack), name])  # type: ignore[attr-defined]
+    def _qualname(self, node: cst.CSTNode, name: str, kind: str) -> str:
+        """`Cls.method`; the n-th definition of a name in its scope is `name#n`, as the program model numbers it."""
+        qualname = ".".join([*(self._names[id(outer)] for outer in self._stack), name])
+        count = self._seen.get((kind, qualname), 0) + 1
+        self._seen[(kind, qualname)] = count
+        if count > 1:
+            qualname = f"{qualname}#{count}"
+        self._names[id(node)] = qualname.rsplit(".", 1)[-1]
+        return qualname
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.setdefault(node.name.value, node)
+        self.class_qualnames[self._qualname(node, node.name.value, "class")] = node
         self.methods[node] = {}
         self._stack.append(node)
 
@@ -105,7 +116,7 @@ class _Index(cst.CSTVisitor):
         self._stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.qualnames[self._qualname(node.name.value)] = node
+        self.qualnames[self._qualname(node, node.name.value, "function")] = node
         parent = self._stack[-1] if self._stack else None
         if isinstance(parent, cst.ClassDef):
             self.methods[parent][node.name.value] = node
@@ -214,9 +225,6 @@ class _RegionFinder:
     def find(self) -> Regions:
         """The regions: module classes, disabled functions, roots and every traced function."""
         regions, index = self.regions, self.index
-        for name, cls in index.classes.items():
-            if self._is_module_class(cls):
-                regions.module_classes[name] = cls
         all_functions = list(index.functions.values())
         for methods in index.methods.values():
             all_functions.extend(methods.values())
@@ -225,6 +233,12 @@ class _RegionFinder:
         for function in all_functions:
             if self._disabled(function):
                 regions.disabled[function.name.value] = function
+        if self.reach is not None and self.reach.modelled:
+            self._from_model(self.reach)
+            return regions
+        for name, cls in index.classes.items():
+            if self._is_module_class(cls):
+                regions.module_classes[name] = cls
         roots = self._roots(all_functions)
         regions.roots = set(roots)
         self._close(roots)
@@ -232,14 +246,53 @@ class _RegionFinder:
             self._add_reached(self.reach)
         return regions
 
+    def _from_model(self, reach: FileReach) -> None:
+        """The program model's answer (analysis/model/): its traced functions of this file are the regions.
+
+        Entries (what torch.compile is given, module forwards) are roots, with `forward`'s parameter
+        defaults. The file's own calls from the roots partition the rest as before: a function they reach
+        takes its parameters' kinds from those calls; any other traced function is `external`, with the
+        model's hints, and, when another file's code reaches it, the chain that names how.
+        """
+        regions, index = self.regions, self.index
+        for qualname in reach.module_classes:
+            cls = index.class_qualnames.get(qualname)
+            if cls is not None:
+                regions.module_classes.setdefault(cls.name.value, cls)
+        traced: dict[cst.FunctionDef, Reached] = {}
+        for qualname, record in reach.functions.items():
+            function = index.qualnames.get(qualname)
+            if function is not None and not self._disabled(function) and not self._opaque(function):
+                traced[function] = record
+        self.allowed = set(traced)
+        pending = list(traced)
+        while pending:  # functions defined inside a traced function run traced when called
+            for nested in index.nested.get(pending.pop(), {}).values():
+                if nested not in self.allowed:
+                    self.allowed.add(nested)
+                    pending.append(nested)
+        roots = [function for function, record in traced.items() if record.entry]
+        regions.roots = set(roots)
+        self._close(roots)
+        for function in sorted(traced, key=lambda f: (len(traced[f].chain), regions.qualnames.get(f, ""))):
+            record = traced[function]
+            chain = record.chain
+            if function in regions.functions:
+                if function in regions.roots and chain and chain[0].path != self._abspath:
+                    self._chain_closure(function, chain)
+                continue
+            regions.external[function] = record
+            self._close([function], chain or None)
+
     def _close(self, roots: Iterable[cst.FunctionDef], chain: Optional[tuple] = None) -> None:
         """Add `roots` and everything they call in the file, transitively (with `chain`: how the project
         reaches them)."""
         regions, index = self.regions, self.index
         pending = list(roots)
+        allowed = getattr(self, "allowed", None)
         while pending:
             function = pending.pop()
-            if function in regions.functions:
+            if function in regions.functions or (allowed is not None and function not in allowed):
                 continue
             regions.functions.add(function)
             if chain is not None:

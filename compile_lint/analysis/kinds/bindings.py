@@ -550,6 +550,8 @@ class BindingKinds(FactsParts):
             if tag == "starred":
                 return Kind.LIST
             if tag == "aug":
+                if self.draw_operands(value[1], value[2], function):
+                    return Kind.UNKNOWN  # `k += 1` on a draw: Dynamo cannot compute it (draws.py)
                 return combine([self.kind(value[1], function), self.kind(value[2], function)])
             if tag == "iter":
                 iterable = self.kind(value[1], function)

@@ -8,7 +8,8 @@ parameters take the kinds the calls pass and calls the kinds their targets retur
 
 `Facts` is the one object rules ask (`context.facts`); its parts live beside it, one
 question each: `lattice` (the kinds and their join), `bindings` (names), `expressions`
-(where every question starts), `calls`, `containers`, `certainty` (a tensor on evidence),
+(where every question starts), `calls`, `draws` (Python random draws and the arithmetic on them
+Dynamo cannot trace), `containers`, `certainty` (a tensor on evidence),
 all keeping their answers in one `memo.KindMemo`.
 """
 
@@ -30,6 +31,7 @@ from compile_lint.analysis.kinds.bindings import (
 from compile_lint.analysis.kinds.calls import TRACED_RANDOM_DRAWS, CallKinds
 from compile_lint.analysis.kinds.certainty import DynamoCertainty
 from compile_lint.analysis.kinds.containers import ContainerKinds
+from compile_lint.analysis.kinds.draws import DrawKinds
 from compile_lint.analysis.kinds.expressions import ExpressionKinds
 from compile_lint.analysis.kinds.lattice import Kind, join
 from compile_lint.analysis.kinds.memo import KindMemo
@@ -43,7 +45,7 @@ __all__ = ["AssignedValue", "Facts", "Kind", "SelfAttributes", "TRACED_RANDOM_DR
            "returned_values"]
 
 
-class Facts(ExpressionKinds, BindingKinds, CallKinds, ContainerKinds, DynamoCertainty):
+class Facts(ExpressionKinds, BindingKinds, CallKinds, DrawKinds, ContainerKinds, DynamoCertainty):
     """Kinds of expressions within the traced functions of one file."""
 
     def __init__(

@@ -10,6 +10,7 @@ traced set as the last run found it (`IndexStore.unchanged_answer`).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 from typing import Callable, Optional, Sequence
@@ -20,7 +21,7 @@ from compile_lint.storage.atomic import atomic_file
 from compile_lint.storage.stamps import file_stamp
 
 # The layout of the cache files: a store of another format is read as empty.
-INDEX_FORMAT = 8
+INDEX_FORMAT = 9
 
 
 class IndexStore:
@@ -34,6 +35,7 @@ class IndexStore:
     def __init__(self, cache_file: Optional[str]) -> None:
         self.cache_file = cache_file
         self._entries: Optional[dict[str, tuple[tuple[int, int], FileSummary]]] = None
+        self._digests: Optional[dict[str, tuple[tuple[int, int], str]]] = None
         self._answer: Optional[tuple[str, dict[str, tuple[tuple[int, int], str]], object]] = None
         self._dirty = False
 
@@ -44,6 +46,38 @@ class IndexStore:
             stored = _load(self.cache_file)
             self._entries = stored["entries"] if stored is not None else {}
         return self._entries
+
+    @property
+    def digest_entries(self) -> dict[str, tuple[tuple[int, int], str]]:
+        """Path -> (stat stamp, digest of its bytes), loaded from the cache file on first use."""
+        if self._digests is None:
+            stored = _load(self.cache_file)
+            self._digests = stored.get("digests", {}) if stored is not None else {}
+        return self._digests
+
+    def stamp(self, path: str) -> tuple[int, int]:
+        """A file's stat stamp ((0, 0) when it cannot be stat'ed)."""
+        return file_stamp(path) or (0, 0)
+
+    def digests(self, paths: Sequence[str]) -> dict[str, str]:
+        """The digest of each path's bytes: from the store while its stat is unchanged, else read anew."""
+        found: dict[str, str] = {}
+        table = self.digest_entries
+        for path in paths:
+            stamp = file_stamp(path)
+            known = table.get(path)
+            if known is not None and stamp is not None and known[0] == stamp:
+                found[path] = known[1]
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    digest = hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+            except OSError:
+                digest = ""
+            table[path] = (stamp or (0, 0), digest)
+            found[path] = digest
+            self._dirty = True
+        return found
 
     def _answer_file(self) -> Optional[str]:
         return self.cache_file[:-len(".pickle")] + ".answer.pickle" if self.cache_file else None
@@ -96,7 +130,7 @@ class IndexStore:
                     others: Optional[dict[str, tuple[tuple[int, int], str]]] = None) -> None:
         """Keep `answer` (picklable), resting on the current summaries of `paths`, and on `others` (path ->
         (stat stamp, digest) of files kept elsewhere: installed libraries'), for `unchanged_answer`."""
-        files = {path: (self.entries[path][0], self.entries[path][1].digest) for path in paths if path in self.entries}
+        files = {path: self.digest_entries[path] for path in paths if path in self.digest_entries}
         files.update(others or {})
         self._answer = (key, files, answer)
 
@@ -104,7 +138,8 @@ class IndexStore:
         """Write what changed atomically (temp files renamed over the cache files); silent when it cannot."""
         if self.cache_file is None:
             return
-        if self._dirty and _dump(self.cache_file, {"format": INDEX_FORMAT, "entries": self.entries}):
+        if self._dirty and _dump(self.cache_file, {"format": INDEX_FORMAT, "entries": self.entries,
+                                                   "digests": self.digest_entries}):
             self._dirty = False
         answer_file = self._answer_file()
         if self._answer is not None and answer_file is not None:

@@ -18,9 +18,15 @@ import os
 import sys
 from typing import Iterable, Optional
 
-# Packages whose meaning the rules encode themselves (torch), or that never define an
-# nn.Module or a traced helper: never read.
-NEVER_READ = frozenset({"torch", "numpy", "scipy", "jax", "triton", "typing_extensions", "libcst"})
+# Packages whose meaning the rules encode themselves (torch), that never define an nn.Module
+# or a traced helper (sympy: symbolic algebra, thousands of functions that module code reaches),
+# or that Dynamo never inlines (torch/_dynamo/trace_rules.py THIRDPARTY_SKIPLIST, torch 2.13:
+# a call into them is opaque to Dynamo, so their code is never traced): never read.
+_DYNAMO_SKIPPED = frozenset({"fx2trt_oss", "hypothesis", "networkx", "numpy", "onnx", "onnxruntime", "onnx_tf",
+                             "pandas", "sklearn", "tabulate", "tensorflow", "tensorrt", "torch2trt", "tqdm",
+                             "tree", "tvm", "xarray"})
+NEVER_READ = frozenset({"torch", "numpy", "scipy", "jax", "triton", "typing_extensions", "libcst",
+                        "sympy"}) | _DYNAMO_SKIPPED
 STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "typing", "math", "random"}
 
 # (package directory, its __init__.py) or (None, the module's file) of a top-level module.

@@ -1,20 +1,19 @@
 """The traced set of a project: what its entry points reach, in any file, and through which calls.
 
-From every entry point (`entry_points.py`) the call graph (`callgraph.py`) is followed
-breadth first, skipping calls in eager-only branches and functions Dynamo never traces
-(`@torch.compiler.disable`, custom-op bodies). Each reached function keeps the shortest
-chain of calls that reaches it (from the entry point's call to the helper's caller: a
-finding in it ends "(reached from pkg/model.py:42 in Net.forward)") and what its traced
-callers pass to each parameter, joined over every call (`values.py`): "tensor" when every
-caller passes a tensor (an untyped parameter of an entry point, by the same default as
-`forward`'s own parameters; a torch call; an element of one; what a helper returns for
-one), "py" when every caller passes a literal or a size (a caller's local by the bindings
-that precede the call, outside loops: `h = gate(h)` passes the earlier `h`); anything else
-stays unknown.
+The program model (analysis/model/) evaluates the project's files, and the installed
+libraries they call into, to a fixed point; its traced set (`model/traced.py`) is what
+the entry points reach through calls Dynamo inlines, leaving out eager-only branches,
+branches a constant decides, disabled functions and functions registered to stay out of
+the trace. Each reached function keeps the shortest chain of calls that reaches it (a
+finding in it ends "(reached from pkg/model.py:42 in Net.forward)"), what its traced
+callers pass to each parameter, joined over every traced call ("tensor" when every one is
+a tensor, "py" when every one is a Python constant or size), the calls from other files
+that make a parameter a tensor, and the branches no traced run of it takes.
 
 `project_reach` keeps one answer per project in the process, re-checked against the
 files' stats (new files are found through the directories' stats), so the CLI, flake8
-and the language server ask the same question and get the same answer.
+and the language server ask the same question and get the same answer; on disk, the
+answer is kept with the digests of every file it rests on (`IndexStore`).
 """
 
 from __future__ import annotations
@@ -23,20 +22,18 @@ import dataclasses
 import hashlib
 import os
 import sys
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from compile_lint.analysis.project.callgraph import CallGraph, Key
-from compile_lint.analysis.project.decorators import decorator_wrappers
-from compile_lint.analysis.project.entry_points import configured, entry_points, is_disabled
+from compile_lint.analysis.model.build import build_model
+from compile_lint.analysis.model.program import Model
+from compile_lint.analysis.model.traced import TracedSet, chain, parameter_hint, traced_set, untraced_branches
+from compile_lint.analysis.project.entry_points import configured
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
-from compile_lint.analysis.project.library_reach import LibraryCall, LibraryWalk, instantiated_classes, library_notes
-from compile_lint.analysis.project.modules import ModuleResolver, package_root
-from compile_lint.analysis.project.summary import CallSite, FileSummary
+from compile_lint.analysis.project.library_reach import LibraryCall, library_calls, library_notes
+from compile_lint.analysis.project.modules import package_root
 from compile_lint.analysis.project.symbols import SymbolIndex
-from compile_lint.analysis.project.values import ValueHints
 from compile_lint.storage.stamps import stamps as _stamps
 from compile_lint.storage.walk import PROJECT_INDEX, python_files
 
@@ -61,6 +58,8 @@ class Reached:
     # (parameter, file, line, argument as spelled) of a call from another file that passes a
     # tensor to a parameter hinted "tensor": what a finding resting on the parameter names.
     evidence: tuple[tuple[str, str, int, str], ...] = ()
+    # (first, last) lines of the branches no traced run of it takes (a constant decides their test).
+    untraced: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,10 @@ class FileReach:
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
     # The file's traced calls into installed libraries, with what each reaches there (library_reach.py).
     library_calls: tuple[LibraryCall, ...] = ()
+    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries).
+    module_classes: tuple[str, ...] = ()
+    # Whether the program model made this answer (then it is the whole traced set of the file, roots included).
+    modelled: bool = True
 
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
@@ -84,96 +87,22 @@ class FileReach:
 
 
 class ProjectReach:
-    """The traced set of one project."""
+    """The traced set of one project, from its program model."""
 
-    def __init__(self, graph: CallGraph, entries: dict[Key, Optional[tuple[str, int]]],
-                 libraries: Optional[LibraryIndex] = None) -> None:
-        self.graph = graph
-        self.entries = entries
-        # Calls into installed libraries are followed (bounded) when `libraries` is given.
-        self.library: Optional[LibraryWalk] = None
-        if libraries is not None:
-            graph.follow_libraries(libraries)
-            graph.instantiated = instantiated_classes(graph)
-            self.library = LibraryWalk(graph, libraries)
-        self.parents: dict[Key, tuple[Key, int]] = {}
-        self.sites: dict[Key, list[tuple[Key, CallSite]]] = {}
-        self.reached: set[Key] = set()
-        # file -> (calling function, callee as spelled) of traced calls of another file's disabled function
+    def __init__(self, model: Model, libraries: Optional[LibraryIndex] = None) -> None:
+        self.model = model
+        self.libraries = libraries
+        self.traced: TracedSet = traced_set(model, follow_libraries=libraries is not None)
+        self._by_file: dict[str, dict[str, list]] = {}
+        for key, nodes in self.traced.functions().items():
+            self._by_file.setdefault(key[0], {})[key[1]] = nodes
+        self.reached = {(path, qualname) for path, functions in self._by_file.items() for qualname in functions}
+        # file -> (calling function, callee as spelled) of traced calls of a disabled function
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
-        self._decorators: dict = {}  # (file, decorator) -> its wrappers (decorators.py)
-        self.values = ValueHints(graph, lambda key: key in self.entries and not self.sites.get(key),
-                                 lambda key: self.sites.get(key, []))
+        for path, function, spelled in self.traced.disabled_calls:
+            self.disabled_calls.setdefault(path, set()).add((function, spelled))
+        self._library_calls = library_calls(model, self.traced, libraries) if libraries is not None else {}
         self._files: dict[str, FileReach] = {}
-        self._by_file: Optional[dict[str, list[Key]]] = None
-        self._walk()
-
-    def _walk(self) -> None:
-        # torch.cond branches are entry points of their own only when no traced code reaches
-        # them (a cond called eagerly): walked last, so that a traced caller gives them a chain.
-        first = sorted(key for key, where in self.entries.items() if not (where and len(where) > 2))
-        self._from(first)
-        self._from(sorted(key for key in self.entries if key not in self.reached))
-
-    def _from(self, entries: list[Key]) -> None:
-        graph = self.graph
-        pending = deque(entries)
-        self.reached.update(pending)
-        while pending:
-            key = pending.popleft()
-            function = graph.function(key)
-            if function is None:
-                continue
-            # A call of a decorated function runs the decorator's wrapper first, from the same call.
-            for wrapper in decorator_wrappers(graph, key, self._decorators):
-                if wrapper not in self.reached and not is_disabled(graph, wrapper):
-                    self.reached.add(wrapper)
-                    self.parents[wrapper] = self.parents.get(key, (key, function.line))
-                    pending.append(wrapper)
-            for call in function.calls:
-                if call.eager:
-                    continue
-                targets = graph.call_targets(key, function, call)
-                if not targets and self.library is not None:
-                    self.library.unresolved(key, call)
-                for target, caller, site in targets:
-                    if is_disabled(graph, target):
-                        if graph.function(target) is None:
-                            continue
-                        if caller != key:
-                            if site.eager:
-                                continue
-                            # Passed as a value (`apply(host_fn, x)`): the callee's call of its
-                            # parameter is the disabled call, where Dynamo breaks.
-                            self.disabled_calls.setdefault(caller[0], set()).add((caller[1], site.callee))
-                        elif target[0] != key[0]:
-                            self.disabled_calls.setdefault(key[0], set()).add((key[1], call.callee))
-                        continue
-                    if target == key or (self.library is not None and not self.library.admits(key, target, call)):
-                        continue
-                    self.sites.setdefault(target, []).append((caller, site))
-                    if target in self.entries and target not in self.parents and target[0] != key[0]:
-                        self.parents[target] = (key, call.line)  # an entry point that other code reaches too
-                    if target not in self.reached:
-                        self.reached.add(target)
-                        self.parents[target] = (key, call.line)
-                        pending.append(target)
-
-    def chain(self, key: Key) -> tuple[Link, ...]:
-        links: list[Link] = []
-        seen = {key}
-        while key in self.parents:
-            caller, line = self.parents[key]
-            if caller in seen:
-                break
-            seen.add(caller)
-            links.append(Link(caller[0], line, caller[1]))
-            key = caller
-        return tuple(reversed(links))
-
-    def hint(self, key: Key, name: str) -> Optional[str]:
-        """"tensor", "py" or None: what every traced call of `key` passes to its parameter `name` (`values.py`)."""
-        return self.values.parameter(key, name)
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
@@ -181,45 +110,51 @@ class ProjectReach:
         cached = self._files.get(path)
         if cached is not None:
             return cached
-        if self._by_file is None:
-            self._by_file = {}
-            for key in self.reached:
-                self._by_file.setdefault(key[0], []).append(key)
         functions: dict[str, Reached] = {}
-        for key in sorted(self._by_file.get(path, ())):
-            function = self.graph.function(key)
-            if function is None:
+        model, traced = self.model, self.traced
+        for qualname, nodes in sorted(self._by_file.get(path, {}).items()):
+            scope = model.scope((path, qualname))
+            if scope is None or scope.function is None:
                 continue
-            hints = tuple((name, hint) for name, _, _ in function.params
-                          if (hint := self.hint(key, name)) is not None)
-            evidence = tuple((name, *found) for name, hint in hints
-                             if hint == "tensor" and (found := self.values.evidence(key, name)) is not None)
-            functions[key[1]] = Reached(key[1], self.chain(key), key in self.entries and not self.sites.get(key), hints,
-                                        evidence)
-        library_calls = self.library.calls_from(path) if self.library is not None else ()
+            # The chain of a call that reaches it (the shortest); () for an entry nothing calls.
+            called = [chain(model, traced, node) for node in nodes if node in traced.parents]
+            shortest = min(called, key=lambda links: (len(links), links)) if called else ()
+            links = tuple(Link(*link) for link in shortest)
+            entry = any(node in traced.entries for node in nodes)
+            names = [argument.arg for argument in (*scope.function.args.posonlyargs, *scope.function.args.args,
+                                                   *scope.function.args.kwonlyargs)]
+            hints = tuple((name, hint) for name in names if (hint := parameter_hint(model, nodes, name)) is not None)
+            evidence = tuple((name, *sorted(model.passes[((path, qualname), name)])[0])
+                             for name, hint in hints if hint == "tensor" and ((path, qualname), name) in model.passes)
+            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes))
+        module = model.modules.get(path)
+        classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
+                               if model.is_module_class((path, qualname))))
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
-                                                 library_calls)
+                                                 self._library_calls.get(path, ()), classes)
         return result
 
     @property
     def library_files(self) -> tuple[str, ...]:
         """The installed libraries' files the traced set reaches into, sorted."""
-        return tuple(sorted(self.library.libraries.files)) if self.library is not None else ()
+        return tuple(sorted(path for path in self._by_file if (module := self.model.modules.get(path)) is not None
+                            and module.library)) if self.libraries is not None else ()
 
     @property
     def library_notes(self) -> tuple[tuple[str, str, int], ...]:
         """(module, path, line of the first traced call) of each installed module without Python source called."""
-        return library_notes(self.library)
+        return library_notes(self.model, self.traced, self.libraries) if self.libraries is not None else ()
 
 
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
-                project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = ()) -> FileReach:
+                project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = (),
+                module_classes: tuple[str, ...] = ()) -> FileReach:
     """One file's answer, with the digest the lint cache keys its findings on."""
-    facts: tuple = (sorted(functions.items()), sorted(disabled))
+    facts: tuple = (sorted(functions.items()), sorted(disabled), module_classes)
     if library_calls:
         facts += (library_calls,)
     digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled, library_calls)
+    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes)
 
 
 class StoredReach:
@@ -289,17 +224,19 @@ def project_reach(
     root: str, recursive: bool, symbols: SymbolIndex, *, module_bases: Iterable[str] = (),
     configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
     map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
-    frozen: bool = False, libraries: Optional[Callable[[str], LibraryIndex]] = None,
+    frozen: bool = False, libraries: Optional[Callable[[str], LibraryIndex]] = None, fresh: bool = False,
 ) -> "ProjectReach | StoredReach":
     """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
 
     With `frozen`, a project already answered in this process is not re-checked (a CLI
-    worker, forked after the run's index was built). With `libraries` (the project root ->
-    its `LibraryIndex`), calls into installed libraries are followed too (library_reach.py).
+    worker, forked after the run's index was built); `fresh` builds the model even when an
+    answer is kept (in the process or on disk), for a caller that wants the model itself. With
+    `libraries` (the project root -> its `LibraryIndex`), calls into installed libraries are
+    followed too (library_reach.py).
     """
     key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root),
            libraries is not None, symbols.modules.roots)
-    memo = _MEMOS.get(key)
+    memo = _MEMOS.get(key) if not fresh else None
     if memo is not None and frozen:
         return _answer(memo)
     if memo is not None and _stamps(memo.stamps) == memo.stamps:
@@ -310,9 +247,10 @@ def project_reach(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
     # Installing or removing a package changes where imports resolve: the stored answer rests on its folders too.
     environment = tuple(sorted(_stamps(installation_folders()).items())) if libraries is not None else ()
-    unchanged = store.unchanged_answer(files, lambda digests: _answer_key(key + environment, digests))
+    unchanged = None if fresh else store.unchanged_answer(files, lambda digests: _answer_key(key + environment,
+                                                                                            digests))
     if unchanged is not None:
-        # Every file as the last run found it: its traced set, without loading a summary. The
+        # Every file as the last run found it: its traced set, without evaluating anything. The
         # files' stamps were just checked; only the directories are stat'ed for the memo.
         stamped, stored = unchanged
         stamps = {path: stamp for path, (stamp, _) in stamped.items()} | _stamps(_directories(root, stamped))
@@ -320,33 +258,72 @@ def project_reach(
             stamps |= _stamps(installation_folders())
         memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
         return _answer(memo)
-    summaries = store.summaries(files, map_function)
-    if not recursive:
-        _imported_closure(root, summaries, store, symbols.modules)
-    symbols.adopt({path: store.entries[path] for path in summaries})
-    graph = CallGraph(summaries, symbols.modules, module_bases)
+    library_index = libraries(root) if libraries is not None else None
+    model = build_model(files, root, resolver=symbols.modules, module_bases=module_bases,
+                        is_library=_library_test(root, library_index),
+                        skipped_modules=library_index.skipped if library_index is not None else ())
+    if library_index is not None:
+        index = library_index
+        model.follows = lambda path: index.distribution(path) is not None
     error = None
     reach: Optional[ProjectReach] = None
     try:
-        keys = configured(graph, configured_entries, config_root)
+        keys = configured(model, configured_entries, config_root)
     except ValueError as problem:
         error, keys = str(problem), []
-    library_index = libraries(root) if libraries is not None else None
     if error is None:
-        reach = ProjectReach(graph, entry_points(graph, keys), library_index)
+        if keys:
+            from compile_lint.analysis.model.entries import configured_entries as add_configured
+
+            add_configured(model, keys)
+            model.solve()
+        reach = ProjectReach(model, library_index)
         if store.cache_file is not None:
-            library_files = library_index.stamps() if library_index is not None else {}
-            digests = {path: summary.digest for path, summary in summaries.items()}
-            digests.update((path, digest) for path, (_, digest) in library_files.items())
-            store.keep_answer(_answer_key(key + environment, digests), list(summaries),
-                              _stored_answer(reach, summaries), library_files)
+            read = [path for path, module in model.modules.items() if module is not None]
+            digests = store.digests(read)
+            project = [path for path in read if path in set(files) or not _is_library(model, path)]
+            store.keep_answer(_answer_key(key + environment, {path: digests[path] for path in project}), project,
+                              _stored_answer(reach, files), {path: (store.stamp(path), digests[path])
+                                                             for path in read if path not in set(project)})
     store.save()
-    watched = set(summaries) | _directories(root, summaries)
+    watched = set(files) | _directories(root, files) | {path for path, module in model.modules.items()
+                                                          if module is not None}
     if library_index is not None:
-        library_index.save()
-        watched |= set(library_index.files) | set(installation_folders())
+        watched |= set(installation_folders())
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
+
+
+def _library_test(root: str, libraries: Optional[LibraryIndex]) -> Callable[[str], bool]:
+    """Which files are installed libraries': those a distribution claims, else any file outside the project."""
+    inside = os.path.abspath(root) + os.sep
+
+    def is_library(path: str) -> bool:
+        if libraries is not None and libraries.distribution(path) is not None:
+            return True
+        return not os.path.abspath(path).startswith(inside)
+
+    return is_library
+
+
+def _is_library(model: Model, path: str) -> bool:
+    module = model.modules.get(path)
+    return module is not None and module.library
+
+
+def file_alone(path: str, text: str, resolver, module_bases: Iterable[str] = ()) -> FileReach:
+    """The traced set of one file linted without its project (a project of one file): the same model,
+    with what the file's imports name read as needed; its calls into libraries are not followed."""
+    path = os.path.abspath(path)
+    root = package_root(path)
+    inside = root + os.sep
+
+    def is_library(candidate: str) -> bool:
+        return not os.path.abspath(candidate).startswith(inside)
+
+    model = build_model([path], root, resolver=resolver, module_bases=module_bases, is_library=is_library,
+                        sources={path: text})
+    return ProjectReach(model).for_file(path)
 
 
 def _answer_key(key: tuple, digests: dict[str, str]) -> str:
@@ -369,22 +346,3 @@ def _listdir(directory: str) -> list[str]:
         return os.listdir(directory)
     except OSError:
         return []
-
-
-def _imported_closure(root: str, summaries: dict[str, FileSummary], store: IndexStore,
-                      modules: ModuleResolver) -> None:
-    """Add the files under `root` that the summarised files import (a package below a loose script)."""
-    pending = list(summaries)
-    while pending:
-        path = pending.pop()
-        for qualified in summaries[path].imports.values():
-            file, _ = modules.module_file(qualified, path)
-            if file is None:
-                continue
-            file = os.path.abspath(file)
-            if file in summaries or not file.startswith(root + os.sep) or not file.endswith(".py"):
-                continue
-            found = store.summaries([file])
-            if file in found:
-                summaries[file] = found[file]
-                pending.append(file)

@@ -16,6 +16,7 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.core.diagnostics import split_message
 from compile_lint.fixes.branches.hazards import short_code
 from compile_lint.fixes.guards import is_side_effect_free
 from compile_lint.fixes.next_steps import next_step
@@ -46,11 +47,15 @@ def no_fix(reason: str) -> BranchFix:
 
 
 def with_reason(message: str, outcome: BranchFix) -> str:
-    """A finding's message, with the reason it has no fix and what to write by hand, when it has none."""
+    """A finding's message, with the reason it has no fix and what to write by hand, when it has none.
+
+    The recipe replaces the rule's general advice: the message keeps what breaks (its part
+    before the first "; ") and gives one step, the one that fits the reason.
+    """
     if outcome.fix is None and outcome.reason:
         step = next_step(outcome.reason)
         by_hand = f"; by hand: {step.recipe}" if step is not None else ""
-        return f"{message}; no automatic fix: {outcome.reason}{by_hand}"
+        return f"{split_message(message)[0]}; no automatic fix: {outcome.reason}{by_hand}"
     return message
 
 

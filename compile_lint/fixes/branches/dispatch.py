@@ -7,7 +7,7 @@ Each shape's rewrite lives in a module of its own:
 | shape | module | rewrite |
 | --- | --- | --- |
 | `if c: x = None` (no `else`) | `shortcuts` | taken only eagerly: compiled code keeps the general path |
-| `if c: raise E(msg)` | `checks` | `torch._assert_async(~c, msg)` under compile, the `raise` eagerly |
+| `if c: raise E(msg)` / `torch._assert(False, msg)` | `checks` | `torch._assert_async(~c, msg)`, the branch eagerly |
 | `if c: continue` | `skipped_work` | the rest of the loop body computed, old values kept where `c` |
 | `if c: break` | `skipped_work` | none (the iteration count depends on data) |
 | `if c: flag = True` | `skipped_work` | with the `if not flag:` that reads it |
@@ -96,7 +96,7 @@ SHAPES: tuple[Shape, ...] = (
     Shape("shortcut to None", _sets_to_none,
           lambda context, node, condition, only: shortcuts.shortcut_to_none(
               context, node, only)),  # type: ignore[arg-type]
-    Shape("check", _alone(cst.Raise), checks.check),  # type: ignore[arg-type]
+    Shape("check", checks.ends_in_failure, checks.check),
     Shape("skip the rest of a loop", _alone(cst.Continue),
           lambda context, node, condition, only: skipped_work.skip_rest_of_loop(context, node, condition)),
     Shape("break", _alone(cst.Break),

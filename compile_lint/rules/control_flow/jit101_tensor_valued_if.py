@@ -26,9 +26,12 @@ class TensorValuedIf(ElifTracker, Rule):
       name; without `else`, `x = torch.where(c, new, x)`; augmented assignments;
       temporaries only the branch reads run unconditionally.
     - returns: `if c: return a`, more assignments, `return b` -> `return torch.where(c, a, b)`.
-    - checks: `if c: raise E("...")` -> under torch.compile `torch._assert_async(~c, "...")`
-      (a RuntimeError there), eagerly the original `raise`. (`torch._check_tensor_all_with`
-      keeps the error type but reads the value with `.item()`: the default compile breaks.)
+    - checks: `if c: raise E("...")` or `torch._assert(False, "...")`, after lines that only
+      build the message -> under torch.compile `torch._assert_async(~c, "...")` (a
+      RuntimeError there; a formatted message keeps its text, `...` for each value),
+      eagerly the original branch. (`torch._check_with(E, ...)` and
+      `torch._check_tensor_all_with` keep `E` only eagerly: compiled they need
+      `capture_scalar_outputs` and raise a RuntimeError without the message.)
     - layer-drop: `if c: continue`, or a `to_drop = True` flag read by `if not to_drop:`,
       -> the skipped code runs and torch.where keeps the old values. The layer always
       runs: slower, and its random draws and zero gradients differ from skipping it.
@@ -353,6 +356,39 @@ class TensorValuedIf(ElifTracker, Rule):
             entry="LabelCheck",
             lines=[7],
             note="A check: the same error eagerly, a runtime assertion under torch.compile.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class BoxCheck(nn.Module):
+                def forward(self, boxes: torch.Tensor):
+                    degenerate = boxes[:, 2:] <= boxes[:, :2]
+                    if degenerate.any():
+                        first = boxes[degenerate.any(dim=1)][0].tolist()
+                        torch._assert(False, f"boxes need positive sizes; found {first}")
+                    return boxes[:, 2:] - boxes[:, :2]
+            """,
+            calls="[(torch.tensor([[0.0, 0.0, 2.0, 3.0], [1.0, 1.0, 4.0, 2.0]]),)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class BoxCheck(nn.Module):
+                def forward(self, boxes: torch.Tensor):
+                    degenerate = boxes[:, 2:] <= boxes[:, :2]
+                    if torch.compiler.is_compiling():
+                        torch._assert_async(~degenerate.any(), "boxes need positive sizes; found ...")
+                    elif degenerate.any():
+                        first = boxes[degenerate.any(dim=1)][0].tolist()
+                        torch._assert(False, f"boxes need positive sizes; found {first}")
+                    return boxes[:, 2:] - boxes[:, :2]
+            """,
+            entry="BoxCheck",
+            lines=[7],
+            note=("torchvision's degenerate-box check: the lines that only build the message run eagerly; "
+                  "under torch.compile the message keeps its text without the values."),
         ),
         Invalid(
             """

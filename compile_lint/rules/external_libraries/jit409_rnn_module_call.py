@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from compile_lint.analysis.syntax.walk import iter_nodes
+from compile_lint.fixes.settings import ALLOW_RNN, file_sets, setting_message, setting_outcome
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import made_only_by
 from compile_lint.rules.support.syntax import self_attribute
@@ -21,8 +23,13 @@ class RnnModuleCall(Rule):
     `fullgraph=True` fails.
 
     Instead: set `torch._dynamo.config.allow_rnn = True` before compiling (experimental;
-    it compiles these modules with `fullgraph=True` on 2.13), or step an `nn.LSTMCell` /
-    `nn.GRUCell` in a loop of fixed length, which Dynamo traces.
+    measured on 2.13: LSTM, GRU and RNN, bidirectional and stacked, compile with
+    `fullgraph=True` and the default compile shows no break, outputs equal), or step an
+    `nn.LSTMCell` / `nn.GRUCell` in a loop of fixed length, which Dynamo traces. The fix
+    (unsafe) sets it right before the file's one `torch.compile` call; not where the
+    function packs sequences (`pack_padded_sequence` stays a break with the setting) and
+    not where the file sets it already. It is a global setting, and the traced RNN can be
+    slower than cuDNN's fused kernel run eagerly: measure with `compile-lint verify --bench`.
     """
 
     code = "JIT409"
@@ -30,6 +37,7 @@ class RnnModuleCall(Rule):
     kind = "break"
     gb_type = "Attempted to wrap RNN, GRU, or LSTM"
     gb_id = "GB0014"
+    fix_applicability = "unsafe"
     config_note = "torch._dynamo.config.allow_rnn = True lets Dynamo trace these modules (experimental)"
     message = (
         "Dynamo does not trace nn.LSTM/GRU/RNN: the forward using it runs eagerly; set "
@@ -55,6 +63,67 @@ class RnnModuleCall(Rule):
             """,
             entry="SequenceEncoder",
             lines=[12],
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Tagger(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = nn.GRU(8, 16, batch_first=True, bidirectional=True)
+                    self.head = nn.Linear(32, 4)
+
+                def forward(self, x):
+                    out, _ = self.rnn(x)
+                    return self.head(out)
+
+            model = torch.compile(Tagger())
+            """,
+            calls="[(torch.randn(2, 5, 8),), (torch.randn(2, 5, 8) * 2,)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Tagger(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = nn.GRU(8, 16, batch_first=True, bidirectional=True)
+                    self.head = nn.Linear(32, 4)
+
+                def forward(self, x):
+                    out, _ = self.rnn(x)
+                    return self.head(out)
+
+            torch._dynamo.config.allow_rnn = True
+            model = torch.compile(Tagger())
+            """,
+            entry="Tagger",
+            lines=[11],
+            note="The file compiles the model: the fix sets allow_rnn right before that call.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PackedEncoder(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lstm = nn.LSTM(8, 8, batch_first=True)
+
+                def forward(self, x, lengths):
+                    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+                    out, _ = self.lstm(packed)
+                    return nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
+
+            model = torch.compile(PackedEncoder())
+            """,
+            calls="[(torch.randn(2, 5, 8), torch.tensor([5, 3]))]",
+            entry="PackedEncoder",
+            lines=[11],
+            note="No fix: packed sequences break the graph with allow_rnn too.",
         ),
         Invalid(
             """
@@ -159,11 +228,39 @@ class RnnModuleCall(Rule):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if self_attribute(node) is not None and _is_rnn_module(self, node):
-            self.report(node)
+            self._report_with_setting(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.context.qualname(node.func) in _RNN_MODULES:
-            self.report(node)
+            self._report_with_setting(node)
+
+    def _report_with_setting(self, node: cst.CSTNode) -> None:
+        """Report the use with `allow_rnn`'s fix (or why none); nothing where the file sets it and
+        nothing packs sequences."""
+        hazard = _packs_sequences(self)
+        if hazard is None and file_sets(self.context, ALLOW_RNN):
+            return
+        outcome = setting_outcome(self.context, ALLOW_RNN, hazard, "this forward")
+        self.report(node, message=setting_message(HEADLINE, outcome), fix=outcome.fix)
+
+
+HEADLINE = "Dynamo does not trace nn.LSTM/GRU/RNN: the forward using it runs eagerly"
+# Packed sequences stay a break with allow_rnn (torch.nn.utils.rnn's helpers are skipped by Dynamo).
+_PACKING = frozenset({"pack_padded_sequence", "pack_sequence", "pad_packed_sequence", "PackedSequence",
+                      "pad_sequence"})
+
+
+def _packs_sequences(rule: Rule) -> "str | None":
+    """Why `allow_rnn` would not make the function whole: it packs sequences; None otherwise."""
+    function = rule.context.function
+    if function is None:
+        return None
+    for node in iter_nodes(function.body):
+        if isinstance(node, cst.Call):
+            name = (rule.context.qualname(node.func) or "").rsplit(".", 1)[-1]
+            if name in _PACKING:
+                return f"`{name}` packs the sequences, which Dynamo does not trace with the setting either"
+    return None
 
 
 _RNN_MODULES = frozenset(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.fixes.guards import StatementCalls, compile_only_message, eager_only_guard
+from compile_lint.fixes.deferred_logging import report_deferrable
+from compile_lint.fixes.guards import StatementCalls
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -17,9 +18,13 @@ class PrintInCompiledRegion(StatementCalls, Rule):
     fails.
 
     Instead: drop the print, or run it only eagerly under
-    `if not torch.compiler.is_compiling():` (the unsafe fix: compiled runs print nothing).
-    Setting `torch._dynamo.config.reorderable_logging_functions = {print}` also compiles
-    it, printing after the graph runs.
+    `if not torch.compiler.is_compiling():` (compiled runs print nothing), or let Dynamo
+    print after the graph: `torch._dynamo.config.reorderable_logging_functions.add(print)`.
+    The fix (unsafe) takes the setting where the file has one `torch.compile` call and the
+    print reads only strings, constants and tensors that nothing changes in place after it
+    (measured on torch 2.13: the deferred print shows the values the graph computed, a
+    tensor updated in place afterwards its new value; `x.shape` or an `.item()` still
+    break); else the guard.
     """
 
     code = "JIT601"
@@ -29,15 +34,87 @@ class PrintInCompiledRegion(StatementCalls, Rule):
     gb_id = "GB0059"
     gb_types = ("Unsupported method call",)  # the same pattern, reported differently
     fix_applicability = "unsafe"
-    config_note = "torch._dynamo.config.reorderable_logging_functions = {print} makes print compile"
+    config_note = "torch._dynamo.config.reorderable_logging_functions.add(print) makes print compile"
     message = (
         "print() breaks the graph; remove it, or print only eagerly: "
         "`if not torch.compiler.is_compiling(): print(...)`"
     )
     steps = ("if not torch.compiler.is_compiling(): print(...)",
-             "torch._dynamo.config.reorderable_logging_functions = {print}",
+             "torch._dynamo.config.reorderable_logging_functions.add(print)",
              "@torch.compiler.disable")
     invalid = [
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Scorer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 2)
+
+                def forward(self, x):
+                    scores = self.proj(x).softmax(-1)
+                    print("scores", scores)
+                    return scores * 2
+
+            model = torch.compile(Scorer())
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Scorer(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 2)
+
+                def forward(self, x):
+                    scores = self.proj(x).softmax(-1)
+                    print("scores", scores)
+                    return scores * 2
+
+            torch._dynamo.config.reorderable_logging_functions.add(print)
+            model = torch.compile(Scorer())
+            """,
+            entry="Scorer",
+            lines=[11],
+            note=("A tensor and a string, nothing changed in place after: the fix lets Dynamo print after "
+                  "the graph, with the values it computed (the file compiles the model)."),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Accumulate(nn.Module):
+                def forward(self, x):
+                    total = x.sum(0)
+                    print("total", total)
+                    total.add_(1)
+                    return total
+
+            model = torch.compile(Accumulate())
+            """,
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Accumulate(nn.Module):
+                def forward(self, x):
+                    total = x.sum(0)
+                    if not torch.compiler.is_compiling():
+                        print("total", total)
+                    total.add_(1)
+                    return total
+
+            model = torch.compile(Accumulate())
+            """,
+            entry="Accumulate",
+            lines=[7],
+            note=("Changed in place after the print: deferred, it would print the new value, so the "
+                  "fix prints only eagerly."),
+        ),
         Invalid(
             """
             import torch
@@ -170,15 +247,10 @@ class PrintInCompiledRegion(StatementCalls, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func)
         if name in _PRINT_FUNCTIONS:
-            self.report(
-                node,
-                message=compile_only_message(self.context, node, "print",
-                                             PRINT_SETTING if name == "builtins.print" else None),
-                fix=eager_only_guard(self.context, self.statement_of(node), "print"),
-            )
+            report_deferrable(self, node, "print", PRINT_SETTING if name == "builtins.print" else None)
 
 
 # Makes `print` compile: Dynamo runs it after the graph (measured on torch 2.13).
-PRINT_SETTING = "torch._dynamo.config.reorderable_logging_functions = {print}"
+PRINT_SETTING = "torch._dynamo.config.reorderable_logging_functions.add(print)"
 _PRINT_FUNCTIONS = frozenset({"builtins.print", "sys.stdout.write", "sys.stderr.write", "pprint.pprint", "pprint.pp"})
 

@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
+from compile_lint.fixes.deferred_logging import report_deferrable
 from compile_lint.fixes.guards import (
     StatementCalls,
     compile_only_message,
-    eager_only_guard,
     gated_by_compile_test,
     guard_predicate,
 )
@@ -309,14 +309,15 @@ class LoggingInCompiledRegion(StatementCalls, Rule):
         method = self._logger_method(node)
         if method is None:
             return
-        fix = None
-        if node in self._guarded_tests:
-            fix = self._guard_test(node)
-        elif method in _EMITTING_METHODS and self.statement_of(node) not in self._covered:
-            fix = eager_only_guard(self.context, self.statement_of(node), "log call")
         on_logger = not (self.context.qualname(node.func) or "").startswith(_LOGGING_MODULES)
         setting = IGNORE_SETTING.format(method=method) if on_logger and method in _LOGGER_METHODS else None
-        self.report(node, message=compile_only_message(self.context, node, "log call", setting), fix=fix)
+        if node in self._guarded_tests:
+            self.report(node, message=compile_only_message(self.context, node, "log call", setting),
+                        fix=self._guard_test(node))
+        elif method in _EMITTING_METHODS and self.statement_of(node) not in self._covered:
+            report_deferrable(self, node, "log call", setting)  # logging.info(...) runs after the graph
+        else:
+            self.report(node, message=compile_only_message(self.context, node, "log call", setting))
 
     def _logger_method(self, node: cst.Call) -> Optional[str]:
         """The logging method `node` calls (`info`, `isEnabledFor`, ...), or None."""

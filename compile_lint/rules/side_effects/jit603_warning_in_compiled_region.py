@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from compile_lint.fixes.guards import StatementCalls, compile_only_message, eager_only_guard
+from compile_lint.fixes.deferred_logging import report_deferrable
+from compile_lint.fixes.guards import StatementCalls
 from compile_lint.rules.base import Invalid, Rule, Valid
 
 
@@ -20,7 +21,10 @@ class WarningInCompiledRegion(StatementCalls, Rule):
     own is-compiling helper when it imports one). Code an is-compiling test already
     confines is not guarded: eager-only code is not flagged, and a warning only compiled
     runs reach gets no fix (a guard would make it dead code). Adding
-    `warnings.warn` to `torch._dynamo.config.reorderable_logging_functions` also compiles.
+    `warnings.warn` to `torch._dynamo.config.reorderable_logging_functions` also compiles,
+    warning after the graph; the fix takes that where the file has one `torch.compile` call
+    and the warning passes only a message (measured on torch 2.13: a category argument,
+    `warnings.warn(msg, FutureWarning)`, still breaks), else the guard.
     """
 
     code = "JIT603"
@@ -35,8 +39,40 @@ class WarningInCompiledRegion(StatementCalls, Rule):
         "`if not torch.compiler.is_compiling():`"
     )
     steps = ("if not torch.compiler.is_compiling():",
-             "torch._dynamo.config.reorderable_logging_functions = {warnings.warn}", "@torch.compiler.disable")
+             "torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)", "@torch.compiler.disable")
     invalid = [
+        Invalid(
+            """
+            import warnings
+
+            import torch
+            from torch import nn
+
+            class Clamp(nn.Module):
+                def forward(self, x):
+                    warnings.warn("Clamp is slow; use torch.clamp")
+                    return x.clamp(0, 1)
+
+            model = torch.compile(Clamp())
+            """,
+            fixed="""
+            import warnings
+
+            import torch
+            from torch import nn
+
+            class Clamp(nn.Module):
+                def forward(self, x):
+                    warnings.warn("Clamp is slow; use torch.clamp")
+                    return x.clamp(0, 1)
+
+            torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)
+            model = torch.compile(Clamp())
+            """,
+            entry="Clamp",
+            lines=[8],
+            note="A message only, and a compile call in the file: the warning is deferred after the graph.",
+        ),
         Invalid(
             """
             import warnings
@@ -226,17 +262,12 @@ class WarningInCompiledRegion(StatementCalls, Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.qualname(node.func) in _WARNING_FUNCTIONS:
-            self.report(
-                node,
-                message=compile_only_message(self.context, node, "warning",
-                                             WARN_SETTING if self.context.qualname(node.func) == "warnings.warn"
-                                             else None),
-                fix=eager_only_guard(self.context, self.statement_of(node), "warning"),
-            )
+        name = self.context.qualname(node.func)
+        if name in _WARNING_FUNCTIONS:
+            report_deferrable(self, node, "warning", WARN_SETTING if name == "warnings.warn" else None)
 
 
 # Makes `warnings.warn` compile: Dynamo runs it after the graph (measured on torch 2.13).
-WARN_SETTING = "torch._dynamo.config.reorderable_logging_functions = {warnings.warn}"
+WARN_SETTING = "torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)"
 _WARNING_FUNCTIONS = frozenset({"warnings.warn", "warnings.warn_explicit"})
 

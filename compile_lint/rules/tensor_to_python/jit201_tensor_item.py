@@ -11,7 +11,7 @@ from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
-from compile_lint.fixes.capture_scalars import report_captured_size
+from compile_lint.fixes.capture_scalars import report_captured_size, report_kept_or_captured
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -48,6 +48,9 @@ class TensorItem(ElifTracker, Rule):
       True` goes right before the file's `torch.compile` call (measured clean on 2.13,
       benchmarks/results/scalar_size_capture.txt; the setting holds for every compile after
       it). With no compile call in the file the message says where the setting goes.
+    - the keep-a-tensor fix is withheld (a slice bound and arithmetic, `x[:, :n].sum(1) / n`)
+      but every use of the number is one of those sizes, tensor arithmetic, or Python
+      arithmetic used so in turn: the same setting (fixes/setting_hazards.number_hazard).
     No fix, and the message says why, where the number is used in a call, as a `view`/
     `reshape`/`split` size, a second index (`x[:, n]`), or in Python control flow that has
     no rewrite (see JIT101 for those shapes). The step it gives then fits the use of the
@@ -298,10 +301,23 @@ class TensorItem(ElifTracker, Rule):
 
             model = torch.compile(TruncateMean())
             """,
-            calls="[(torch.randn(2, 8, 4), torch.tensor([5, 3]))]",
+            calls="[(torch.randn(2, 8, 4), torch.tensor([5, 3])), (torch.randn(2, 8, 4), torch.tensor([2, 7]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class TruncateMean(nn.Module):
+                def forward(self, x, lengths):
+                    n = lengths.max().item()
+                    return x[:, :n].sum(1) / n
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            model = torch.compile(TruncateMean())
+            """,
             entry="TruncateMean",
             lines=[6],
-            note="No fix: the number is a slice bound and also Python arithmetic.",
+            note=("A slice bound and a divisor of a tensor: no tensor can replace the bound, and every use "
+                  "compiles once captured, so the fix sets capture_scalar_outputs before the compile call."),
         ),
         Invalid(
             """
@@ -426,7 +442,7 @@ class TensorItem(ElifTracker, Rule):
         detached = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
         fix = keep_tensor_fix(self.context, node, detached, receiver)
         reason = unkept_number(self.context, node, unsafe_operand(self.context, receiver))
-        self.report(node, message=with_reason(self.message, BranchFix(fix, reason)), fix=fix)
+        report_kept_or_captured(self.context, self.report, node, self.message, BranchFix(fix, reason))
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:

@@ -8,7 +8,7 @@ from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
-from compile_lint.fixes.capture_scalars import report_captured_size
+from compile_lint.fixes.capture_scalars import report_captured_size, report_kept_or_captured
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.rules.base import Invalid, Rule, Valid
@@ -346,6 +346,9 @@ class TensorToPythonScalar(ElifTracker, Rule):
         unkept = unsafe_operand(self.context, value) if name == "float" else \
             f"only `float()` of a tensor is kept a tensor, not `{name}()`"
         reason = unkept_number(self.context, node, unkept)
+        if self.context.kind(value).tensorish:
+            report_kept_or_captured(self.context, self.report, node, message, BranchFix(fix, reason))
+            return
         self.report(node, message=with_reason(message, BranchFix(fix, reason)), fix=fix)
 
 

@@ -10,6 +10,8 @@ import libcst as cst
 from compile_lint.analysis.syntax.walk import walk
 from compile_lint.fixes.branches.conditions import operand_evidence, unsafe_operand
 from compile_lint.fixes.plan import FixPlan
+from compile_lint.fixes.setting_hazards import integer_evidence, list_hazard
+from compile_lint.fixes.settings import CAPTURE_SCALARS, file_sets, setting_message, setting_outcome
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
@@ -139,6 +141,53 @@ class TensorTolist(Rule):
             note="a list comprehension over the rows; unused columns keep their `_`",
             lines=[6],
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Groups(nn.Module):
+                def forward(self, x: torch.Tensor, counts: torch.Tensor):
+                    parts = torch.split(x, counts.long().tolist())
+                    return torch.cat([part.mean(0, keepdim=True) for part in parts[:2]])
+
+            model = torch.compile(Groups())
+            """,
+            calls="[(torch.randn(8, 4), torch.tensor([3, 5])), (torch.randn(8, 4), torch.tensor([2, 6]))]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Groups(nn.Module):
+                def forward(self, x: torch.Tensor, counts: torch.Tensor):
+                    parts = torch.split(x, counts.long().tolist())
+                    return torch.cat([part.mean(0, keepdim=True) for part in parts[:2]])
+
+            torch._dynamo.config.capture_scalar_outputs = True
+            model = torch.compile(Groups())
+            """,
+            entry="Groups",
+            lines=[6],
+            note="Integer split sizes: the fix sets capture_scalar_outputs right before the compile call.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class EraseBox(nn.Module):
+                def forward(self, image: torch.Tensor, box: torch.Tensor):
+                    left, top, width, height = box.long().tolist()
+                    return image[:, :, top : top + height, left : left + width] * 2
+
+            model = torch.compile(EraseBox())
+            """,
+            calls="[(torch.randn(2, 3, 8, 8), torch.tensor([1, 2, 3, 2]))]",
+            entry="EraseBox",
+            lines=[6],
+            note=("No fix (kornia's random erasing): read with starts in two dims, the captured box makes "
+                  "Dynamo fail (PendingUnbackedSymbolNotFound), so the message names no setting."),
+        ),
     ]
     valid = [
         Valid(
@@ -193,7 +242,28 @@ class TensorTolist(Rule):
                 # `T.double().unbind(-1)` rests on `T` being a tensor in eager code too (an array has `.tolist()`)
                 fix = None if unsafe_operand(self.context, receiver) else dataclasses.replace(
                     fix, rests_on=operand_evidence(self.context, receiver))
-            self.report(node, fix=fix)
+            if fix is not None:
+                self.report(node, fix=fix)
+                return
+            self._report_capture(node, receiver)
+
+    def _report_capture(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        """Report the read with `capture_scalar_outputs`'s fix where its numbers compile once captured
+        and the tensor certainly holds integers; nothing where the file sets it and they would."""
+        hazard = list_hazard(self.context, node)
+        if hazard is None and not integer_evidence(self.context, receiver):
+            if not file_sets(self.context, CAPTURE_SCALARS):
+                self.report(node, f"{HEADLINE}; for integer values set `{CAPTURE_SCALARS.line}` before "
+                                  "`torch.compile`, else keep tensors (`t.unbind(0)`)")
+            return
+        if hazard is None and file_sets(self.context, CAPTURE_SCALARS):
+            return
+        outcome = setting_outcome(self.context, CAPTURE_SCALARS, hazard, "`.tolist()`")
+        self.report(node, setting_message(HEADLINE, outcome), outcome.fix)
+
+
+# What breaks, the first sentence of the messages.
+HEADLINE = "`.tolist()` reads tensor data into Python: fails on float tensors, breaks the graph on integer ones"
 
 
 class _RowLoop:

@@ -10,6 +10,8 @@ from compile_lint.analysis.kinds.bindings import tuple_items
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import with_reason
 from compile_lint.fixes.masked_updates import masked_update_fix
+from compile_lint.fixes.setting_hazards import flow_hazard
+from compile_lint.fixes.settings import CAPTURE_SHAPES, file_sets, setting_message, setting_outcome
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
@@ -362,6 +364,85 @@ class DataDependentShape(Rule):
             lines=[7],
             note="from torch's table: aten::_ctc_loss is tagged dynamic_output_shape; fullgraph=True fails too",
         ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class PositiveMean(nn.Module):
+                def forward(self, scores: torch.Tensor):
+                    picked = scores[scores > 0]
+                    return picked.sum() / (len(picked) + 1)
+
+            model = torch.compile(PositiveMean())
+            """,
+            calls="[(torch.randn(4, 8),), (torch.randn(4, 8),)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class PositiveMean(nn.Module):
+                def forward(self, scores: torch.Tensor):
+                    picked = scores[scores > 0]
+                    return picked.sum() / (len(picked) + 1)
+
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+            model = torch.compile(PositiveMean())
+            """,
+            entry="PositiveMean",
+            lines=[6],
+            note=("The selection's size only meets tensor arithmetic: the fix sets "
+                  "capture_dynamic_output_shape_ops right before the file's compile call."),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class Counts(nn.Module):
+                def forward(self, labels: torch.Tensor):
+                    counts = torch.bincount(labels, minlength=4)
+                    return counts.float() / labels.numel()
+
+            model = torch.compile(Counts())
+            """,
+            calls="[(torch.tensor([0, 2, 1, 2]),), (torch.tensor([3, 3, 1, 0]),)]",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Counts(nn.Module):
+                def forward(self, labels: torch.Tensor):
+                    counts = torch.bincount(labels, minlength=4)
+                    return counts.float() / labels.numel()
+
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+            model = torch.compile(Counts())
+            """,
+            entry="Counts",
+            lines=[6],
+            note="`minlength` does not fix the size (a larger label makes more bins): the setting does.",
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
+            class FirstHits(nn.Module):
+                def forward(self, scores: torch.Tensor):
+                    hits = (scores > 0).nonzero()
+                    if hits.shape[0] == 0:
+                        return scores.new_zeros(2)
+                    return hits[0].float()
+
+            model = torch.compile(FirstHits())
+            """,
+            calls="[(torch.randn(4, 8),), (-torch.ones(4, 8),)]",
+            entry="FirstHits",
+            lines=[6],
+            note=("No fix: the number of hits then decides a Python `if`, where the break would move "
+                  "with capture_dynamic_output_shape_ops."),
+        ),
     ]
     valid = [
         Valid(
@@ -475,8 +556,8 @@ class DataDependentShape(Rule):
                                                  or _compares_itself(self, index.value, node.value)):
                 known = len(node.slice) == 1 and kind.tensorish
                 update = masked_update_fix(self.context, node, index.value) if known else None
-                if update is None:
-                    self.report(node)
+                if update is None or update.fix is None and self._report_captured(node, "mask indexing", only_fix=True):
+                    self._report_captured(node, "mask indexing")
                 else:
                     self.report(node, with_reason(self.message, update), update.fix)
                 return
@@ -491,7 +572,7 @@ class DataDependentShape(Rule):
             if qualified == "torch.repeat_interleave":
                 # `torch.repeat_interleave(counts)`: a lone argument is the repeats.
                 if self._tensor_repeats(node, positional[1:2] if len(node.args) > 1 else positional[:1]):
-                    self.report(node)
+                    self._report_captured(node, "`torch.repeat_interleave`")
             elif qualified == "torch.nn.functional.one_hot":
                 if _one_hot_counts_classes(node):
                     self.report(node, ONE_HOT_MESSAGE)
@@ -500,16 +581,33 @@ class DataDependentShape(Rule):
             elif qualified in DYNAMIC_OUTPUT_SHAPE_FUNCTIONS or (
                 qualified == "torch.where" and len(node.args) == 1 and positional
             ):
-                self.report(node)
+                self._report_captured(node, f"`{qualified}`")
             return
         if isinstance(func, cst.Attribute) and self.context.kind(func.value) is Kind.TENSOR:
             method = func.attr.value
             if method == "repeat_interleave":
                 positional = [a for a in node.args if a.keyword is None and not a.star]
                 if self._tensor_repeats(node, positional[:1]):
-                    self.report(node)
+                    self._report_captured(node, "`repeat_interleave`")
             elif method in DYNAMIC_OUTPUT_SHAPE_METHODS and method not in _NOT_METHOD_SPELLINGS:
-                self.report(node)
+                self._report_captured(node, f"`{method}`")
+
+    def _report_captured(self, node: cst.BaseExpression, subject: str, only_fix: bool = False) -> bool:
+        """Report an op `capture_dynamic_output_shape_ops` captures: with the setting's fix where nothing
+        later breaks on the captured size, else why not; nothing where the file sets it and nothing would.
+
+        With `only_fix`, report nothing and answer whether the setting's fix applies (a masked
+        update whose own fix is withheld takes the setting's instead, where there is one).
+        """
+        hazard = flow_hazard(self.context, node)
+        if hazard is None and file_sets(self.context, CAPTURE_SHAPES):
+            return not only_fix
+        outcome = setting_outcome(self.context, CAPTURE_SHAPES, hazard, subject)
+        if only_fix:
+            return outcome.fix is not None
+        self.report(node, setting_message(f"{subject}: its output size depends on tensor data and breaks the graph",
+                                          outcome), outcome.fix)
+        return True
 
     def _tensor_repeats(self, node: cst.Call, repeats: list[cst.Arg]) -> bool:
         """`repeat_interleave` with a tensor of repeats and no `output_size=`."""

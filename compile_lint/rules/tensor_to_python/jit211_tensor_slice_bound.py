@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.fixes.capture_scalars import captured_size
+from compile_lint.fixes.captured_sizes import captured_size
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE
 from compile_lint.rules.base import Invalid, Rule, Valid
 

@@ -1,0 +1,1 @@
+"""The program model: one abstract interpretation of the program (see docs/architecture.md)."""
