@@ -29,7 +29,7 @@ from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.evidence import with_evidence
 from compile_lint.engine.library_findings import LibraryLinter, call_site_findings
-from compile_lint.engine.parse import parse_module
+from compile_lint.engine.parse import parse_module, python_rejects_nesting
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.engine.project import ProjectIndex, symbol_index
@@ -231,8 +231,9 @@ DEEP_RECURSION_LIMIT = 100_000
 def run_with_deep_stack(function):
     """Run `function` in a thread with a large C stack and a high recursion limit.
 
-    libcst's visitors recurse once per nesting level, so generated code (a 5000-term sum,
-    500 nested calls) overflows Python's default limit. Only such files pay for this.
+    libcst's visitors recurse once per nesting level, so generated code (a 2,500-term sum,
+    150 nested calls) overflows Python's default limit. Only such files pay for this; deeper
+    code, which Python cannot compile either, never gets here (`python_rejects_nesting`).
     """
     outcome: dict = {}
 
@@ -353,6 +354,12 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
                                                         inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
+    nesting = python_rejects_nesting(text, path)
+    if nesting is not None:
+        # Python cannot compile it either; libcst would take minutes, or crash, to parse it.
+        line, column, message = nesting
+        return [Diagnostic(path, line, column, line, column, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                           f"{message}; compile-lint cannot check this file")] if syntax_enabled else []
     try:
         module = parse(text)
     except cst.ParserSyntaxError as error:

@@ -414,11 +414,20 @@ class BindingKinds(FactsParts):
             self.memo.cycles += 1
             param = self.param_kind(function, name)
             return param if param is not None else Kind.PENDING
+        if function not in self.memo.reading:
+            # Work out the reads before this one first, in source order, so that each rests on
+            # answers already kept: asked first at the end of `x = x + i` repeated N times, the
+            # recursion would otherwise go N reads deep.
+            self._read_earlier(node, function)
+            cached = self.memo.read_kinds.get(node)
+            if cached is not None:
+                return cached
         steps = self.memo.read_steps.get(function, 0) + 1
         self.memo.read_steps[function] = steps
         if steps > _READ_BUDGET:
             return None  # a pathological function: fall back to the flow-insensitive kind
         self.memo.in_progress.add(key)
+        self.memo.reading[function] = self.memo.reading.get(function, 0) + 1
         try:
             kinds: list[Kind] = []
             tensor_statements: list[Optional[cst.CSTNode]] = []
@@ -438,11 +447,31 @@ class BindingKinds(FactsParts):
                     statement for statement in tensor_statements if statement is not None]
         finally:
             self.memo.in_progress.discard(key)
+            self.memo.reading[function] -= 1
+            if not self.memo.reading[function]:
+                del self.memo.reading[function]
         if result is not Kind.PENDING:
             # Kept even when a loop's guard fired inside: the guess (the loop-carried binding
             # counts as its other inputs) is what one more pass would confirm.
             self.memo.read_kinds[node] = result
         return result
+
+    def _read_earlier(self, node: cst.Name, function: cst.FunctionDef) -> None:
+        """Work out the kinds of the reads of `function` before `node` (in the order `reaching` met
+        them), from where the last call stopped. Only called while no read of `function` is being
+        worked out, so each of them is asked as a rule walking the function in order would ask it."""
+        known = self.memo.read_order.get(function)
+        if known is None:
+            reads = list(self.reaching(function).reads)
+            known = self.memo.read_order[function] = (reads, {read: index for index, read in enumerate(reads)})
+        reads, order = known
+        target = order.get(node, 0)
+        start = self.memo.read_cursor.get(function, 0)
+        if start >= target:
+            return
+        self.memo.read_cursor[function] = target
+        for index in range(start, target):
+            self._read_kind(reads[index], function)
 
     def _binding_kind(self, binding: Binding, function: cst.FunctionDef) -> Kind:
         cached = self.memo.binding_kinds.get(binding)

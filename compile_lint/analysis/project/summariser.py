@@ -318,7 +318,7 @@ class _Summariser:
                 self._expression(value, scope, eager, params)
 
     def _add_tag(self, scope: FunctionInfo, name: str, tag: str) -> None:
-        scope.local_tags[_intern(name)] = self._share(scope.local_tags.get(name, ()) + (_intern(tag),))
+        scope.local_tags[_intern(name)] = self._share(scope.bound(scope.local_tags, name, (_intern(tag),), OTHER))
 
     def _tag(self, value: ast.AST, params: frozenset[str]) -> str:
         """What `value` holds, as a tag: by its syntax (`value_tag`), else an element of a parameter or
@@ -348,7 +348,7 @@ class _Summariser:
             scope.returns = self._share(scope.returns + (returned,))
 
     def _add_alias(self, scope: FunctionInfo, name: str, spellings: tuple[str, ...]) -> None:
-        scope.aliases[_intern(name)] = self._share(scope.aliases.get(name, ()) + self._names(spellings))
+        scope.aliases[_intern(name)] = self._share(scope.bound(scope.aliases, name, self._names(spellings)))
 
     def _untagged(self, target: ast.AST, scope: FunctionInfo) -> None:
         """A local bound some other way than `name = value`: what it holds is not known from here."""

@@ -136,6 +136,26 @@ class FunctionInfo:
     # else b`): `f()` of a factory is an instance of each class it may return.
     returned_spellings: tuple[str, ...] = ()
 
+    @staticmethod
+    def bound(table: dict[str, tuple[str, ...]], name: str, added: tuple[str, ...],
+              past: Optional[str] = None) -> tuple[str, ...]:
+        """`table[name]` (`local_tags` or `aliases`) with one more binding's, up to `LOCAL_BINDINGS_BUDGET`;
+        past it, the last one is `past` (OTHER: not known), or nothing more is added."""
+        known = table.get(name, ())
+        if len(known) < LOCAL_BINDINGS_BUDGET:
+            return known + added
+        return known if past is None or known[-1] == past else known[:-1] + (past,)
+
+
+# The bindings of one local name a function's summary records (`FunctionInfo.local_tags` and
+# `aliases`). The summariser made each binding's tuple one longer than the last and kept every
+# one (one object for equal tuples): a name bound N times held N * N / 2 references, 3 GB for
+# `x = x + i` written 20,000 times in one forward, and the project index summarises every
+# file of a directory, so a small file beside that one cost as much to lint. Past the budget
+# a name's tags end in OTHER and its aliases stop growing: a name bound this often in one
+# function is no alias of one function the call graph could follow.
+LOCAL_BINDINGS_BUDGET = 64
+
 
 @_pickled_by_fields
 @dataclass(slots=True)
