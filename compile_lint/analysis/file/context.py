@@ -51,7 +51,7 @@ class FileContext:
         self.function_stack: list[cst.FunctionDef] = []
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
         self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
-        # Top-level statement -> (its first line - 1, its lines, its nodes' spans), None where it cannot be placed.
+        # Top-level statement -> (lines before it, its lines, its nodes' spans); None where it cannot be placed.
         self._placed: dict[cst.CSTNode, Optional[tuple[int, list[str], dict]]] = {}
         self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
         self._memo: dict[Hashable, object] = {}

@@ -55,6 +55,7 @@ def call_answers(model: Model, path: str, callers: Iterable[Node]) -> dict[CallS
             if (line, column) in starts:
                 shared.add((line, column, record.spelled))
     answers: dict[CallSite, CallAnswer] = {}
+    reads: dict[Node, list[tuple[str, str, int]]] = {}  # a helper called from many places is read once
     for site, target_sets in sorted(sites.items()):
         if site in shared:
             # `f(x).g(y)`: both calls start where `f` does, and the model keeps one record there, with the
@@ -65,8 +66,11 @@ def call_answers(model: Model, path: str, callers: Iterable[Node]) -> dict[CallS
                            for targets in target_sets]
         callees = _plain_callees(model, path, target_sets)
         if callees:
+            for node in callees:
+                if node not in reads:
+                    reads[node] = _reads_item(model, node)
             answers[site] = CallAnswer(join(*(model.heap.peek(("r", node)) for node in callees)),
-                                       tuple(sorted({read for node in callees for read in _reads_item(model, node)})))
+                                       tuple(sorted({read for node in callees for read in reads[node]})))
     return answers
 
 
