@@ -225,7 +225,11 @@ class Frame(Expressions):
                     self.heap.add(("def", self.node, id(key)), self.eval(value))
 
     def do_Return(self, statement: ast.Return) -> None:
-        self.add_return(self.eval(statement.value) if statement.value is not None else frozenset((NONE,)))
+        found = self.eval(statement.value) if statement.value is not None else frozenset((NONE,))
+        if not self.eager:
+            # What an eager-only branch returns (`if not is_compiling(): return Debug()`) is never a
+            # value in the trace; the model keeps one view of a function's return, the traced one.
+            self.add_return(found)
 
     def do_Assign(self, statement: ast.Assign) -> None:
         found = self.eval(statement.value)
