@@ -154,7 +154,8 @@ def chain(model: Model, traced: TracedSet, node: Node) -> tuple[tuple[str, int, 
 
 def parameter_hint(model: Model, nodes: list[Node], name: str) -> Optional[str]:
     """"tensor" when every traced node's value of parameter `name` is a tensor, "py" when every one is a
-    Python value independent of tensor data; None otherwise."""
+    Python value independent of tensor data, "other" when the values are known and neither (a dict,
+    an object, unknown among them, and no entry default); None otherwise."""
     found: set = set()
     for node in nodes:
         found.update(model.heap.peek(("p", node, name)))
@@ -165,7 +166,9 @@ def parameter_hint(model: Model, nodes: list[Node], name: str) -> Optional[str]:
     if all(isinstance(value, ConstV) or (isinstance(value, KindV) and value.kind in (Kind.PY, Kind.SHAPE))
            for value in found):
         return "py"
-    return None
+    if any(isinstance(value, KindV) and value.by_default for value in found):
+        return None  # an entry's default (nobody shows its calls) among them: the file's default decides
+    return "other"
 
 
 def untraced_branches(model: Model, nodes: list[Node]) -> tuple[tuple[int, int], ...]:

@@ -54,7 +54,7 @@ class Reached:
     qualname: str
     chain: tuple[Link, ...]  # () for an entry point
     entry: bool
-    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py")
+    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py" | "other")
     # (parameter, file, line, argument as spelled) of a call from another file that passes a
     # tensor to a parameter hinted "tensor": what a finding resting on the parameter names.
     evidence: tuple[tuple[str, str, int, str], ...] = ()
