@@ -247,13 +247,28 @@ class Frame(Expressions):
                     None)
 
     def do_If(self, statement: ast.If) -> None:
-        eager_truth, compiled_truth = self.test_truth(statement.test)
+        eager_truth, compiled_truth = self.branch_test(statement)
         self.last_test[id(statement)] = (eager_truth, compiled_truth)
         self.branch(statement.body, eager_truth, compiled_truth)
         self.branch(statement.orelse, _negated(eager_truth), _negated(compiled_truth))
 
+    def branch_test(self, statement: ast.If | ast.While) -> tuple[Optional[bool], Optional[bool]]:
+        """The truth of an `if`/`while` test; the operands of an `and`/`or` in it that no run evaluates (a
+        constant stopped the chain: `if FLAG and x.sum() > 0:` with FLAG False) are skipped code, when they
+        share no line with the branch."""
+        outer, self.short_circuits = self.short_circuits, []
+        try:
+            truth = self.test_truth(statement.test)
+            first_body = statement.body[0].lineno if statement.body else None
+            for first, last in self.short_circuits:
+                if first_body is None or last < first_body:
+                    self.model.skipped.setdefault(self.node, set()).add((first, last))
+            return truth
+        finally:
+            self.short_circuits = outer
+
     def do_While(self, statement: ast.While) -> None:
-        eager_truth, compiled_truth = self.test_truth(statement.test)
+        eager_truth, compiled_truth = self.branch_test(statement)
         self.branch(statement.body, eager_truth, compiled_truth)
         self.block(statement.orelse)
 

@@ -243,6 +243,8 @@ def project_reach(
         return _answer(memo)
     files = python_files(root, PROJECT_INDEX, excluded) if recursive else sorted(
         os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    if recursive:
+        files += scripts_beside(root, excluded)
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
     # Installing or removing a package changes where imports resolve: the stored answer rests on its folders too.
@@ -292,6 +294,20 @@ def project_reach(
         watched |= set(installation_folders())
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
+
+
+def scripts_beside(root: str, excluded: Callable[[str], bool] = lambda path: False) -> list[str]:
+    """The scripts next to package `root` (`train.py` beside `pkg/`): they import it, and what they compile,
+    and the switches they flip before compiling, are the program's too. None beside an installation folder's
+    package, nor beside a directory that is no package."""
+    parent = os.path.dirname(os.path.abspath(root))
+    if not os.path.isfile(os.path.join(root, "__init__.py")) or os.path.basename(parent) in _INSTALLATION_FOLDERS:
+        return []
+    return sorted(path for name in _listdir(parent) if name.endswith(".py")
+                  and os.path.isfile(path := os.path.join(parent, name)) and not excluded(path))
+
+
+_INSTALLATION_FOLDERS = frozenset({"site-packages", "dist-packages"})
 
 
 def _library_test(root: str, libraries: Optional[LibraryIndex]) -> Callable[[str], bool]:
