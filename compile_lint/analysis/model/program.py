@@ -68,7 +68,9 @@ class CallRecord:
     """One call site of a node: where, as spelled, whether only eager runs reach it, and what it calls.
 
     `targets` holds (callee, how): a callee node, or an external name (`builtins.print`);
-    how is "call", "disabled", "allowed" or "opaque" (Dynamo's treatment of the callee).
+    how is "call", "disabled", "allowed" or "opaque" (Dynamo's treatment of the callee), "eager" (a call
+    only eager runs make: a metaclass's `__call__`) or "dynamo" (one only Dynamo makes: `__init__` of a class
+    whose metaclass defines `__call__`, which Python calls from there).
     """
 
     line: int

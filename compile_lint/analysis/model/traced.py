@@ -103,7 +103,7 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                     if isinstance(caller, FunctionV) and isinstance(callee, FunctionV):
                         traced.disabled_calls.add((caller.key[0], caller.key[1], record.spelled or ""))
                     continue
-                if how in ("allowed", "opaque"):
+                if how in ("allowed", "opaque", "eager"):
                     continue
                 if isinstance(callee, FunctionV):
                     callee_module = model.modules.get(callee.key[0])
@@ -115,9 +115,10 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                             traced.library_calls.append((node, record.line, record.spelled, target))
                 traced.children.setdefault(node, []).append((target, record.line))
                 if target in traced.nodes:
-                    if target in traced.entries and target not in traced.parents and _files_differ(node, target):
-                        # An entry (a module's forward) that another file's traced code calls too: its
-                        # findings say how that code reaches it.
+                    if target in traced.entries and target not in traced.parents and target != node \
+                            and traced.entries[target] is None:
+                        # A module's forward (an entry only because the user may compile a module built
+                        # elsewhere) that traced code calls too: its findings say how that code reaches it.
                         traced.parents[target] = (node, record.line)
                     continue
                 traced.nodes.add(target)

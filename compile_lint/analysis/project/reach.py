@@ -120,7 +120,10 @@ class ProjectReach:
             called = [chain(model, traced, node) for node in nodes if node in traced.parents]
             shortest = min(called, key=lambda links: (len(links), links)) if called else ()
             links = tuple(Link(*link) for link in shortest)
-            entry = any(node in traced.entries for node in nodes)
+            # An entry: compiled, or a module's forward no traced code calls (a forward that traced code
+            # calls is reached through that call: its findings name it).
+            entry = any(node in traced.entries and (traced.entries[node] is not None or node not in traced.parents)
+                        for node in nodes)
             names = [argument.arg for argument in (*scope.function.args.posonlyargs, *scope.function.args.args,
                                                    *scope.function.args.kwonlyargs)]
             hints = tuple((name, hint) for name in names if (hint := parameter_hint(model, nodes, name)) is not None)
