@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from compile_lint.analysis.kinds.lattice import Kind
 from compile_lint.analysis.model.expressions import Expressions
 from compile_lint.analysis.model.objects import attribute_values, iterate, store_attribute, store_subscript
 from compile_lint.analysis.model.program import LoadedModule, Model
@@ -27,11 +28,13 @@ from compile_lint.analysis.model.values import (
     ExternalV,
     FunctionV,
     InstanceV,
+    KindV,
     ModuleV,
     Node,
     TupleV,
     Value,
     join,
+    set_truth,
 )
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -258,7 +261,10 @@ class Frame(Expressions):
         share no line with the branch."""
         outer, self.short_circuits = self.short_circuits, []
         try:
-            truth = self.test_truth(statement.test)
+            found = self.eval(statement.test)
+            truth = set_truth(found, compiling=False), set_truth(found, compiling=True)
+            if not self.eager and any(isinstance(value, KindV) and value.kind is Kind.TENSOR for value in found):
+                self.model.data_reads.setdefault(self.node, set()).add(("branch", statement.lineno))
             first_body = statement.body[0].lineno if statement.body else None
             for first, last in self.short_circuits:
                 if first_body is None or last < first_body:

@@ -119,6 +119,10 @@ class Model:
         # (function key, parameter) -> {(path, line, argument as spelled)}: calls from another file
         # that pass it a tensor, what a finding resting on the parameter names.
         self.passes: dict[tuple[tuple[str, str], str], set[tuple[str, int, str]]] = {}
+        # Node -> (cause, line) of each place its traced code needs a tensor's data ("item": `.item()`,
+        # `.tolist()`...; "branch": an `if`/`while` on a tensor): what a function registered with
+        # `allow_in_graph` cannot do in the fake run Dynamo makes of it.
+        self.data_reads: dict[Node, set[tuple[str, int]]] = {}
         self._mro: dict[tuple[str, str], tuple] = {}
         self._linearising: set[tuple[str, str]] = set()
         self._imports: dict[tuple[str, str], tuple] = {}  # (name, directory of a relative import) -> where

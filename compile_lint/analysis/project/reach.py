@@ -80,6 +80,10 @@ class FileReach:
     module_classes: tuple[str, ...] = ()
     # Whether the program model made this answer (then it is the whole traced set of the file, roots included).
     modelled: bool = True
+    # (calling function, callee as spelled, cause, callee's file, callee's line) of the file's traced calls of
+    # an `allow_in_graph` function that needs tensor data (cause "item": `.item()` and the like, "branch": a
+    # tensor `if`): the graph breaks at the call.
+    allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset()
 
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
@@ -101,6 +105,11 @@ class ProjectReach:
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
         for path, function, spelled in self.traced.disabled_calls:
             self.disabled_calls.setdefault(path, set()).add((function, spelled))
+        self.allowed_breaks: dict[str, set[tuple[str, str, str, str, int]]] = {}
+        for path, function, spelled, cause, callee in self.traced.allowed_breaks:
+            scope = model.scope(callee)
+            line = scope.node.lineno if scope is not None and hasattr(scope.node, "lineno") else 0
+            self.allowed_breaks.setdefault(path, set()).add((function, spelled, cause, callee[0], line))
         self._library_calls = library_calls(model, self.traced, libraries) if libraries is not None else {}
         self._files: dict[str, FileReach] = {}
 
@@ -134,7 +143,8 @@ class ProjectReach:
         classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
                                if model.is_module_class((path, qualname))))
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
-                                                 self._library_calls.get(path, ()), classes)
+                                                 self._library_calls.get(path, ()), classes,
+                                                 frozenset(self.allowed_breaks.get(path, ())))
         return result
 
     @property
@@ -151,13 +161,17 @@ class ProjectReach:
 
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
                 project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = (),
-                module_classes: tuple[str, ...] = ()) -> FileReach:
+                module_classes: tuple[str, ...] = (),
+                allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset()) -> FileReach:
     """One file's answer, with the digest the lint cache keys its findings on."""
     facts: tuple = (sorted(functions.items()), sorted(disabled), module_classes)
     if library_calls:
         facts += (library_calls,)
+    if allowed_breaks:
+        facts += (sorted(allowed_breaks),)
     digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes)
+    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes,
+                     allowed_breaks=allowed_breaks)
 
 
 class StoredReach:
