@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Optional
 from compile_lint.analysis.model.build import build_model
 from compile_lint.analysis.model.program import Model
 from compile_lint.analysis.model.traced import TracedSet, chain, parameter_hint, traced_set, untraced_branches
+from compile_lint.analysis.model.values import ClassV
 from compile_lint.analysis.project.entry_points import configured
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
@@ -76,7 +77,8 @@ class FileReach:
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
     # The file's traced calls into installed libraries, with what each reaches there (library_reach.py).
     library_calls: tuple[LibraryCall, ...] = ()
-    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries).
+    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries), and
+    # of its mixins whose every subclass in the project is one (their instances are modules).
     module_classes: tuple[str, ...] = ()
     # Whether the program model made this answer (then it is the whole traced set of the file, roots included).
     modelled: bool = True
@@ -112,6 +114,7 @@ class ProjectReach:
             self.allowed_breaks.setdefault(path, set()).add((function, spelled, cause, callee[0], line))
         self._library_calls = library_calls(model, self.traced, libraries) if libraries is not None else {}
         self._files: dict[str, FileReach] = {}
+        self._mixins: Optional[set[tuple[str, str]]] = None
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
@@ -140,12 +143,30 @@ class ProjectReach:
                              for name, hint in hints if hint == "tensor" and ((path, qualname), name) in model.passes)
             functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes))
         module = model.modules.get(path)
+        mixins = self._module_mixins()
         classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
-                               if model.is_module_class((path, qualname))))
+                               if model.is_module_class((path, qualname)) or (path, qualname) in mixins))
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
                                                  self._library_calls.get(path, ()), classes,
                                                  frozenset(self.allowed_breaks.get(path, ())))
         return result
+
+    def _module_mixins(self) -> set[tuple[str, str]]:
+        """Classes of the project that are no nn.Module but whose every subclass in the project is one (a
+        `GenerationMixin`): their instances are modules (`self(ids)` in them runs forward)."""
+        if self._mixins is None:
+            model = self.model
+            subclasses: dict[tuple[str, str], list[bool]] = {}
+            for path in model.project_files:
+                module = model.modules.get(path)
+                for qualname in (module.scopes.classes if module is not None else ()):
+                    is_module = model.is_module_class((path, qualname))
+                    for base in model.mro((path, qualname))[1:]:
+                        if isinstance(base, ClassV) and not model.is_module_class(base.key):
+                            subclasses.setdefault(base.key, []).append(is_module)
+            self._mixins = {key for key, found in subclasses.items() if found and all(found)
+                            and not _is_library(model, key[0])}
+        return self._mixins
 
     @property
     def library_files(self) -> tuple[str, ...]:
