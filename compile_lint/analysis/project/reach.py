@@ -61,6 +61,9 @@ class Reached:
     evidence: tuple[tuple[str, str, int, str], ...] = ()
     # (first, last) lines of the branches no traced run of it takes (a constant decides their test).
     untraced: tuple[tuple[int, int], ...] = ()
+    # Parameters of a compiled function that every call of it the program makes leaves at their default:
+    # Dynamo compiles the default in once, no call brings another value.
+    defaulted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,9 @@ class ProjectReach:
             hints = tuple((name, hint) for name in names if (hint := parameter_hint(model, nodes, name)) is not None)
             evidence = tuple((name, *sorted(model.passes[((path, qualname), name)])[0])
                              for name, hint in hints if hint == "tensor" and ((path, qualname), name) in model.passes)
-            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes))
+            defaulted = tuple(name for name in names if _left_at_default(model, nodes, (path, qualname), name))
+            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes),
+                                          defaulted)
         module = model.modules.get(path)
         mixins = self._module_mixins()
         classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
@@ -178,6 +183,18 @@ class ProjectReach:
     def library_notes(self) -> tuple[tuple[str, str, int], ...]:
         """(module, path, line of the first traced call) of each installed module without Python source called."""
         return library_notes(self.model, self.traced, self.libraries) if self.libraries is not None else ()
+
+
+def _left_at_default(model: Model, nodes: list, key: tuple[str, str], name: str) -> bool:
+    """Whether parameter `name` of function `key`, compiled by the program (`torch.compile(obj.generate)`, no
+    module's forward whose callers are unseen), holds its default at every call the model saw of it."""
+    registered = [node for node in nodes if node in model.entries]
+    called = [node for node in nodes if node not in model.entries]
+    default = model.heap.peek(("d", key, name))
+    if not registered or not called or not default or any(model.entries[node] is None for node in registered):
+        return False
+    return all(model.heap.peek(("p", node, name)) and model.heap.peek(("p", node, name)) <= default
+               for node in called)
 
 
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
