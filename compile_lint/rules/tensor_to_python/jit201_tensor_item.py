@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import libcst as cst
@@ -15,6 +14,7 @@ from compile_lint.fixes.capture_scalars import report_captured_size, report_kept
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.allowed_calls import allowed_break, display_path
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -419,7 +419,7 @@ class TensorItem(ElifTracker, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         receiver = method_call(node, frozenset({"item"}))
         if receiver is None:
-            where = _imported_helper_reading_item(self, node)
+            where = _imported_helper_reading_item(self, node) or allowed_break(self.context, node, "item")
             if where is not None:
                 self.report(node, message=(
                     f"{where} reads tensor data with `.item()` and breaks the graph here; keep the value a "
@@ -464,7 +464,7 @@ def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:
         receiver = method_call(inner, frozenset({"item"}))
         if (receiver is not None and _always_runs(other, helper, inner)
                 and other.facts.kind_with_bindings(receiver, helper, bindings) not in NOT_ARRAYS):
-            return f"`{helper.name.value}()` ({_display_path(context.path, other.path)}:{_line(other, helper)})"
+            return f"`{helper.name.value}()` ({display_path(context.path, other.path)}:{_line(other, helper)})"
     return None
 
 
@@ -521,9 +521,3 @@ def _line(context, function: cst.FunctionDef) -> int:
     summary = context.symbols.summary(context.path) if context.symbols is not None else None
     found = summary.functions.get(function.name.value) if summary is not None else None
     return found.line if found is not None else 1
-
-
-def _display_path(linted: str, other: str) -> str:
-    """`other` relative to the linted file's directory when it is beside or below it, else as found."""
-    relative = os.path.relpath(other, os.path.dirname(os.path.abspath(linted)))
-    return other if relative.startswith("..") else relative
