@@ -18,7 +18,7 @@ import compile_lint.engine.lint as engine
 from bounded_cost import SIBLING, long_forward, small_modules
 from compile_lint.analysis.file.reaching import READ_BINDINGS_BUDGET, ReachingBindings
 from compile_lint.analysis.project.summariser import summarise_source
-from compile_lint.analysis.project.summary import LOCAL_BINDINGS_BUDGET, OTHER
+from compile_lint.analysis.project.summary import LOCAL_BINDINGS_BUDGET
 from compile_lint.engine.api import ProjectIndex, lint_source
 from compile_lint.settings.config import Config
 
@@ -79,8 +79,7 @@ def test_a_name_bound_many_times_keeps_a_bounded_summary():
             peaks[statements] = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-    tags = summary.functions["Net.forward"].local_tags["x"]
-    assert len(tags) == LOCAL_BINDINGS_BUDGET and tags[-1] == OTHER
+    assert len(summary.functions["Net.forward"].aliases["x"]) == LOCAL_BINDINGS_BUDGET
     assert peaks[4_000] < 6 * peaks[1_000], peaks
 
 

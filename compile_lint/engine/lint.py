@@ -33,7 +33,7 @@ from compile_lint.engine.parse import parse_module, python_rejects_nesting
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.engine.project import ProjectIndex, symbol_index
-from compile_lint.engine.source import SourceError, read_source
+from compile_lint.engine.source import SourceError, decode_source, read_source
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.rules import ALL_RULES
@@ -336,6 +336,17 @@ def _fixable_only(diagnostics: list[Diagnostic], config: Config) -> list[Diagnos
             for d in diagnostics]
 
 
+def _on_disk(path: str, text: str) -> bool:
+    """Whether `text` is what the file `path` holds on disk: the project's model read the disk, so its
+    answer is about that text; stdin named by --stdin-filename, or an unsaved buffer, is modelled alone."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return decode_source(data, path).text == text
+    except (OSError, SourceError):
+        return False
+
+
 def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
                cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
@@ -344,7 +355,7 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
-    reach = project.reach(config, path) if project is not None else None
+    reach = project.reach(config, path) if project is not None and _on_disk(path, text) else None
     reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:

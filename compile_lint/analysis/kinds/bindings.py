@@ -299,6 +299,11 @@ class BindingKinds(FactsParts):
                 # an optional tensor passed on (`labels`) keeps it: the callee uses it as one.
                 return passed
             if function in self.regions.roots:
+                hint = self.regions.root_hints.get(function, {}).get(name)
+                if hint == "other":  # the model saw the calls pass something else than tensors
+                    return Kind.UNKNOWN
+                if hint == "py":
+                    return Kind.PY
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
             external = self.regions.external.get(function)
             if external is not None:

@@ -212,6 +212,8 @@ class CallKinds(FactsParts):
             if func.value in self.regions.module_classes:
                 return Kind.MODULE
             callee = self.name_kind(func.value, function)
+            if callee is Kind.SELF:
+                return self._self_call_kind(function)
             return self._module_call_kind(call, function) if callee is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             method = func.attr.value
@@ -256,6 +258,19 @@ class CallKinds(FactsParts):
             if base is Kind.DICT and method in ("keys", "values", "items"):
                 return Kind.LIST
         return Kind.UNKNOWN
+
+    def _self_call_kind(self, function: cst.FunctionDef) -> Kind:
+        """What `self(x)` gives in a method of a module class (`out = self(out)` in `generate`): what its
+        forward returns (a tensor unless the class's own forward says otherwise); unknown in other classes."""
+        cls = self.regions.owner_class.get(function)
+        if cls is None or self.regions.module_classes.get(cls.name.value) is not cls:
+            return Kind.UNKNOWN
+        forward = self._find_method(cls, "forward")
+        if forward is not None:
+            returned = self.return_kind(forward)
+            if returned not in (Kind.UNKNOWN, Kind.PENDING):
+                return returned
+        return Kind.TENSOR
 
     def _module_call_kind(self, call: cst.Call, function: cst.FunctionDef) -> Kind:
         """What calling a submodule gives: its forward's return kind when this file defines its class.

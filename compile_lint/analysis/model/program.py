@@ -68,7 +68,9 @@ class CallRecord:
     """One call site of a node: where, as spelled, whether only eager runs reach it, and what it calls.
 
     `targets` holds (callee, how): a callee node, or an external name (`builtins.print`);
-    how is "call", "disabled", "allowed" or "opaque" (Dynamo's treatment of the callee).
+    how is "call", "disabled", "allowed" or "opaque" (Dynamo's treatment of the callee), "eager" (a call
+    only eager runs make: a metaclass's `__call__`) or "dynamo" (one only Dynamo makes: `__init__` of a class
+    whose metaclass defines `__call__`, which Python calls from there).
     """
 
     line: int
@@ -117,6 +119,10 @@ class Model:
         # (function key, parameter) -> {(path, line, argument as spelled)}: calls from another file
         # that pass it a tensor, what a finding resting on the parameter names.
         self.passes: dict[tuple[tuple[str, str], str], set[tuple[str, int, str]]] = {}
+        # Node -> (cause, line) of each place its traced code needs a tensor's data ("item": `.item()`,
+        # `.tolist()`...; "branch": an `if`/`while` on a tensor): what a function registered with
+        # `allow_in_graph` cannot do in the fake run Dynamo makes of it.
+        self.data_reads: dict[Node, set[tuple[str, int]]] = {}
         self._mro: dict[tuple[str, str], tuple] = {}
         self._linearising: set[tuple[str, str]] = set()
         self._imports: dict[tuple[str, str], tuple] = {}  # (name, directory of a relative import) -> where

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import libcst as cst
@@ -14,6 +13,7 @@ from compile_lint.fixes.capture_scalars import report_captured_size, report_kept
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.allowed_calls import allowed_break, display_path
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -418,7 +418,7 @@ class TensorItem(ElifTracker, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         receiver = method_call(node, frozenset({"item"}))
         if receiver is None:
-            where = _imported_helper_reading_item(self, node)
+            where = _imported_helper_reading_item(self, node) or allowed_break(self.context, node, "item")
             if where is not None:
                 self.report(node, message=(
                     f"{where} reads tensor data with `.item()` and breaks the graph here; keep the value a "
@@ -458,11 +458,5 @@ def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:
     for path, qualname, line in context.helpers_reading_item(call, context.function):
         if context.reach is not None and context.reach.reaches(path, qualname):
             continue  # a helper of the project that is traced: linted in its own file, at its `.item()`
-        return f"`{qualname.rsplit('.', 1)[-1]}()` ({_display_path(context.path, path)}:{line})"
+        return f"`{qualname.rsplit('.', 1)[-1]}()` ({display_path(context.path, path)}:{line})"
     return None
-
-
-def _display_path(linted: str, other: str) -> str:
-    """`other` relative to the linted file's directory when it is beside or below it, else as found."""
-    relative = os.path.relpath(other, os.path.dirname(os.path.abspath(linted)))
-    return other if relative.startswith("..") else relative
