@@ -15,7 +15,7 @@ all keeping their answers in one `memo.KindMemo`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -37,9 +37,6 @@ from compile_lint.analysis.kinds.lattice import Kind, join
 from compile_lint.analysis.kinds.memo import KindMemo
 from compile_lint.analysis.syntax.imports import ImportMap
 
-if TYPE_CHECKING:
-    from compile_lint.analysis.file.context import FileContext
-
 # What rules import from here, wherever it is defined.
 __all__ = ["AssignedValue", "Facts", "Kind", "SelfAttributes", "TRACED_RANDOM_DRAWS", "annotation_kind", "join",
            "returned_values"]
@@ -50,16 +47,16 @@ class Facts(ExpressionKinds, BindingKinds, CallKinds, DrawKinds, ContainerKinds,
 
     def __init__(
         self, imports: ImportMap, regions: Regions,
-        imported_function: Optional[Callable[[cst.Call], Optional[tuple["FileContext", cst.FunctionDef]]]] = None,
+        call_returns: Optional[Callable[[cst.Call, cst.FunctionDef], Optional[frozenset]]] = None,
         type_aliases: Optional[dict[str, cst.BaseExpression]] = None,
     ) -> None:
         self.imports = imports
         self.regions = regions
         # Module-level `Size_ = Tuple[int, int]`: an annotation naming one means its value.
         self.type_aliases = type_aliases or {}
-        # A call -> the function of another file it runs through an import, with that file's
-        # context: `FileContext.imported_function` (None: the file is analysed on its own).
-        self.imported_function = imported_function
+        # A call of functions of other files -> the values the program model found it returns:
+        # `FileContext.call_returns` (None: no model answers this file's calls).
+        self.call_returns = call_returns
         self.memo = KindMemo()
         self.callees = Callees(
             imports, regions.module_classes, regions.owner_class,

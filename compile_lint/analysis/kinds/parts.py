@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from compile_lint.analysis.file.callees import Callees
-    from compile_lint.analysis.file.context import FileContext
     from compile_lint.analysis.file.reaching import Binding, ReachingBindings
     from compile_lint.analysis.file.regions import Regions
     from compile_lint.analysis.kinds.bindings import AssignedValue, SelfAttributes
@@ -29,7 +28,7 @@ class FactsParts:
     imports: ImportMap
     regions: Regions
     type_aliases: dict[str, cst.BaseExpression]
-    imported_function: Optional[Callable[[cst.Call], Optional[tuple[FileContext, cst.FunctionDef]]]]
+    call_returns: Optional[Callable[[cst.Call, cst.FunctionDef], Optional[frozenset]]]
     memo: KindMemo
     callees: Callees
 

@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.model.build import build_model
 from compile_lint.analysis.model.program import Model
+from compile_lint.analysis.model.sites import CallAnswer, CallSite, call_answers, stable_text
 from compile_lint.analysis.model.traced import TracedSet, chain, parameter_hint, traced_set, untraced_branches
 from compile_lint.analysis.model.values import ClassV
 from compile_lint.analysis.project.entry_points import configured
@@ -85,6 +86,8 @@ class FileReach:
     module_classes: tuple[str, ...] = ()
     # Whether the program model made this answer (then it is the whole traced set of the file, roots included).
     modelled: bool = True
+    # The traced calls of the file that run functions of other files: what the model found of each (sites.py).
+    calls: dict[CallSite, CallAnswer] = field(default_factory=dict)
     # (calling function, callee as spelled, cause, callee's file, callee's line) of the file's traced calls of
     # an `allow_in_graph` function that needs tensor data (cause "item": `.item()` and the like, "branch": a
     # tensor `if`): the graph breaks at the call.
@@ -93,6 +96,19 @@ class FileReach:
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
         return self.project is not None and (os.path.abspath(path), qualname) in self.project.reached
+
+    def call_returns(self, line: int, column: int, spelled: str) -> Optional[frozenset]:
+        """The values the call at `line`, `column` (UTF-8 bytes, as `ast` counts) spelled `spelled` returns,
+        joined over the contexts the model evaluated its callees in; None when the model has no answer (not
+        a traced call of plain functions of other files)."""
+        answer = self.calls.get((line, column, spelled))
+        return answer.returns if answer is not None else None
+
+    def helpers_reading_item(self, line: int, column: int, spelled: str) -> tuple[tuple[str, str, int], ...]:
+        """(path, qualified name, `def` line) of each function of another file that the call at `line`, `column`
+        spelled `spelled` runs and that reads tensor data with `.item()` on a tensor on every run."""
+        answer = self.calls.get((line, column, spelled))
+        return answer.reads_item if answer is not None else ()
 
 
 class ProjectReach:
@@ -151,9 +167,10 @@ class ProjectReach:
         mixins = self._module_mixins()
         classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
                                if model.is_module_class((path, qualname)) or (path, qualname) in mixins))
+        calls = call_answers(model, path, [node for nodes in self._by_file.get(path, {}).values() for node in nodes])
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
                                                  self._library_calls.get(path, ()), classes,
-                                                 frozenset(self.allowed_breaks.get(path, ())))
+                                                 frozenset(self.allowed_breaks.get(path, ())), calls)
         return result
 
     def _module_mixins(self) -> set[tuple[str, str]]:
@@ -200,16 +217,19 @@ def _left_at_default(model: Model, nodes: list, key: tuple[str, str], name: str)
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
                 project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = (),
                 module_classes: tuple[str, ...] = (),
-                allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset()) -> FileReach:
+                allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset(),
+                calls: Optional[dict[CallSite, CallAnswer]] = None) -> FileReach:
     """One file's answer, with the digest the lint cache keys its findings on."""
     facts: tuple = (sorted(functions.items()), sorted(disabled), module_classes)
     if library_calls:
         facts += (library_calls,)
     if allowed_breaks:
         facts += (sorted(allowed_breaks),)
+    if calls:
+        facts += (stable_text(calls),)
     digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
     return FileReach(path, functions, digest, project, disabled, library_calls, module_classes,
-                     allowed_breaks=allowed_breaks)
+                     allowed_breaks=allowed_breaks, calls=calls or {})
 
 
 class StoredReach:

@@ -187,11 +187,9 @@ class _Summariser:
 
     def _module_names(self, body: Iterable[ast.stmt]) -> None:
         summary = self.summary
-        spans = []
         stars: list[str] = []
         for stmt in module_statements(body):
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                spans.append(self._share((stmt.lineno, stmt.end_lineno or stmt.lineno)))
                 for local, qualified in import_bindings(stmt):
                     summary.imports[_intern(local)] = _intern(qualified)
                 if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
@@ -200,7 +198,6 @@ class _Summariser:
                 spellings = value_spellings(stmt.value)
                 if spellings:
                     summary.aliases[_intern(stmt.targets[0].id)] = self._binding(spellings, stmt.value)
-        summary.import_spans = tuple(spans)
         summary.star_imports = tuple(stars)
 
     def _binding(self, spellings: tuple[str, ...], value: ast.AST, class_attribute: bool = False) -> Binding:

@@ -157,8 +157,6 @@ class FileSummary:
     aliases: dict[str, Binding] = field(default_factory=dict)  # top-level `A = b.c`, `A = partial(f)`, ...
     # (scope qualname, line, target spelling) of `torch.compile(X)`, `X.compile()`, `@torch.compile`
     compiled: tuple[tuple[str, int, str], ...] = ()
-    # (first, last) line of every top-level import statement (also inside top-level if/try).
-    import_spans: tuple[tuple[int, int], ...] = ()
     # The modules of `from MODULE import *`, in order, as spelled (relative ones keep their dots).
     star_imports: tuple[str, ...] = ()
 
