@@ -15,7 +15,7 @@ from compile_lint.engine.dispatch import LintCancelled
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import add_noqa
 from compile_lint.fixes.edits import apply_fixes
-from compile_lint.frontends.server import LintScheduler, Snapshot
+from compile_lint.frontends.lint_scheduler import LintScheduler, Snapshot
 from compile_lint.rules import RULES_BY_CODE
 from compile_lint.settings.config import Config
 from lsp_client import TIMEOUT, LspClient
