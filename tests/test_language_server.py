@@ -190,6 +190,7 @@ def test_a_burst_of_edits_is_debounced_and_its_last_version_published(client, tm
     assert versions == sorted(versions)
     lines = text.splitlines(True)
     lines[line] = lines[line].rstrip("\n") + typed + "\n"
+    path.write_text("".join(lines))  # what the findings equal: a lint of the file saved
     assert _lsp_findings(final["diagnostics"]) == _cli_findings("".join(lines), path)
     assert client.close() == 0
 

@@ -155,10 +155,10 @@ class _Document:
     fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
     latest: Optional[Snapshot] = None  # the newest version the editor sent
     published: Optional[tuple[Optional[int], list[Diagnostic]]] = None  # (version, findings) last published
-    # The project's answer last built for the document, the text it was built for, and its outline.
+    # The project's answer for the document and the text it is for, replaced whole (a build's thread sets
+    # it while the worker reads it); whether a build made it (else the text's own), the text's outline.
+    known: Optional[tuple[Optional[FileReach], str]] = None
     answered: bool = False
-    known: Optional[FileReach] = None
-    known_text: str = ""
     known_outline: Optional[str] = None
 
 
@@ -261,13 +261,14 @@ class CompileLintServer:
         return Snapshot(uri, document.path, document.source, document.version, self.config_for(document.path))
 
     def reach_for(self, state: _Document, job: Snapshot) -> Optional[FileReach]:
-        """What the project reaches in this version: the last answer built, moved to its lines; before
-        any, what the text reaches on its own (no other file read)."""
-        if state.answered:
-            known = state.known
-            return moved_reach(known, state.known_text, job.text) if known is not None else None
-        bases = tuple(DEFAULT_MODULE_BASE_NAMES) + tuple(job.config.module_bases)
-        return buffer_alone(job.path, job.text, symbol_index(job.config).modules, bases)
+        """What the project reaches in this version: the last answer built, moved to its lines. Until the
+        first is built, what the first text linted reaches on its own (no other file read), moved likewise."""
+        known = state.known
+        if known is None:
+            bases = tuple(DEFAULT_MODULE_BASE_NAMES) + tuple(job.config.module_bases)
+            known = state.known = (buffer_alone(job.path, job.text, symbol_index(job.config).modules, bases), job.text)
+        reach, text = known
+        return moved_reach(reach, text, job.text) if reach is not None else None
 
     def lint(self, job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
         state = self.documents.get(job.uri)
@@ -300,12 +301,11 @@ class CompileLintServer:
     def after_edit(self) -> None:
         """On a timer thread, typing having paused: build at once if the edit changed what other code sees
         of a document, else once typing pauses `BODY_PAUSE_SECONDS`."""
-        states = [state for state in list(self.documents.values()) if state.latest is not None]
-        if any(not state.answered for state in states) or any(state.answered and state.known_text != state.latest.text  # type: ignore[union-attr]
-               and outline(state.latest.text) not in (None, state.known_outline)  # type: ignore[union-attr]
-               for state in states):
+        edited = [(state, state.latest.text) for state in list(self.documents.values())
+                  if state.latest is not None and (state.known is None or state.known[1] != state.latest.text)]
+        if any(not state.answered or outline(text) not in (None, state.known_outline) for state, text in edited):
             self.builds.schedule(0)
-        elif any(state.known_text != state.latest.text for state in states):  # type: ignore[union-attr]
+        elif edited:
             self.builds.schedule(BODY_PAUSE_SECONDS - OUTLINE_PAUSE_SECONDS)
 
     def built(self, request: BuildRequest, answers: Answers) -> None:
@@ -315,8 +315,8 @@ class CompileLintServer:
             latest = state.latest
             if latest is None or latest.path not in answers:
                 continue
-            state.known, state.known_text = answers[latest.path], texts[latest.path]
-            state.known_outline = outline(state.known_text)
+            state.known_outline = outline(texts[latest.path])
+            state.known = (answers[latest.path], texts[latest.path])
             state.answered = True
             if self.loop is not None:
                 self.loop.call_soon_threadsafe(self.schedule, uri, False)

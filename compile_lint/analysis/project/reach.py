@@ -304,8 +304,12 @@ def _project_model(root: str, files: list[str], symbols: SymbolIndex, module_bas
 def _unsaved_reach(root: str, recursive: bool, symbols: SymbolIndex, module_bases: Iterable[str],
                    configured_entries: Iterable[str], config_root: str, excluded: Callable[[str], bool],
                    libraries: Optional[Callable[[str], LibraryIndex]], sources: dict[str, str]) -> ProjectReach:
-    """`project_reach`'s answer with `sources` replacing the files' texts on disk, built afresh."""
+    """`project_reach`'s answer with `sources` replacing the files' texts on disk, built afresh (a source
+    of the project not saved yet is one of its files)."""
     files = _project_files(root, recursive, excluded)
+    listed = set(files)
+    files += sorted(path for path in map(os.path.abspath, sources) if path not in listed and not excluded(path)
+                    and (path.startswith(os.path.join(root, "")) if recursive else os.path.dirname(path) == root))
     library_index = libraries(root) if libraries is not None else None
     model = _project_model(root, files, symbols, module_bases, library_index, sources)
     error = _add_configured(model, configured_entries, config_root)
