@@ -21,6 +21,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -30,6 +31,8 @@ from compile_lint.settings.config import Config
 logger = logging.getLogger(__name__)
 # How much lower than the server's the child's scheduling priority is.
 CHILD_NICENESS = 5
+# How often the child checks that the server that started it is still there.
+PARENT_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -145,8 +148,16 @@ class ProjectBuilds:
             self.schedule(0)
 
 
+def _end_with(parent: int) -> None:
+    """End this process once `parent` is gone (a server killed outright cannot end its build)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
 def main() -> int:
     """The child: read a request on stdin, write its answers on stdout."""
+    threading.Thread(target=_end_with, args=(os.getppid(),), daemon=True).start()
     try:
         os.nice(CHILD_NICENESS)
     except OSError:
