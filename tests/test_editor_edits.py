@@ -58,15 +58,16 @@ def _change(client, uri: str, version: int, text: str) -> None:
 
 def _settled(client, published: dict[str, tuple]) -> dict[str, tuple]:
     """`published` (uri -> (version, diagnostics)) updated with what the server publishes until it settles."""
-    due = time.monotonic() + BODY_PAUSE_SECONDS + QUIET_SECONDS  # when a build an edit asked for has started
     server = psutil.Process(client.process.pid)
+    due = time.monotonic() + BODY_PAUSE_SECONDS + QUIET_SECONDS  # a build asked for meanwhile has started
     while True:
         try:
             _, message = client.messages.get(timeout=QUIET_SECONDS)
         except queue.Empty:
-            if time.monotonic() > due and not server.children():
+            if published and time.monotonic() > due and not server.children():
                 return published
             continue
+        due = time.monotonic() + BODY_PAUSE_SECONDS + QUIET_SECONDS
         if message.get("method") == "textDocument/publishDiagnostics":
             params = message["params"]
             published[params["uri"]] = (params.get("version"), params["diagnostics"])

@@ -56,9 +56,13 @@ def build_answers(request: BuildRequest) -> Answers:
     answers: Answers = {}
     for path, _, config in request.documents:
         reach = index.reach(config, path, sources=sources or None)
-        answers[path] = None if reach is None else StoredReach(
-            frozenset(reach.project.reached) if reach.project is not None else frozenset(),
-            {os.path.abspath(path): dataclasses.replace(reach, project=None)}).for_file(path)
+        if reach is None or reach.project is None:
+            answers[path] = reach
+            continue
+        # With the answers for the library files its calls reach (what is linted inside them).
+        files = {os.path.abspath(path), *(function.path for call in reach.library_calls for function in call.reached)}
+        answers[path] = StoredReach(frozenset(reach.project.reached), {
+            file: dataclasses.replace(reach.project.for_file(file), project=None) for file in files}).for_file(path)
     return answers
 
 
