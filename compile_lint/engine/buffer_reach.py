@@ -28,6 +28,9 @@ class KnownReach:
     The lint reads nothing else of the project (see `engine.lint.lint_text`, which only asks `reach`).
     """
 
+    # The answer is about the text being linted (moved to its lines), not the file on disk.
+    answers_for_text = True
+
     def __init__(self, path: str, reach: Optional[FileReach]) -> None:
         self.path = os.path.abspath(path)
         self.answer = reach

@@ -118,35 +118,11 @@ def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
     `is_torchdynamo_compiling`, `from torch.compiler import is_compiling`) is guarded with
     it, as its authors write; else `torch.compiler.is_compiling`, spelled as torch is imported.
     """
-    module_level = module_level_imports(context.module)
+    module_level = context.imports.module_level  # found once per file: this is asked once per finding
     for local, qualified in context.imports.names.items():
         if local in module_level and local != qualified and is_compiling_helper(qualified):
             return local, ()
     return spell(context, GUARD_PREDICATE)
-
-
-def module_level_imports(module: cst.Module) -> set[str]:
-    """Names imported at module level (also under a top-level `if`/`try`), so in scope in
-    every function; an import inside some other function is not."""
-    names: set[str] = set()
-    pending: list[cst.CSTNode] = list(module.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
-            pending.extend(node.body.body)
-            pending.extend(getattr(node, "handlers", ()))
-            for branch in ("orelse", "finalbody"):
-                child = getattr(node, branch, None)
-                if child is not None:
-                    pending.append(child)
-        elif isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
-                    for alias in small.names:
-                        bound = alias.asname.name if alias.asname is not None else alias.name
-                        if isinstance(bound, cst.Name):
-                            names.add(bound.value)
-    return names
 
 
 def gated_by_compile_test(context: "FileContext", node: cst.CSTNode) -> bool:

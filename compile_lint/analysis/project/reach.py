@@ -27,7 +27,9 @@ from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.model.build import build_model
 from compile_lint.analysis.model.program import Model
+from compile_lint.analysis.model.sites import CallAnswer, CallSite, call_answers, stable_text
 from compile_lint.analysis.model.traced import TracedSet, chain, parameter_hint, traced_set, untraced_branches
+from compile_lint.analysis.model.values import ClassV
 from compile_lint.analysis.project.entry_points import configured
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
@@ -54,12 +56,15 @@ class Reached:
     qualname: str
     chain: tuple[Link, ...]  # () for an entry point
     entry: bool
-    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py")
+    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py" | "other")
     # (parameter, file, line, argument as spelled) of a call from another file that passes a
     # tensor to a parameter hinted "tensor": what a finding resting on the parameter names.
     evidence: tuple[tuple[str, str, int, str], ...] = ()
     # (first, last) lines of the branches no traced run of it takes (a constant decides their test).
     untraced: tuple[tuple[int, int], ...] = ()
+    # Parameters of a compiled function that every call of it the program makes leaves at their default:
+    # Dynamo compiles the default in once, no call brings another value.
+    defaulted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,14 +81,34 @@ class FileReach:
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
     # The file's traced calls into installed libraries, with what each reaches there (library_reach.py).
     library_calls: tuple[LibraryCall, ...] = ()
-    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries).
+    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries), and
+    # of its mixins whose every subclass in the project is one (their instances are modules).
     module_classes: tuple[str, ...] = ()
     # Whether the program model made this answer (then it is the whole traced set of the file, roots included).
     modelled: bool = True
+    # The traced calls of the file that run functions of other files: what the model found of each (sites.py).
+    calls: dict[CallSite, CallAnswer] = field(default_factory=dict)
+    # (calling function, callee as spelled, cause, callee's file, callee's line) of the file's traced calls of
+    # an `allow_in_graph` function that needs tensor data (cause "item": `.item()` and the like, "branch": a
+    # tensor `if`): the graph breaks at the call.
+    allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset()
 
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
         return self.project is not None and (os.path.abspath(path), qualname) in self.project.reached
+
+    def call_returns(self, line: int, column: int, spelled: str) -> Optional[frozenset]:
+        """The values the call at `line`, `column` (UTF-8 bytes, as `ast` counts) spelled `spelled` returns,
+        joined over the contexts the model evaluated its callees in; None when the model has no answer (not
+        a traced call of plain functions of other files)."""
+        answer = self.calls.get((line, column, spelled))
+        return answer.returns if answer is not None else None
+
+    def helpers_reading_item(self, line: int, column: int, spelled: str) -> tuple[tuple[str, str, int], ...]:
+        """(path, qualified name, `def` line) of each function of another file that the call at `line`, `column`
+        spelled `spelled` runs and that reads tensor data with `.item()` on a tensor on every run."""
+        answer = self.calls.get((line, column, spelled))
+        return answer.reads_item if answer is not None else ()
 
 
 class ProjectReach:
@@ -101,8 +126,14 @@ class ProjectReach:
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
         for path, function, spelled in self.traced.disabled_calls:
             self.disabled_calls.setdefault(path, set()).add((function, spelled))
+        self.allowed_breaks: dict[str, set[tuple[str, str, str, str, int]]] = {}
+        for path, function, spelled, cause, callee in self.traced.allowed_breaks:
+            scope = model.scope(callee)
+            line = scope.node.lineno if scope is not None and hasattr(scope.node, "lineno") else 0
+            self.allowed_breaks.setdefault(path, set()).add((function, spelled, cause, callee[0], line))
         self._library_calls = library_calls(model, self.traced, libraries) if libraries is not None else {}
         self._files: dict[str, FileReach] = {}
+        self._mixins: Optional[set[tuple[str, str]]] = None
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
@@ -120,19 +151,44 @@ class ProjectReach:
             called = [chain(model, traced, node) for node in nodes if node in traced.parents]
             shortest = min(called, key=lambda links: (len(links), links)) if called else ()
             links = tuple(Link(*link) for link in shortest)
-            entry = any(node in traced.entries for node in nodes)
+            # An entry: compiled, or a module's forward no traced code calls (a forward that traced code
+            # calls is reached through that call: its findings name it).
+            entry = any(node in traced.entries and (traced.entries[node] is not None or node not in traced.parents)
+                        for node in nodes)
             names = [argument.arg for argument in (*scope.function.args.posonlyargs, *scope.function.args.args,
                                                    *scope.function.args.kwonlyargs)]
             hints = tuple((name, hint) for name in names if (hint := parameter_hint(model, nodes, name)) is not None)
             evidence = tuple((name, *sorted(model.passes[((path, qualname), name)])[0])
                              for name, hint in hints if hint == "tensor" and ((path, qualname), name) in model.passes)
-            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes))
+            defaulted = tuple(name for name in names if _left_at_default(model, nodes, (path, qualname), name))
+            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes),
+                                          defaulted)
         module = model.modules.get(path)
+        mixins = self._module_mixins()
         classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
-                               if model.is_module_class((path, qualname))))
+                               if model.is_module_class((path, qualname)) or (path, qualname) in mixins))
+        calls = call_answers(model, path, [node for nodes in self._by_file.get(path, {}).values() for node in nodes])
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
-                                                 self._library_calls.get(path, ()), classes)
+                                                 self._library_calls.get(path, ()), classes,
+                                                 frozenset(self.allowed_breaks.get(path, ())), calls)
         return result
+
+    def _module_mixins(self) -> set[tuple[str, str]]:
+        """Classes of the project that are no nn.Module but whose every subclass in the project is one (a
+        `GenerationMixin`): their instances are modules (`self(ids)` in them runs forward)."""
+        if self._mixins is None:
+            model = self.model
+            subclasses: dict[tuple[str, str], list[bool]] = {}
+            for path in model.project_files:
+                module = model.modules.get(path)
+                for qualname in (module.scopes.classes if module is not None else ()):
+                    is_module = model.is_module_class((path, qualname))
+                    for base in model.mro((path, qualname))[1:]:
+                        if isinstance(base, ClassV) and not model.is_module_class(base.key):
+                            subclasses.setdefault(base.key, []).append(is_module)
+            self._mixins = {key for key, found in subclasses.items() if found and all(found)
+                            and not _is_library(model, key[0])}
+        return self._mixins
 
     @property
     def library_files(self) -> tuple[str, ...]:
@@ -146,15 +202,34 @@ class ProjectReach:
         return library_notes(self.model, self.traced, self.libraries) if self.libraries is not None else ()
 
 
+def _left_at_default(model: Model, nodes: list, key: tuple[str, str], name: str) -> bool:
+    """Whether parameter `name` of function `key`, compiled by the program (`torch.compile(obj.generate)`, no
+    module's forward whose callers are unseen), holds its default at every call the model saw of it."""
+    registered = [node for node in nodes if node in model.entries]
+    called = [node for node in nodes if node not in model.entries]
+    default = model.heap.peek(("d", key, name))
+    if not registered or not called or not default or any(model.entries[node] is None for node in registered):
+        return False
+    return all(model.heap.peek(("p", node, name)) and model.heap.peek(("p", node, name)) <= default
+               for node in called)
+
+
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
                 project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = (),
-                module_classes: tuple[str, ...] = ()) -> FileReach:
+                module_classes: tuple[str, ...] = (),
+                allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset(),
+                calls: Optional[dict[CallSite, CallAnswer]] = None) -> FileReach:
     """One file's answer, with the digest the lint cache keys its findings on."""
     facts: tuple = (sorted(functions.items()), sorted(disabled), module_classes)
     if library_calls:
         facts += (library_calls,)
+    if allowed_breaks:
+        facts += (sorted(allowed_breaks),)
+    if calls:
+        facts += (stable_text(calls),)
     digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes)
+    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes,
+                     allowed_breaks=allowed_breaks, calls=calls or {})
 
 
 class StoredReach:
@@ -285,8 +360,10 @@ def project_reach(
 
 
 def _project_files(root: str, recursive: bool, excluded: Callable[[str], bool]) -> list[str]:
-    return python_files(root, PROJECT_INDEX, excluded) if recursive else sorted(
-        os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    """The project's files: every file under a package root with the scripts beside it, or a directory's own."""
+    if not recursive:
+        return sorted(os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    return python_files(root, PROJECT_INDEX, excluded) + scripts_beside(root, excluded)
 
 
 def _project_model(root: str, files: list[str], symbols: SymbolIndex, module_bases: Iterable[str],
@@ -332,6 +409,20 @@ def _add_configured(model: Model, configured_entries: Iterable[str], config_root
         add_configured(model, keys)
         model.solve()
     return None
+
+
+def scripts_beside(root: str, excluded: Callable[[str], bool] = lambda path: False) -> list[str]:
+    """The scripts next to package `root` (`train.py` beside `pkg/`): they import it, and what they compile,
+    and the switches they flip before compiling, are the program's too. None beside an installation folder's
+    package, nor beside a directory that is no package."""
+    parent = os.path.dirname(os.path.abspath(root))
+    if not os.path.isfile(os.path.join(root, "__init__.py")) or os.path.basename(parent) in _INSTALLATION_FOLDERS:
+        return []
+    return sorted(path for name in _listdir(parent) if name.endswith(".py")
+                  and os.path.isfile(path := os.path.join(parent, name)) and not excluded(path))
+
+
+_INSTALLATION_FOLDERS = frozenset({"site-packages", "dist-packages"})
 
 
 def _library_test(root: str, libraries: Optional[LibraryIndex]) -> Callable[[str], bool]:

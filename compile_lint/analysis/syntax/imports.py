@@ -43,6 +43,9 @@ class ImportMap:
         self.names: dict[str, str] = {}
         self.defined: set[str] = set()
         self._collect(module)
+        # Names imported at module level (also under a top-level `if`/`try`), so in scope in
+        # every function; an import inside some other function is not.
+        self.module_level: frozenset[str] = frozenset(_module_level_imports(module))
         # id(node) -> (node, its qualified name): every rule asks about every call's callee.
         # The node is kept so that its id cannot be reused; `names` no longer change.
         self._qualnames: dict[int, tuple[cst.BaseExpression, Optional[str]]] = {}
@@ -88,6 +91,28 @@ class ImportMap:
                 if best is None or len(candidate) < len(best):
                     best = candidate
         return best
+
+
+def _module_level_imports(module: cst.Module) -> set[str]:
+    names: set[str] = set()
+    pending: list[cst.CSTNode] = list(module.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
+            pending.extend(node.body.body)
+            pending.extend(getattr(node, "handlers", ()))
+            for branch in ("orelse", "finalbody"):
+                child = getattr(node, branch, None)
+                if child is not None:
+                    pending.append(child)
+        elif isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    for alias in small.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(bound, cst.Name):
+                            names.add(bound.value)
+    return names
 
 
 class _ImportCollector(cst.CSTVisitor):
