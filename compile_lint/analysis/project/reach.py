@@ -300,6 +300,7 @@ def project_reach(
     configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
     map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
     frozen: bool = False, libraries: Optional[Callable[[str], LibraryIndex]] = None, fresh: bool = False,
+    sources: Optional[dict[str, str]] = None,
 ) -> "ProjectReach | StoredReach":
     """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
 
@@ -307,8 +308,12 @@ def project_reach(
     worker, forked after the run's index was built); `fresh` builds the model even when an
     answer is kept (in the process or on disk), for a caller that wants the model itself. With
     `libraries` (the project root -> its `LibraryIndex`), calls into installed libraries are
-    followed too (library_reach.py).
+    followed too (library_reach.py). `sources` (path -> text) are files whose unsaved text replaces
+    theirs on disk (an editor's buffers): such an answer is neither kept nor taken from what is kept.
     """
+    if sources:
+        return _unsaved_reach(root, recursive, symbols, module_bases, configured_entries, config_root, excluded,
+                              libraries, sources)
     key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root),
            libraries is not None, symbols.modules.roots)
     memo = _MEMOS.get(key) if not fresh else None
@@ -316,10 +321,7 @@ def project_reach(
         return _answer(memo)
     if memo is not None and _stamps(memo.stamps) == memo.stamps:
         return _answer(memo)
-    files = python_files(root, PROJECT_INDEX, excluded) if recursive else sorted(
-        os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
-    if recursive:
-        files += scripts_beside(root, excluded)
+    files = _project_files(root, recursive, excluded)
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
     # Installing or removing a package changes where imports resolve: the stored answer rests on its folders too.
@@ -336,24 +338,10 @@ def project_reach(
         memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
         return _answer(memo)
     library_index = libraries(root) if libraries is not None else None
-    model = build_model(files, root, resolver=symbols.modules, module_bases=module_bases,
-                        is_library=_library_test(root, library_index),
-                        skipped_modules=library_index.skipped if library_index is not None else ())
-    if library_index is not None:
-        index = library_index
-        model.follows = lambda path: index.distribution(path) is not None
-    error = None
+    model = _project_model(root, files, symbols, module_bases, library_index)
     reach: Optional[ProjectReach] = None
-    try:
-        keys = configured(model, configured_entries, config_root)
-    except ValueError as problem:
-        error, keys = str(problem), []
+    error = _add_configured(model, configured_entries, config_root)
     if error is None:
-        if keys:
-            from compile_lint.analysis.model.entries import configured_entries as add_configured
-
-            add_configured(model, keys)
-            model.solve()
         reach = ProjectReach(model, library_index)
         if store.cache_file is not None:
             read = [path for path, module in model.modules.items() if module is not None]
@@ -369,6 +357,58 @@ def project_reach(
         watched |= set(installation_folders())
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
+
+
+def _project_files(root: str, recursive: bool, excluded: Callable[[str], bool]) -> list[str]:
+    """The project's files: every file under a package root with the scripts beside it, or a directory's own."""
+    if not recursive:
+        return sorted(os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    return python_files(root, PROJECT_INDEX, excluded) + scripts_beside(root, excluded)
+
+
+def _project_model(root: str, files: list[str], symbols: SymbolIndex, module_bases: Iterable[str],
+                   library_index: Optional[LibraryIndex], sources: Optional[dict[str, str]] = None) -> Model:
+    """The solved program model of the project's `files` (calls into libraries followed with `library_index`)."""
+    model = build_model(files, root, resolver=symbols.modules, module_bases=module_bases,
+                        is_library=_library_test(root, library_index),
+                        skipped_modules=library_index.skipped if library_index is not None else (), sources=sources)
+    if library_index is not None:
+        index = library_index
+        model.follows = lambda path: index.distribution(path) is not None
+    return model
+
+
+def _unsaved_reach(root: str, recursive: bool, symbols: SymbolIndex, module_bases: Iterable[str],
+                   configured_entries: Iterable[str], config_root: str, excluded: Callable[[str], bool],
+                   libraries: Optional[Callable[[str], LibraryIndex]], sources: dict[str, str]) -> ProjectReach:
+    """`project_reach`'s answer with `sources` replacing the files' texts on disk, built afresh (a source
+    of the project not saved yet is one of its files)."""
+    files = _project_files(root, recursive, excluded)
+    listed = set(files)
+    files += sorted(path for path in map(os.path.abspath, sources) if path not in listed and not excluded(path)
+                    and (path.startswith(os.path.join(root, "")) if recursive else os.path.dirname(path) == root))
+    library_index = libraries(root) if libraries is not None else None
+    model = _project_model(root, files, symbols, module_bases, library_index, sources)
+    error = _add_configured(model, configured_entries, config_root)
+    if error is not None:
+        from compile_lint.analysis.project.entry_points import EntryPointError
+
+        raise EntryPointError(error)
+    return ProjectReach(model, library_index)
+
+
+def _add_configured(model: Model, configured_entries: Iterable[str], config_root: str) -> Optional[str]:
+    """Make the `entry-points` setting's targets entries of `model`; what is wrong with the setting, if anything."""
+    try:
+        keys = configured(model, configured_entries, config_root)
+    except ValueError as problem:
+        return str(problem)
+    if keys:
+        from compile_lint.analysis.model.entries import configured_entries as add_configured
+
+        add_configured(model, keys)
+        model.solve()
+    return None
 
 
 def scripts_beside(root: str, excluded: Callable[[str], bool] = lambda path: False) -> list[str]:
@@ -413,6 +453,16 @@ def file_alone(path: str, text: str, resolver, module_bases: Iterable[str] = ())
         return not os.path.abspath(candidate).startswith(inside)
 
     model = build_model([path], root, resolver=resolver, module_bases=module_bases, is_library=is_library,
+                        sources={path: text})
+    return ProjectReach(model).for_file(path)
+
+
+def buffer_alone(path: str, text: str, resolver, module_bases: Iterable[str] = ()) -> FileReach:
+    """The traced set of `text` as file `path` with no other file read (not even what its imports name):
+    what an editor shows at once while the project's answer is being built, at the cost of this one file."""
+    path = os.path.abspath(path)
+    model = build_model([path], package_root(path), resolver=resolver, module_bases=module_bases,
+                        is_library=lambda candidate: os.path.abspath(candidate) != path, follow_libraries=False,
                         sources={path: text})
     return ProjectReach(model).for_file(path)
 
