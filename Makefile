@@ -1,5 +1,6 @@
 # The two commands a new user needs: `make run` and `make test`. Both set everything up.
-# While working: `make test-fast` (the suite less its slow tests) and `make check` (ruff, mypy).
+# While working: `make test-fast` (the suite less its slow tests), `make test-slow` (only those) and
+# `make check` (ruff, mypy).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ TORCH_PIN := torch==2.13.0
 # warning, which pip logs at WARNING; errors still print.
 PIP_INSTALL := -m pip install -q -q
 
-.PHONY: run test test-fast check clean realworld fix-realworld sweep-score reach-score reach-run-deps
+.PHONY: run test test-fast test-slow check clean realworld fix-realworld sweep-score reach-score reach-run-deps
 
 # Silent (`@`), so that `make run` prints the findings first on a fresh clone.
 $(BIN)/python:
@@ -32,13 +33,18 @@ run: $(VENV)/.installed
 	@echo "--- what 'compile-lint --fix --unsafe-fixes examples/' would change:"
 	@$(BIN)/compile-lint --diff --unsafe-fixes examples/; status=$$?; [ $$status -le 1 ]
 
+# The whole suite, over all cores with pytest-xdist (CI runs it: .ci/run).
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
-# The quick lane while working, not CI's: the suite less its tests marked slow (the real compiler
-# end to end, pip and pre-commit installs, whole real files), over all cores with pytest-xdist.
+# The quick lane while working: the suite less its tests marked slow (the real compiler end to
+# end, pip and pre-commit installs, whole real files), over all cores.
 test-fast: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest -m "not slow" -n auto
+
+# The calibration lane: only the tests marked slow (the real compiler, installs, real files).
+test-slow: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -m slow -n auto
 
 # The project's own lint and type check: ruff over the repository (pyproject.toml [tool.ruff]),
 # then mypy over compile_lint/ ([tool.mypy]); both run, and the target fails if either fails.

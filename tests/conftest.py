@@ -6,9 +6,12 @@ tests/helpers.py, a plain module: conftest.py is pytest's, not a library.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import signal
 import tempfile
+import threading
 
 import pytest
 
@@ -29,6 +32,19 @@ os.environ["COMPILE_LINT_STRICT_MODEL"] = "1"
 
 def pytest_unconfigure(config):
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
+# A run stopped by SIGTERM (a CI time limit, `timeout`) unwinds as Ctrl-C does, so pytest still
+# unconfigures and the session's directory goes; atexit removes it if pytest never got that far.
+atexit.register(shutil.rmtree, SESSION_TMP, True)
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+if threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGTERM, _stop)
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import libcst as cst
 
 from compile_lint.analysis.file.context import FileContext
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.model.values import TENSOR_BY_DEFAULT
+from compile_lint.analysis.project.reach import file_alone
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.testing import make_context
@@ -94,30 +96,44 @@ class Model(nn.Module):
 
 
 def _project(tmp_path) -> FileContext:
+    """model.py beside helpers.py, with the program model's answer for model.py (a project of one file)."""
     (tmp_path / "helpers.py").write_text(HELPER)
     (tmp_path / "model.py").write_text(MODEL)
     path = str(tmp_path / "model.py")
-    return FileContext(path, cst.parse_module(textwrap.dedent(MODEL)), symbols=SymbolIndex((str(tmp_path),)))
+    symbols = SymbolIndex((str(tmp_path),))
+    reach = file_alone(path, MODEL, symbols.modules)
+    return FileContext(path, cst.parse_module(textwrap.dedent(MODEL)), symbols=symbols, reach=reach)
 
 
 def _call(context: FileContext, name: str) -> cst.Call:
     forward = _forward(context)
-    return next(call for call in context.calls_in(forward) if cst.Module([]).code_for_node(call.func) == name)
+    return next(call for call in calls_in(forward) if cst.Module([]).code_for_node(call.func) == name)
 
 
-def test_an_imported_helper_is_found_for_a_rule(tmp_path):
+def test_an_imported_helper_returns_what_the_program_model_found(tmp_path):
     context = _project(tmp_path)
-    found = context.imported_function(_call(context, "scale"))
-    assert found is not None
-    other, helper = found
-    assert helper.name.value == "scale" and other.path.endswith("helpers.py")
-    assert context.imported_function(_call(context, "torch.relu")) is None  # torch is never read
+    forward = _forward(context)
+    # `scale(x, 2)`: forward's `x` is a tensor (by default: an entry's parameter), so `x.sum() * factor` is one.
+    assert context.call_returns(_call(context, "scale"), forward) == frozenset({TENSOR_BY_DEFAULT})
+    assert context.call_returns(_call(context, "torch.relu"), forward) is None  # torch is never read
 
 
 def test_an_imported_helper_gives_the_facts_its_return_kind(tmp_path):
     context = _project(tmp_path)
     forward = _forward(context)
     assert context.facts.kind(_call(context, "scale"), forward) == Kind.TENSOR
-    alone = make_context(MODEL)  # no other files: the helper is unknown
-    assert alone.imported_function(_call(alone, "scale")) is None
+    alone = make_context(MODEL)  # no program model: the helper is unknown
+    assert alone.call_returns(_call(alone, "scale"), _forward(alone)) is None
     assert alone.facts.kind(_call(alone, "scale"), _forward(alone)) != Kind.TENSOR
+
+
+def test_a_call_is_placed_where_the_model_keys_it_past_wide_characters_and_blank_lines(tmp_path):
+    """The model counts columns in UTF-8 bytes (as `ast` does), libcst in characters."""
+    model = MODEL.replace("        y = scale(x, 2)", "\n\n        s = \"ééé\"; y = scale(x, 2)")
+    (tmp_path / "helpers.py").write_text(HELPER)
+    (tmp_path / "model.py").write_text(model, encoding="utf-8")
+    path = str(tmp_path / "model.py")
+    symbols = SymbolIndex((str(tmp_path),))
+    context = FileContext(path, cst.parse_module(model), symbols=symbols,
+                          reach=file_alone(path, model, symbols.modules))
+    assert context.facts.kind(_call(context, "scale"), _forward(context)) == Kind.TENSOR

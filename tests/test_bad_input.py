@@ -64,13 +64,37 @@ def test_hundred_thousand_line_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_five_hundred_deep_nesting_is_linted_or_reported_not_crashed():
-    deep = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        y = " \
-        + "torch.relu(" * 500 + "x" + ")" * 500 + "\n        return y if y.sum() > 0 else x\n"
-    findings = lint_text(deep, "deep.py", Config())
-    assert [d.code for d in findings] == ["JIT103"]
+def test_deep_nesting_is_linted_or_reported_not_crashed():
+    head = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        y = "
+    tail = "\n        return y if y.sum() > 0 else x\n"
+    # 150 nested calls: Python compiles them, libcst's visitors need the deep stack.
+    deep = head + "torch.relu(" * 150 + "x" + ")" * 150 + tail
+    assert [d.code for d in lint_text(deep, "deep.py", Config())] == ["JIT103"]
+    # 2,500 terms: as deep as Python compiles an expression (about 3,000 under its default limit).
+    chain = head + " + ".join(["x"] * 2_500) + tail
+    assert [d.code for d in lint_text(chain, "chain.py", Config())] == ["JIT103"]
     indented = "".join("    " * i + "if x:\n" for i in range(120)) + "    " * 120 + "pass\n"
     assert [d.code for d in lint_text("x = 1\n" + indented, "indent.py", Config())] == ["JIT000"]
+
+
+def test_nesting_python_cannot_compile_costs_no_libcst_parse(monkeypatch):
+    """Python refuses 201 nested brackets and a 5,000-term sum: JIT000 from Python's own parse, without
+    libcst's (which takes seconds for the sum, and overflows its native stack on 3,000 nested calls)."""
+    import compile_lint.engine.lint as engine
+
+    def no_libcst_parse(text):
+        raise AssertionError("libcst parsed a file Python cannot compile")
+
+    monkeypatch.setattr(engine, "parse_module", no_libcst_parse)
+    head = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        y = "
+    tail = "\n        if y.sum() > 0:\n            print(y)\n        return y\n"
+    for depth in (201, 3_000):
+        findings = lint_text(head + "torch.relu(" * depth + "x" + ")" * depth + tail, "calls.py", Config())
+        assert [(d.code, d.line, d.message) for d in findings] == [
+            ("JIT000", 7, "SyntaxError: too many nested parentheses; compile-lint cannot check this file")]
+    findings = lint_text(head + " + ".join(["x"] * 5_000) + tail, "sum.py", Config())
+    assert [(d.code, d.line, d.message) for d in findings] == [
+        ("JIT000", 1, "file is nested too deeply for Python to compile; compile-lint cannot check this file")]
 
 
 def test_empty_and_whitespace_only_files():

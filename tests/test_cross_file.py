@@ -331,3 +331,91 @@ def test_a_recurrent_module_made_in_a_base_class_of_another_file_is_flagged(tmp_
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
                             timeout=600)
     assert result.stdout.splitlines() == ["Encoder True", "Mixer False"], result.stderr
+
+
+GUARDED = """
+def longest(lengths):
+    return lengths.max().item()
+
+
+def longest_if(lengths, enabled):
+    if not enabled:
+        return None
+    return lengths.max().item()
+
+
+def first_or_longest(lengths):
+    return lengths[0] if lengths.dim() == 0 else lengths.max().item()
+"""
+
+
+def test_an_installed_helper_whose_item_some_runs_skip_is_not_reported_at_the_call(helpers, tmp_path_factory):
+    # A return before the `.item()`, or the `.item()` in one arm of a ternary: a call of the helper is
+    # no certain break, so nothing is reported at it (the helper is not linted: it is installed); the
+    # helper that always reads it is.
+    site = tmp_path_factory.mktemp("site")
+    write_tree(site, {"guarded/__init__.py": "", "guarded/helpers.py": GUARDED})
+    pad = helpers / "pkg" / "guarded_pad.py"
+    pad.write_text(textwrap.dedent("""
+        from torch import nn
+
+        from guarded.helpers import first_or_longest, longest, longest_if
+
+
+        class Pad(nn.Module):
+            def forward(self, x, lengths):
+                n = longest_if(lengths, self.training)
+                m = first_or_longest(lengths)
+                return x, n, m, longest(lengths)
+        """))
+    sys.path.insert(0, str(site))
+    try:
+        findings = lint_text(pad.read_text(), str(pad), Config(select=("JIT201",), root=str(helpers)),
+                             project=ProjectIndex())
+    finally:
+        sys.path.remove(str(site))
+    assert [(d.line, d.code, d.message.split(" (")[0]) for d in findings] == [(11, "JIT201", "`longest()`")]
+
+
+def test_a_mixin_whose_every_subclass_is_a_module_runs_forward_when_it_calls_self(tmp_path):
+    """`logits = self(ids)` in a `generate` inherited from a mixin of another file: every class made from
+    the mixin is an nn.Module, so the call runs forward and a tensor `if` on its result breaks (the fixture
+    tests/fixtures/reach/new_user measures it on torch 2.13). A mixin a plain class uses too says nothing."""
+    write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/generation.py": """
+            class GenerationMixin:
+                def generate(self, ids):
+                    logits = self(ids)
+                    if logits.sum() > 0:
+                        return logits * 2
+                    return logits
+
+            class Plain:
+                def run(self, ids):
+                    out = self(ids)
+                    if out.sum() > 0:
+                        return out
+                    return ids
+            """,
+        "pkg/model.py": """
+            import torch
+            from torch import nn
+
+            from .generation import GenerationMixin, Plain
+
+            class Chat(GenerationMixin, nn.Module):
+                def forward(self, ids):
+                    return ids * 2
+
+            class Caller(Plain):
+                def __call__(self, ids):
+                    return 3
+
+            compiled = torch.compile(Chat().generate)
+            other = torch.compile(Caller().run)
+            """,
+    })
+    result = run_cli("--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert [line.split(" ")[0:2] for line in result.stdout.splitlines() if line.startswith("pkg/")] == [
+        ["pkg/generation.py:4:12:", "JIT101"]], result.stdout

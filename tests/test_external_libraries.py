@@ -205,3 +205,42 @@ class M(nn.Module):
 )
 def test_numpy_prod_of_shape(body, flagged):
     assert _codes(_forward(body), "JIT408") == (["JIT408"] if flagged else [])
+
+
+# ----- JIT410 random-draw-arithmetic --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, flagged",
+    [
+        ("k = random.randint(0, 3) + 1", True),
+        ("k = x.shape[0] - random.randint(0, 3)", True),
+        ("k = -random.uniform(0, 1)", True),
+        ("k = random.randint(0, 3)\nk += 1", True),
+        ("k = random.randint(0, 3) + random.randrange(2)", True),
+        ("k = random.uniform(0, 1)\nj = k\ny = j * 2", True),
+        ("k = x * random.uniform(0, 1) * 2", False),  # the draw meets a tensor first
+        ("k = random.uniform(0, 1) + x.sum()", False),
+        ("k = random.uniform(0, 1) < 0.5", False),  # a comparison is traced
+        ("k = random.random() + 1", False),  # JIT402: the call itself breaks first
+        ("k = 3 if x.dim() else random.randint(0, 3)\ny = k + 1", False),  # not a draw on every path
+        ("k = random.randint(0, 3)\nk = 2\ny = k + 1", False),  # the draw does not reach the read
+    ],
+)
+def test_arithmetic_on_a_python_draw(body, flagged):
+    assert _codes(_forward(body), "JIT410") == (["JIT410"] if flagged else [])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = x[:random.randint(0, 2) + 1]",  # JIT211 alone would say: a slice bound
+        "x = torch.zeros(random.randint(1, 3) + 1) + x.sum()",  # JIT204: a size
+        "x = x * int(random.uniform(0, 3) + 1)",  # JIT202: int() of a tensor
+        "x = x * math.floor(random.uniform(0, 3) + 1)",  # JIT404: math on a tensor
+        "x = x * 2 if random.uniform(0, 1) * 2 > 1 else x",  # JIT103: a tensor ternary
+    ],
+)
+def test_a_line_whose_draw_arithmetic_breaks_first_gets_that_finding_only(body):
+    """Dynamo fails at the arithmetic (GB0213) before the use: one finding, JIT410's, on the line."""
+    assert _codes(_forward(body), "JIT") == ["JIT410"]

@@ -51,6 +51,24 @@ class _Probe(Rule):
             self.report(node, fix=FixPlan([(node, cst.RemoveFromParent())], "remove", imports=("math",)))
 
 
+class _WholeStatementProbe(Rule):
+    """Replaces statements of blocks whole, by statements: a line wrapped in an `if` (as an eager-only
+    guard does), an `if` after a new line (as a branch rewrite puts lines in its place)."""
+
+    code, name, kind, message = "JIT997", "whole-statement-probe", "perf", "probe"
+    scope = "module"
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        guard = cst.If(test=cst.Name("True"), body=cst.IndentedBlock([node.with_changes(leading_lines=())]),
+                       leading_lines=node.leading_lines)
+        self.report(node, fix=FixPlan([(node, guard)], "guard"))
+
+    def visit_If(self, node: cst.If) -> None:
+        first = cst.SimpleStatementLine([cst.Pass()], leading_lines=node.leading_lines)
+        self.report(node, fix=FixPlan([(node, cst.FlattenSentinel([first, node.with_changes(leading_lines=())]))],
+                                      "pass first"))
+
+
 def _fixes_both_ways(code: str, rule_classes) -> list[tuple]:
     module = cst.parse_module(code)
     context = engine.FileContext("m.py", module, (), code)
@@ -94,6 +112,15 @@ def test_probe_fixes_in_examples_are_the_same_both_ways(name, rule, code):
         assert anchored == plain
 
 
+@pytest.mark.parametrize("name,rule,code", FIXED[1::3], ids=[name for name, _, _ in FIXED[1::3]])
+def test_statements_replaced_whole_are_the_same_both_ways(name, rule, code):
+    """The anchored path renders and parses only such a statement (not the function around it)."""
+    pairs = _fixes_both_ways(code, [_WholeStatementProbe])
+    assert any(anchored for anchored, _ in pairs)
+    for anchored, plain in pairs:
+        assert anchored == plain
+
+
 def _read(path: str) -> str:
     with open(path, encoding="utf-8") as handle:
         return handle.read()
@@ -108,7 +135,7 @@ def test_probe_fixes_in_real_files_are_the_same_both_ways():
     outcomes = {"fix": 0, "none": 0}
     try:
         for index, text in enumerate(texts):
-            pairs = _fixes_both_ways(text, [_Probe])
+            pairs = _fixes_both_ways(text, [_Probe]) + _fixes_both_ways(text, [_WholeStatementProbe])[::29]
             for anchored, plain in pairs:
                 assert anchored == plain, index
                 outcomes["fix" if anchored else "none"] += 1

@@ -15,7 +15,7 @@ from compile_lint.engine.dispatch import LintCancelled
 from compile_lint.engine.lint import lint_text
 from compile_lint.engine.suppressions import add_noqa
 from compile_lint.fixes.edits import apply_fixes
-from compile_lint.frontends.server import LintScheduler, Snapshot
+from compile_lint.frontends.lint_scheduler import LintScheduler, Snapshot
 from compile_lint.rules import RULES_BY_CODE
 from compile_lint.settings.config import Config
 from lsp_client import TIMEOUT, LspClient
@@ -190,6 +190,7 @@ def test_a_burst_of_edits_is_debounced_and_its_last_version_published(client, tm
     assert versions == sorted(versions)
     lines = text.splitlines(True)
     lines[line] = lines[line].rstrip("\n") + typed + "\n"
+    path.write_text("".join(lines))  # what the findings equal: a lint of the file saved
     assert _lsp_findings(final["diagnostics"]) == _cli_findings("".join(lines), path)
     assert client.close() == 0
 

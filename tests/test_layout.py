@@ -276,7 +276,7 @@ def test_no_module_of_the_engine_or_the_frontends_is_too_long(layer):
 
 
 def test_the_project_has_one_summary_of_a_file():
-    """One summary type (analysis/project/summary.py) serves the symbol index and the call graph."""
+    """One summary type (analysis/project/summary.py) serves the symbol index and the stored index."""
     summary_classes = {}
     for module, path in MODULES.items():
         if module.startswith("compile_lint.analysis."):
@@ -294,3 +294,21 @@ def test_project_modules_stay_small():
                 if module.startswith("compile_lint.analysis.project.")
                 and (lines := sum(1 for _ in open(path, encoding="utf-8"))) > 600}
     assert not too_long, too_long
+
+
+def test_one_program_model_answers_what_runs():
+    """Issue 39: which calls run and what values are is the program model's alone (analysis/model/).
+    The project analysis keeps no second call graph, no second lattice of value tags ("tensor",
+    "param:x", "ret:LINE:CALLEE") and no dispatch spellings (`{}A`, `self._*_step`, `<return>`)."""
+    retired = {"callgraph", "dispatch", "dispatch_spellings", "decorators", "properties", "values"}
+    present = {module.rsplit(".", 1)[1] for module in MODULES if module.startswith("compile_lint.analysis.project.")}
+    assert not retired & present
+    from compile_lint.analysis.project.summary import CallSite, FunctionInfo
+
+    fields = set(FunctionInfo.__slots__) | set(CallSite.__slots__)
+    assert not fields & {"local_tags", "returns", "returned_spellings", "called_params", "args"}
+    for module, path in MODULES.items():
+        if module.startswith("compile_lint.analysis.project."):
+            text = open(path, encoding="utf-8").read()
+            for tag in ('"ret"', '"elem"', '"<return>"', '"{}"'):
+                assert tag not in text, (module, tag)

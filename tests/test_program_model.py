@@ -134,6 +134,36 @@ def test_autograd_function_apply_runs_forward(tmp_path):
     assert {"Net.forward", "Clip.forward"} <= {key[1] for key in traced_set(model).functions()}
 
 
+def test_an_allowed_function_that_needs_tensor_data_breaks_at_its_call_and_is_compiled_alone(tmp_path):
+    """Measured on torch 2.13 (tests/fixtures/reach/allowed): Dynamo runs an `allow_in_graph` function on fake
+    tensors; a body reading the data (`.item()`, a tensor `if`) breaks at the call, and the function is then
+    compiled as a frame of its own. A body that only prints is put in the graph, untraced."""
+    model = _model(tmp_path, {"main.py": """
+        import torch
+        @torch._dynamo.allow_in_graph
+        def peak(x):
+            return x / x.abs().max().item()
+        def clip(x):
+            if x.abs().max() > 3:
+                return x.clamp(-3, 3)
+            return x
+        torch._dynamo.allow_in_graph(clip)
+        @torch._dynamo.allow_in_graph
+        def announce(x):
+            print(x.shape)
+            return x
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return announce(clip(peak(x)))
+    """}, whole=False)
+    traced = traced_set(model)
+    assert {(caller, spelled, cause) for _, caller, spelled, cause, _ in traced.allowed_breaks} == {
+        ("Net.forward", "peak", "item"), ("Net.forward", "clip", "branch")}
+    entries = {node[0].key[1]: made for node, made in traced.entries.items()}
+    assert entries["peak"][2] == entries["clip"][2] == "allowed"
+    assert "announce" not in {key[1] for key in traced.functions()}
+
+
 def test_a_compiled_bound_method_of_an_object_built_in_a_script(tmp_path):
     traced = _traced(tmp_path, {"main.py": """
         import torch

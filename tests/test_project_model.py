@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from compile_lint.analysis.project.callgraph import CallGraph
-from compile_lint.analysis.project.summariser import summarise_file, summarise_source
+from compile_lint.analysis.model.build import build_model
+from compile_lint.analysis.project.summariser import summarise_source
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.storage.walk import PROJECT_INDEX, python_files
 
@@ -92,15 +92,14 @@ def test_the_symbol_index_orders_bases_as_python_does(hierarchy):
         assert owner is not None and owner.name == defining.__name__, name
 
 
-def test_the_call_graph_orders_bases_as_python_does(hierarchy):
+def test_the_program_model_orders_bases_as_python_does(hierarchy):
     root, classes = hierarchy
     files = python_files(str(root), PROJECT_INDEX)
-    graph = CallGraph({path: summarise_file(path) for path in files}, SymbolIndex([str(root)]).modules)
+    model = build_model(files, str(root), whole=True)
     derived = str(root / "shapes" / "derived.py")
     for name, cls in classes.items():
-        assert [qualname for _, qualname in graph.mro(derived, name)] == [c.__name__ for c in cls.__mro__[:-1]]
-        defining = next(c for c in cls.__mro__ if "name" in vars(c))
-        assert graph.method(derived, name, "name") == (str(root / "shapes" / "base.py"), f"{defining.__name__}.name")
+        order = model.mro((derived, name))
+        assert [value.key[1] for value in order] == [c.__name__ for c in cls.__mro__[:-1]], name
 
 
 def test_bases_that_do_not_resolve_are_left_out_and_no_order_falls_back_to_depth_first(tmp_path):

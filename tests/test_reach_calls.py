@@ -1,50 +1,31 @@
-"""What the summary and the call graph make of `__call__` overrides, factories, compiled lambdas and
-partials, self-returning module methods and rebound locals (issue 30; issue 35 item 1).
+"""Calls the program model resolves through values: what a factory returns, what `.eval()` gives,
+what calling an instance runs, and what a compile call's target is (lambdas, partials).
 
-The fixture projects of tests/fixtures/reach/ (overrides, builders, compiled, rebound) check
-the same shapes end to end against Dynamo; these pin the pieces each rests on.
+Each program is written to a temporary folder; the model's call graph (PyCG's naming) or its
+traced set is compared with what Python runs (and Dynamo traces) there.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from compile_lint.analysis.project.callgraph import CallGraph
-from compile_lint.analysis.project.summariser import summarise_source
-from compile_lint.analysis.project.summary import LOCAL
-from compile_lint.analysis.project.symbols import SymbolIndex
+from compile_lint.analysis.model.build import build_model
+from compile_lint.analysis.model.pycg import pycg_graph
+from compile_lint.analysis.model.traced import traced_set
 
 
-def _summary(text: str, path: str = "/project/pkg/model.py"):
-    return summarise_source(path, textwrap.dedent(text).encode())
+def _model(tmp_path, text: str, whole: bool = True):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return build_model([str(path)], str(tmp_path), whole=whole)
 
 
-def _graph(tmp_path, text: str):
-    path = str(tmp_path / "model.py")
-    return CallGraph({path: _summary(text, path)}, SymbolIndex([str(tmp_path)]).modules), path
+def _traced(tmp_path, text: str) -> set[str]:
+    return {key[1] for key in traced_set(_model(tmp_path, text, whole=False)).functions()}
 
 
-def test_a_factory_returns_each_class_it_builds_and_no_eager_only_return():
-    summary = _summary("""
-        import torch
-
-        def make(low_rank, x):
-            if low_rank:
-                return LowRank(x)
-            if not torch.compiler.is_compiling():
-                return Debug(x)
-            return Exact(x) if x.dim() > 1 else Diagonal(x)
-
-        class Builder:
-            def fill(self, x):
-                return self
-        """)
-    assert summary.functions["make"].returned_spellings == ("LowRank()", "Exact()", "Diagonal()")
-    assert summary.functions["Builder.fill"].returned_spellings == ("self",)
-
-
-def test_a_factorys_result_is_an_instance_of_each_returned_class(tmp_path):
-    graph, path = _graph(tmp_path, """
+def test_a_factorys_result_is_an_instance_of_each_class_it_may_return(tmp_path):
+    graph = pycg_graph(_model(tmp_path, """
         class Exact:
             def mean(self, x):
                 return x
@@ -61,27 +42,37 @@ def test_a_factorys_result_is_an_instance_of_each_returned_class(tmp_path):
         def step(x, low_rank):
             strategy = make(low_rank)
             return strategy.mean(x)
-        """)
-    step = graph.function((path, "step"))
-    assert sorted(graph.resolve(path, step, "strategy.mean")) == [
-        ("function", path, "Exact.mean"), ("function", path, "LowRank.mean")]
+        """))
+    assert "model.Exact.mean" in graph["model.step"] and "model.LowRank.mean" in graph["model.step"]
 
 
-def test_compile_targets_through_lambdas_partials_and_self_returning_module_methods():
-    summary = _summary("""
-        import functools
+def test_an_eager_only_return_is_not_traced(tmp_path):
+    traced = _traced(tmp_path, """
         import torch
 
-        def main(field, y0, t):
-            solve = torch.compile(lambda y0, t: integrate(field, y0, t).sum() + y0.abs())
-            roll = torch.compile(functools.partial(rollout, field))
-            model = torch.compile(Net().eval())
+        class Debug:
+            def mean(self, x):
+                print(x)
+                return x
+
+        class Exact:
+            def mean(self, x):
+                return x
+
+        def make(x):
+            if not torch.compiler.is_compiling():
+                return Debug()
+            return Exact()
+
+        @torch.compile
+        def step(x):
+            return make(x).mean(x)
         """)
-    assert [spelling for _, _, spelling in summary.compiled] == ["integrate", "rollout", "Net().eval()"]
+    assert "Exact.mean" in traced and "Debug.mean" not in traced
 
 
 def test_eval_and_to_give_the_module_itself_unless_the_class_redefines_them(tmp_path):
-    graph, path = _graph(tmp_path, """
+    graph = pycg_graph(_model(tmp_path, """
         from torch import nn
 
         class Net(nn.Module):
@@ -90,27 +81,24 @@ def test_eval_and_to_give_the_module_itself_unless_the_class_redefines_them(tmp_
 
         class Odd(nn.Module):
             def eval(self):
-                return Net()
+                return Plain()
 
         class Plain:
-            def to(self, device):
-                return 0
+            def sample(self, x):
+                return x
 
-        def main(device):
-            net = Net().eval()
-            moved = Net().to(device)
-            odd = Odd().eval()
-            plain = Plain().to(device)
-        """)
-    main = graph.function((path, "main"))
-    assert graph.resolve(path, main, "net.sample") == [("function", path, "Net.sample")]
-    assert graph.resolve(path, main, "moved") == [("instance", path, "Net")]
-    assert graph.resolve(path, main, "odd") == []
-    assert graph.resolve(path, main, "plain") == []
+        def main(device, x):
+            Net().eval().sample(x)
+            Net().to(device).sample(x)
+            Odd().eval().sample(x)
+        """))
+    assert "model.Net.sample" in graph["model.main"]
+    assert "model.Plain.sample" in graph["model.main"]  # Odd.eval returns a Plain
+    assert "model.Odd.sample" not in graph["model.main"]
 
 
 def test_calling_an_instance_runs_its_call_override_and_super_call_runs_forward(tmp_path):
-    graph, path = _graph(tmp_path, """
+    graph = pycg_graph(_model(tmp_path, """
         from torch import nn
 
         class Kernel(nn.Module):
@@ -123,27 +111,43 @@ def test_calling_an_instance_runs_its_call_override_and_super_call_runs_forward(
         class Plain(nn.Module):
             def forward(self, x):
                 return x
-        """)
-    assert graph.called(("instance", path, "Kernel")) == (path, "Kernel.__call__")
-    assert graph.called(("instance", path, "Plain")) == (path, "Plain.forward")
-    override = graph.function((path, "Kernel.__call__"))
-    call = next(call for call in override.calls if call.callee == "super().__call__")
-    assert [target for target, _, _ in graph.call_targets((path, "Kernel.__call__"), override, call)] == [
-        (path, "Kernel.forward")]
+
+        def main(x):
+            Kernel()(x)
+            Plain()(x)
+        """))
+    assert "model.Kernel.__call__" in graph["model.main"]
+    assert "model.Kernel.forward" in graph["model.Kernel.__call__"]
+    assert "model.Plain.forward" in graph["model.main"]
 
 
-def test_a_local_passed_outside_loops_sees_only_the_bindings_before_the_call():
-    summary = _summary("""
-        def forward(self, x):
-            h = self.lin(x)
-            h = gate(h)
-            for _ in range(2):
-                h = shrink(h)
-            return h
+def test_compile_targets_through_lambdas_partials_and_self_returning_module_methods(tmp_path):
+    traced = _traced(tmp_path, """
+        import functools
+        import torch
+        from torch import nn
+
+        def integrate(field, y0, t):
+            return y0
+
+        def rollout(field, y0):
+            return y0
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+
+            def sample(self, x):
+                return x
+
+        def unused(x):
+            return x
+
+        def main(field, y0, t):
+            solve = torch.compile(lambda y0, t: integrate(field, y0, t).sum() + y0.abs())
+            roll = torch.compile(functools.partial(rollout, field))
+            sample = torch.compile(Net().eval().sample)
+            return solve, roll, sample
         """)
-    calls = {call.callee: call for call in summary.functions["forward"].calls}
-    assert summary.functions["forward"].local_tags["h"][:1] == ("tensor",)
-    (gated,) = calls["gate"].args
-    assert (gated.tag, gated.spelling, gated.visible) == (LOCAL, "h", 1)
-    (shrunk,) = calls["shrink"].args
-    assert shrunk.visible == -1  # a later round's call passes what the loop bound
+    assert {"integrate", "rollout", "Net.sample"} <= traced
+    assert "unused" not in traced

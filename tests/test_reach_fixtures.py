@@ -378,3 +378,32 @@ def test_language_server_on_each_file(project, copy_of):
     finally:
         client.kill()
     assert found == expected
+
+
+# Files whose findings rest only on what their own imports name: a model file whose forward calls its
+# package's helpers (`allowed`: a helper registered with allow_in_graph that reads `.item()`, reported at
+# the call; `rebound`, `split_helpers`: helpers whose return kinds decide the file's own kinds).
+ALONE_AGREES = {"allowed": "vit/model.py", "rebound": "tts/model.py", "split_helpers": "vocoder/model.py"}
+
+
+@pytest.mark.parametrize("project", sorted(ALONE_AGREES))
+def test_lint_source_without_a_project_agrees_with_the_cli_on_a_file_that_rests_on_its_imports(project, copy_of):
+    """Linted alone (no project index), the file's program model reads what its imports name and answers
+    its calls of other files' helpers as the project's model does."""
+
+    from compile_lint.analysis.project.reach import file_alone
+    from compile_lint.engine.project import symbol_index
+    from compile_lint.engine.single_file import lint_source
+    from compile_lint.settings.config import load_config
+
+    root = copy_of(project)
+    relative = ALONE_AGREES[project]
+    path = root / relative
+    text = path.read_text(encoding="utf-8")
+    config = load_config(start=str(root))
+    # The model of the file alone answers its calls of the helpers (their values, not a re-reading).
+    assert file_alone(str(path), text, symbol_index(config).modules).calls
+    alone = lint_source(text, str(path), config)
+    on_project = {(finding["line"], finding["code"]) for finding in _json_findings(root, str(root))
+                  if finding["path"] == relative}
+    assert {(finding.line, finding.code) for finding in alone.diagnostics} == on_project

@@ -433,3 +433,52 @@ def test_constructor_with_extra_options_or_legacy_type_has_no_fix():
                     "return a + b")
     diagnostics = lint_text(source, "m.py", Config(select=("JIT307",)))
     assert [(d.code, d.fix) for d in diagnostics] == [("JIT307", None), ("JIT307", None)]
+
+
+# ----- JIT308 typed-dict-with-optional-keys ------------------------------------------------------
+
+
+def _typed_dicts(declarations: str, call: str, future: bool = False) -> str:
+    head = "from __future__ import annotations\n" if future else ""
+    return (head + "from typing import TypedDict\nfrom typing_extensions import NotRequired, Required\n"
+            + module(f"out = {call}\nreturn x", extra="") + textwrap.dedent(declarations))
+
+
+@pytest.mark.parametrize(
+    "declarations, call, future, flagged",
+    [
+        ("class Out(TypedDict, total=False):\n    a: int\n", "Out(a=1)", False, True),
+        ("class Out(TypedDict, total=False):\n    a: int\n", "Out(a=1)", True, True),
+        ("class Out(TypedDict):\n    a: NotRequired[int]\n", "Out(a=1)", False, True),
+        # Python 3.11 ignores NotRequired/Required in annotations it does not evaluate
+        ("class Out(TypedDict):\n    a: NotRequired[int]\n", "Out(a=1)", True, False),
+        ("class Out(TypedDict, total=False):\n    a: Required[int]\n", "Out(a=1)", False, False),
+        ("class Out(TypedDict, total=False):\n    a: Required[int]\n", "Out(a=1)", True, False),
+        ("class Out(TypedDict, total=False):\n    pass\n", "Out()", False, False),  # no keys, none optional
+        ("class Base(TypedDict, total=False):\n    a: int\nclass Out(Base):\n    b: int\n", "Out(b=1)", False, True),
+        ("Out = TypedDict('Out', {'a': int}, total=False)\n", "Out(a=1)", False, True),
+        ("Out = TypedDict('Out', {'a': int})\n", "Out(a=1)", False, False),
+        ("class Out(dict):\n    a: int\n", "Out(a=1)", False, False),  # not a TypedDict
+        ("from other import Base\nclass Out(Base, total=False):\n    a: int\n", "Out(a=1)", False, False),
+        ("class Out(TypedDict, total=False):\n    a: int\nOut = dict\n", "Out(a=1)", False, False),  # rebound
+    ],
+)
+def test_typed_dict_with_optional_keys(declarations, call, future, flagged):
+    line = FORWARD_LINE + (3 if future else 2)
+    expected = [("JIT308", line)] if flagged else []
+    assert findings(_typed_dicts(declarations, call, future), "JIT308") == expected
+
+
+def test_typed_dict_shadowed_by_a_local_or_a_parameter_is_silent():
+    declarations = "class Out(TypedDict, total=False):\n    a: int\n"
+    local = _typed_dicts(declarations, "Out(a=1)").replace("out = Out(a=1)", "Out = dict\n        out = Out(a=1)")
+    assert findings(local, "JIT308") == []
+
+
+def test_typed_dict_fix_writes_the_literal_and_only_for_keywords():
+    declarations = "class Out(TypedDict, total=False):\n    a: int\n    b: int\n"
+    fixed = fix_text(_typed_dicts(declarations, "Out(a=1, b=x)"), "m.py", Config(select=("JIT308",)))
+    assert 'out = {"a": 1, "b": x}' in fixed.text
+    for call in ("Out({'a': 1})", "Out(**{'a': 1})"):
+        unfixed = fix_text(_typed_dicts(declarations, call), "m.py", Config(select=("JIT308",)))
+        assert not unfixed.applied and f"out = {call}" in unfixed.text

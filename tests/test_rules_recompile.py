@@ -11,6 +11,7 @@ from compile_lint.engine.lint import lint_text
 from compile_lint.rules.recompile.jit501_mutated_module_state import MutatedModuleState
 from compile_lint.rules.recompile.jit504_python_scalar_argument import PythonScalarArgument
 from compile_lint.settings.config import Config
+from tests.helpers import run_cli, write_tree
 
 
 def _lint(code: str, rule: str):
@@ -872,3 +873,34 @@ def test_outputs_of_builtin_layers_are_tensors_but_custom_and_recurrent_ones_are
             return scores, states, boxes
     """
     assert _codes_and_lines(code, "JIT503") == [("JIT503", 13)]
+
+
+@pytest.mark.parametrize("call,flagged", [("generate(x)", False), ("generate(x, steps=5)", True)])
+def test_a_compiled_method_s_default_every_call_leaves_is_no_per_call_value(tmp_path, call, flagged):
+    """JIT502 on `range(steps)` of a compiled `generate`: when every call the program makes of the compiled
+    function leaves `steps` at its default, Dynamo compiles 3 in once and nothing recompiles
+    (tests/fixtures/reach/new_user); a call passing another value is the per-call input the rule means."""
+    write_tree(tmp_path, {"main.py": f"""
+        import torch
+        from torch import nn
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.head(x)
+
+            def generate(self, x, steps: int = 3):
+                for _ in range(steps):
+                    x = self(x)
+                return x
+
+        def main():
+            generate = torch.compile(Decoder().generate)
+            x = torch.randn(2, 4)
+            return {call}
+        """})
+    result = run_cli("--no-cache", "--select", "JIT502", "--output-format", "concise", "main.py", cwd=tmp_path)
+    assert ("JIT502" in result.stdout) is flagged, result.stdout

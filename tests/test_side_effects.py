@@ -531,3 +531,96 @@ def test_a_fix_spells_torch_only_through_an_import_made_at_run_time():
     import torch
 
     assert torch.equal(namespace["Net"]()(torch.ones(2)), torch.full((2,), 2.0))
+
+
+# ----- JIT609 requires-grad-in-forward: tensors made with requires_grad=True -----------------------
+
+
+@pytest.mark.parametrize(
+    "line, flagged",
+    [
+        ("w = torch.zeros(8, requires_grad=True)", True),
+        ("w = torch.tensor(1.0, requires_grad=True)", True),
+        ("w = torch.randn_like(x, requires_grad=True)", True),
+        ("w = x.new_tensor([1.0], requires_grad=True)", True),
+        ("w = torch.zeros(8, requires_grad=False)", False),
+        ("w = torch.zeros(8, requires_grad=self.training)", False),  # not a literal True
+        ("w = x.new_zeros(8, requires_grad=True)", False),  # compiles (measured)
+        ("w = nn.Parameter(torch.zeros(8, requires_grad=True))", False),  # JIT612's line
+        ("w = nn.Parameter(torch.zeros(8), requires_grad=True)", False),
+    ],
+)
+def test_a_tensor_made_requiring_grad_in_forward(line, flagged):
+    code = f"""
+    import torch
+    from torch import nn
+
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor):
+            {line}
+            return x * w
+    """
+    assert _codes(code, "JIT609") == ([("JIT609", 6)] if flagged else [])
+
+
+def test_a_tensor_made_requiring_grad_in_init_is_not_flagged():
+    code = """
+    import torch
+    from torch import nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.zeros(8, requires_grad=True)
+
+        def forward(self, x):
+            return x * 2
+    """
+    assert _codes(code, "JIT609") == []
+
+
+# ----- JIT619 autograd-grad-call ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "header, call",
+    [
+        ("import torch", "torch.autograd.grad(y, x)"),
+        ("from torch import autograd", "autograd.grad(y, x)"),
+        ("import torch.autograd as ag", "ag.grad(y, x, create_graph=True)"),
+        ("from torch.autograd import grad as g", "g(y, [x])"),
+    ],
+)
+def test_every_spelling_of_autograd_grad_is_flagged(header, call):
+    code = f"""
+    {header}
+    import torch
+    from torch import nn
+
+    class M(nn.Module):
+        def forward(self, x):
+            y = x.sin().sum()
+            return {call}
+    """
+    assert _codes(code, "JIT619") == [("JIT619", 8)]
+
+
+def test_look_alikes_of_autograd_grad_are_silent():
+    code = """
+    import torch
+    from torch import nn
+
+    class Tape:
+        def grad(self, y, x):
+            return x
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tape = Tape()
+
+        def forward(self, x):
+            g = torch.func.grad(lambda t: t.sin().sum())(x)
+            return self.tape.grad(g, x) + torch.func.grad_and_value(lambda t: t.sum())(x)[0]
+    """
+    assert _codes(code, "JIT619") == []

@@ -49,3 +49,54 @@ def test_a_finding_names_the_call_of_another_file_its_parameter_rests_on(tmp_pat
     assert gate.endswith(ending), gate
     shift = messages[(os.path.join("tts", "commons.py"), 26)]
     assert "`start` is a tensor: tts/model.py:20 passes a tensor" in shift, shift
+
+
+COMPILED_STEP = '''\
+import torch
+
+from groups import ParamGroup
+
+
+def _step(group: ParamGroup, params):
+    if group["decouple"]:
+        params = params * 2
+    return params * group["lr"]
+
+
+def compile_step(step):
+    compiled_step = torch.compile(step, fullgraph=True, backend="eager")
+
+    def update(group, params):
+        group = {**group, "lr": torch.tensor(0.1)}
+        return compiled_step(group, params)
+
+    return update
+
+
+update = compile_step(_step)
+'''
+
+
+def test_a_compiled_function_takes_what_its_callers_pass_not_the_tensor_default(tmp_path):
+    """pytorch_optimizer's `compile_foreach_step`: the compiled `_step_foreach(group, ...)` is called only by
+    its wrapper, with a dict of Python flags (and a tensor `lr`); `if group["decouple"]:` compiles
+    (checked below), so no JIT101 (the model's values, not `forward`'s tensor default)."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    (tmp_path / "groups.py").write_text("ParamGroup = dict\n")  # an alias the file analysis cannot read
+    (tmp_path / "optim.py").write_text(COMPILED_STEP)
+    result = run_cli("--no-cache", "--select", "JIT1", "--output-format", "concise", ".", cwd=tmp_path)
+    assert "JIT10" not in result.stdout, result.stdout
+    namespace: dict = {}
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        exec(compile(COMPILED_STEP, str(tmp_path / "optim.py"), "exec"), namespace)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("groups", None)
+    torch._dynamo.reset()
+    out = namespace["update"]({"decouple": True}, torch.ones(3))  # fullgraph=True: a break raises
+    assert torch.equal(out, torch.ones(3) * 2 * torch.tensor(0.1))

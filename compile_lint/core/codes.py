@@ -37,7 +37,8 @@ OTHER_CODES: tuple[OtherCode, ...] = (
         "parse cannot be compiled by torch.compile either. The finding sits where Python's own\n"
         "parser reports the error.\n\n"
         "Instead: fix the syntax error (`python -m py_compile FILE` shows the same one). A file\n"
-        "nested too deeply to analyse is reported at line 1: split the expression.",
+        "nested too deeply to analyse is reported at line 1: split the expression. Python itself\n"
+        "refuses more than 200 nested brackets and an expression about 3,000 operators deep.",
         "compile_lint/engine/lint.py",
     ),
     OtherCode(

@@ -1,7 +1,7 @@
 """The callers a finding rests on: "(`scale` is a tensor: pkg/model.py:19 passes `scale`)".
 
 A helper's parameter is a tensor in its file because a traced caller in another file
-passes one (`analysis/project/values.py`); a finding whose expression uses that parameter
+passes one (the program model, `Model.passes`); a finding whose expression uses that parameter
 says which call, so the reader can follow the value without the other file open.
 """
 

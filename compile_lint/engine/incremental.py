@@ -123,8 +123,8 @@ class IncrementalParser:
             return module
         body = module.body
         count = len(body)
-        if count == 0 or not module.has_trailing_newline:
-            return None
+        if count == 0 or not module.has_trailing_newline or not text.endswith(("\n", "\r")):
+            return None  # a text without a final newline: libcst's module says so, a splice would not
         self.prepare()
         starts = self.starts
         assert starts is not None

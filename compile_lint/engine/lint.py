@@ -29,11 +29,11 @@ from compile_lint.core.source_index import SourceIndex
 from compile_lint.engine.dispatch import Dispatcher
 from compile_lint.engine.evidence import with_evidence
 from compile_lint.engine.library_findings import LibraryLinter, call_site_findings
-from compile_lint.engine.parse import parse_module
+from compile_lint.engine.parse import parse_module, python_rejects_nesting
 from compile_lint.engine.positions import Anchor, NodePositions, RenderCache
 from compile_lint.engine.prefilter import may_fire, needs_lint, relevant_words
 from compile_lint.engine.project import ProjectIndex, symbol_index
-from compile_lint.engine.source import SourceError, read_source
+from compile_lint.engine.source import SourceError, decode_source, read_source
 from compile_lint.engine.suppressions import UNUSED_NOQA_CODE, unused_noqa, without_suppressed
 from compile_lint.fixes.rendering import FixBuilder
 from compile_lint.rules import ALL_RULES
@@ -231,8 +231,9 @@ DEEP_RECURSION_LIMIT = 100_000
 def run_with_deep_stack(function):
     """Run `function` in a thread with a large C stack and a high recursion limit.
 
-    libcst's visitors recurse once per nesting level, so generated code (a 5000-term sum,
-    500 nested calls) overflows Python's default limit. Only such files pay for this.
+    libcst's visitors recurse once per nesting level, so generated code (a 2,500-term sum,
+    150 nested calls) overflows Python's default limit. Only such files pay for this; deeper
+    code, which Python cannot compile either, never gets here (`python_rejects_nesting`).
     """
     outcome: dict = {}
 
@@ -335,6 +336,17 @@ def _fixable_only(diagnostics: list[Diagnostic], config: Config) -> list[Diagnos
             for d in diagnostics]
 
 
+def _on_disk(path: str, text: str) -> bool:
+    """Whether `text` is what the file `path` holds on disk: the project's model read the disk, so its
+    answer is about that text; stdin named by --stdin-filename, or an unsaved buffer, is modelled alone."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return decode_source(data, path).text == text
+    except (OSError, SourceError):
+        return False
+
+
 def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast: bool,
                parse: Callable[[str], cst.Module], prefilter: bool,
                cancelled: Optional[Callable[[], bool]], render_cache: Optional[RenderCache],
@@ -343,7 +355,8 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
     rule_classes = rules_for(config, path)
     syntax_enabled = rule_enabled(SYNTAX_ERROR_CODE, True, config, path)
     symbols = symbol_index(config)
-    reach = project.reach(config, path) if project is not None else None
+    answers = project is not None and (getattr(project, "answers_for_text", False) or _on_disk(path, text))
+    reach = project.reach(config, path) if project is not None and answers else None
     reached = reach is not None and bool(reach.functions)  # then the file is linted, torch or not
     if fast:
         def inherits_module(qualified: str) -> bool:
@@ -353,6 +366,12 @@ def _lint_text(source: SourceIndex, path: str, config: Config, noqa: bool, fast:
                                                         inherits_module):
             return []
         rule_classes = [rule for rule in rule_classes if may_fire(rule, text)]
+    nesting = python_rejects_nesting(text, path)
+    if nesting is not None:
+        # Python cannot compile it either; libcst would take minutes, or crash, to parse it.
+        line, column, message = nesting
+        return [Diagnostic(path, line, column, line, column, SYNTAX_ERROR_CODE, "syntax-error", "error",
+                           f"{message}; compile-lint cannot check this file")] if syntax_enabled else []
     try:
         module = parse(text)
     except cst.ParserSyntaxError as error:

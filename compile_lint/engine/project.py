@@ -85,7 +85,7 @@ class ProjectIndex:
         return lambda root: LibraryIndex(root, cache_dir, SKIPPED_THIRD_PARTY_MODULES)
 
     def _project_reach(self, config: Config, root: str, recursive: bool,
-                       map_function=None) -> "ProjectReach | StoredReach":
+                       map_function=None, sources: Optional[dict[str, str]] = None) -> "ProjectReach | StoredReach":
         below = dataclasses.replace(config, root=root)
         in_config_project = bool(config.source) and root == os.path.abspath(config.root)
         return project_reach(
@@ -95,19 +95,22 @@ class ProjectIndex:
             frozen=self.frozen,
             # Excludes apply below the project's root: a package linted inside a virtualenv is read.
             excluded=lambda candidate: is_excluded(candidate, below), libraries=self._libraries(config),
+            sources=sources,
         )
 
-    def reach(self, config: Config, path: str, map_function=None, strict: bool = False) -> Optional[FileReach]:
+    def reach(self, config: Config, path: str, map_function=None, strict: bool = False,
+              sources: Optional[dict[str, str]] = None) -> Optional[FileReach]:
         """What the entry points of `path`'s project reach in `path` (see analysis.project.reach).
 
         An unknown `entry-points` target raises `EntryPointError` with `strict`; otherwise
-        the file is linted without the project's reach (None).
+        the file is linted without the project's reach (None). `sources` (path -> text) replace
+        the texts on disk of the files named (an editor's unsaved buffers; the answer is built afresh).
         """
         # A file named explicitly but excluded from its project (a package inside the virtualenv)
         # has its own package for a project.
         root, recursive = _project_of(config, path)
         try:
-            reach = self._project_reach(config, root, recursive, map_function)
+            reach = self._project_reach(config, root, recursive, map_function, sources)
         except EntryPointError:
             if strict:
                 raise

@@ -27,9 +27,8 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
-from compile_lint.analysis.syntax.imports import runtime_module_imports
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.fixes.guards import compile_only_message, eager_only_guard, inside
+from compile_lint.fixes.guards import compile_only_message, eager_only_guard, inside, runtime_imports
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.fixes.settings import Setting, file_sets, reorderable, setting_fix
 
@@ -95,7 +94,7 @@ def _not_at_top(context: FileContext, call: cst.Call) -> Optional[str]:
     head = call.func
     while isinstance(head, cst.Attribute):
         head = head.value
-    if not isinstance(head, cst.Name) or head.value == "print" or head.value in runtime_module_imports(context.module):
+    if not isinstance(head, cst.Name) or head.value == "print" or head.value in runtime_imports(context):
         return None
     return f"`{head.value}` is not imported at the top of the file, where the setting goes"
 

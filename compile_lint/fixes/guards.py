@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from compile_lint.analysis.file.eager_branches import is_compiling_helper
-from compile_lint.analysis.syntax.imports import runtime_module_imports
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
+
+
+def runtime_imports(context: "FileContext") -> frozenset[str]:
+    """The names the module imports when it runs (not under `if TYPE_CHECKING:`), found once per file."""
+    return context.imports.module_level
+
+
 def spell(context: "FileContext", qualified: str) -> tuple[str, tuple[str, ...]]:
     """How to write `qualified` (e.g. "torch.where") in this file, and imports it needs.
 
@@ -20,7 +26,7 @@ def spell(context: "FileContext", qualified: str) -> tuple[str, tuple[str, ...]]
     some function binds nothing where the fix's code runs (transformers' import_utils.py).
     """
     local = context.imports.local_name_for(qualified)
-    if local is not None and local.split(".")[0] in runtime_module_imports(context.module):
+    if local is not None and local.split(".")[0] in runtime_imports(context):
         return local, ()
     module = qualified.split(".")[0]
     return qualified, (module,)
@@ -123,7 +129,7 @@ def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
     `is_torchdynamo_compiling`, `from torch.compiler import is_compiling`) is guarded with
     it, as its authors write; else `torch.compiler.is_compiling`, spelled as torch is imported.
     """
-    module_level = runtime_module_imports(context.module)
+    module_level = runtime_imports(context)  # found once per file: this is asked once per finding
     for local, qualified in context.imports.names.items():
         if local in module_level and local != qualified and is_compiling_helper(qualified):
             return local, ()

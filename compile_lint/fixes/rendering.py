@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
@@ -72,8 +73,20 @@ def diff_edits(old: str, new: str) -> tuple[Edit, ...]:
     for new_line in new_lines:
         new_offsets.append(new_offsets[-1] + len(new_line))
     edits = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    # The lines both texts share at their start and end are kept as they are, and only the
+    # lines between are matched: SequenceMatcher's time grows with the square of the number
+    # of equal lines (a forward of 20,000 `x = x + i`: minutes for one fix).
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(old_lines), len(new_lines)) - head
+           and old_lines[len(old_lines) - 1 - tail] == new_lines[len(new_lines) - 1 - tail]):
+        tail += 1
+    matcher = difflib.SequenceMatcher(None, old_lines[head:len(old_lines) - tail],
+                                      new_lines[head:len(new_lines) - tail], autojunk=False)
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        a1, a2, b1, b2 = a1 + head, a2 + head, b1 + head, b2 + head
         if tag == "equal":
             continue
         start, end = line_offsets[a1], line_offsets[a2]
@@ -160,11 +173,51 @@ def _path(root: cst.CSTNode, target: cst.CSTNode, extents: dict) -> Optional[lis
         node = path[-1]
         if node is target:
             return path
-        for child in children(node):
+        for child in _children_around(children(node), start, end, extents):
             extent = extents.get(id(child))
             if extent is not None and extent[:2] <= start and end <= extent[2:]:
                 stack.append(path + [child])
     return None
+
+
+def _children_around(nodes: list[cst.CSTNode], start: tuple[int, int], end: tuple[int, int],
+                     extents: dict) -> Sequence[cst.CSTNode]:
+    """The nodes of a long list (a block's statements) that can hold the span from `start` to `end`.
+
+    Siblings follow one another in the code, so only the last ones starting at or before it
+    can: found by bisection, not by looking at each of a 20,000-statement body for every fix
+    (all of them when none of those holds it).
+    """
+    if len(nodes) <= 32:
+        return nodes
+    position = bisect.bisect_right(nodes, start, key=lambda node: extents.get(id(node), (0, 0))[:2])
+    first = position
+    while first > 0 and extents.get(id(nodes[first - 1]), (0, 0, 0, 0))[2:] >= start:
+        first -= 1
+    around = nodes[max(first - 1, 0):position]
+    if any(id(node) in extents and extents[id(node)][:2] <= start and end <= extents[id(node)][2:]
+           for node in around):
+        return around
+    return nodes
+
+
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+def _replaced_in_block(root: cst.CSTNode, olds: Sequence[cst.CSTNode], mapping: Mapping, extents: dict) -> bool:
+    """Whether the one replaced node is a statement of an indented block below `root`, replaced by statements.
+
+    Then the block stays a block (a removal could empty it) and the new statements parse where
+    the old one stood exactly when they parse at its indentation (see `parses_at`).
+    """
+    if len(olds) != 1 or not isinstance(olds[0], _STATEMENTS) or olds[0] is root:
+        return False
+    new = mapping[olds[0]]
+    parts = new.nodes if isinstance(new, cst.FlattenSentinel) else [new]
+    if not parts or not all(isinstance(part, _STATEMENTS) for part in parts):
+        return False
+    path = _path(root, olds[0], extents)
+    return path is not None and len(path) >= 2 and isinstance(path[-2], cst.IndentedBlock)
 
 
 class FixBuilder:
@@ -197,6 +250,7 @@ class FixBuilder:
         self._subtrees: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self._top_texts: dict[int, Optional[tuple[str, int, int]]] = {}
         self._imports: Optional[ImportMap] = None
+        self._top_ids: Optional[frozenset[int]] = None
 
     @property
     def code(self) -> str:
@@ -319,13 +373,19 @@ class FixBuilder:
 
     def _placed_top(self, olds: Sequence[cst.CSTNode], anchors: Sequence[Anchor]):
         """(holder index, top-level statement, its code, offset, first line) when the anchors place the fix."""
-        if not anchors or self.positions is None or anchors[0][0] not in self.module.body:
+        if not anchors or self.positions is None or id(anchors[0][0]) not in self._top_level_ids():
             return None
         holder = self._holder(anchors, olds)
         if holder is None:
             return None
         placed = self._top_text(anchors[0][0])
         return None if placed is None else (holder, anchors[0][0], *placed)
+
+    def _top_level_ids(self) -> frozenset[int]:
+        """Ids of the module's statements (asked once per fix: `in module.body` compared with each of them)."""
+        if self._top_ids is None:
+            self._top_ids = frozenset(map(id, self.module.body))
+        return self._top_ids
 
     def _statement_holding(self, root: cst.CSTNode, olds: Sequence[cst.CSTNode],
                            extents: dict) -> Optional[cst.CSTNode]:
@@ -355,16 +415,21 @@ class FixBuilder:
         if rendering is None:
             return None
         statement = self._statement_holding(anchor[0], olds, rendering.extents)
+        whole = statement is None and _replaced_in_block(anchor[0], olds, mapping, rendering.extents)
+        if whole:
+            # A statement of a block replaced whole (a `print` guarded, an `if` rewritten): only it is
+            # rendered and parsed again, not the function around it (a forward of 20,000 lines).
+            statement = olds[0]
         if statement is None:
             if holder == 0 or anchor[0] in mapping:
                 return None
             # The anchor itself (a function in a block) is the innermost statement holding them.
             statement, start, old_text, indent = anchor[0], 0, rendering.text, "".join(anchor[1])
-        elif statement in mapping:
+        elif statement in mapping and not whole:
             return None
         else:
             first_line, first_column, last_line, last_column = rendering.extents[id(statement)]
-            starts = line_starts(rendering.text)
+            starts = rendering.line_starts()
             if last_line > len(starts):
                 return None
             start, end = starts[first_line - 1] + first_column, starts[last_line - 1] + last_column
@@ -376,7 +441,9 @@ class FixBuilder:
         try:
             # A sentinel comes back only if `mapping` removes the statement itself: render_at raises, caught below.
             replaced = statement.visit(_Replace(mapping))
-            new_text = render_at(self.module, replaced, [indent] if indent else [])  # type: ignore[arg-type]
+            parts = replaced.nodes if isinstance(replaced, cst.FlattenSentinel) else [replaced]
+            new_text = "".join(render_at(self.module, part, [indent] if indent else [])  # type: ignore[arg-type]
+                               for part in parts)
         except Exception:  # a fix that cannot be rendered is no fix
             return _NO_FIX
         if not parses_at(new_text, indent, self.module.default_newline):

@@ -83,8 +83,12 @@ def file_sets(context: FileContext, setting: Setting) -> bool:
     """True when the file sets `setting` at its top level or in a function (an assignment of True, or `.add(...)`).
 
     For `reorderable_logging_functions` any `.add(...)`/`.update(...)` or assignment counts
-    only with the function the setting names.
+    only with the function the setting names. Answered once per file and setting: each finding asks.
     """
+    return context.memo(("file-sets", setting.key), lambda: _file_sets(context, setting))
+
+
+def _file_sets(context: FileContext, setting: Setting) -> bool:
     qualified = f"torch._dynamo.config.{setting.name}"
     if setting.name == "reorderable_logging_functions":
         return _lists_function(context, qualified, setting.key.split("(", 1)[1].rstrip(")"))
@@ -165,7 +169,14 @@ def compile_site_count(context: FileContext) -> int:
 
 
 def _compile_sites(context: FileContext) -> list[cst.CSTNode]:
-    """The statement holding each `torch.compile` call or decorator of the file, in a block."""
+    """The statement holding each `torch.compile` call or decorator of the file, in a block.
+
+    Found once per file: every finding with a setting fix asks (10,000 findings of one file
+    each scanned every call)."""
+    return context.memo("compile-setting-sites", lambda: _find_compile_sites(context))
+
+
+def _find_compile_sites(context: FileContext) -> list[cst.CSTNode]:
     compiles = [call for call in context.module_index.calls if context.qualname(call.func) in COMPILE_FUNCTIONS]
     decorators = [node for node in context.module_index.of_type(cst.Decorator)
                   if context.qualname(node.decorator) in COMPILE_FUNCTIONS]

@@ -12,10 +12,19 @@ apart (a burst: a paste, an undo, a held key) wait until the burst pauses that l
 lint whose text has been edited since is cancelled. Each document keeps an incremental
 parser (only the top-level statements an edit touched are parsed again, whether the
 client sends ranges or the whole text), and diagnostics are published with the version
-of the text they are for. Opening a document publishes its own findings first (as if no
-other code of the project reached into it: no project index to build or re-check), then
-the findings with the project's reach when they differ. Code actions are answered from
-the last lint's findings, never by linting again.
+of the text they are for. Code actions are answered from the last lint's findings, never
+by linting again.
+
+A lint costs the edited file, whatever the size of its project. What the project's entry
+points reach in a document is built off the lints, in a child process (project_builds.py),
+for every open document with its unsaved text; each lint uses the last answer built, moved
+to the document's current lines (engine/buffer_reach.py). Opening a document publishes its
+own findings first (no other file read), then, once the project's answer is built, the
+findings with it when they differ. An edit that changes what other code sees of the file
+(imports, signatures, class bases, decorators) asks for a new answer once typing pauses
+`OUTLINE_PAUSE_SECONDS`; any other edit once it pauses `BODY_PAUSE_SECONDS`, and a save
+at once (other open documents may be reached from the saved one). When the new answer
+changes a document's findings, they are published again for the same version.
 """
 
 from __future__ import annotations
@@ -33,47 +42,39 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from compile_lint import __version__
+from compile_lint.analysis.project.reach import FileReach, buffer_alone
+from compile_lint.analysis.syntax.predicates import DEFAULT_MODULE_BASE_NAMES
 from compile_lint.core.diagnostics import Diagnostic, Edit
 from compile_lint.core.text_offsets import split_lines
 from compile_lint.engine.api import (
     SYNTAX_ERROR_CODE,
-    LintCancelled,
-    ProjectIndex,
     fix_text,
     is_applicable,
     lint_source,
 )
+from compile_lint.engine.buffer_reach import KnownReach, moved_reach, outline
 from compile_lint.engine.incremental import IncrementalParser
 from compile_lint.engine.positions import RenderCache
+from compile_lint.engine.project import symbol_index
 from compile_lint.engine.suppressions import add_noqa
+from compile_lint.frontends.lint_scheduler import LintScheduler, Snapshot
+from compile_lint.frontends.project_builds import Answers, BuildRequest, ProjectBuilds
 from compile_lint.reporters.docs import graph_break_url
 from compile_lint.settings.config import Config, ConfigError, load_config
 
 SOURCE = "compile-lint"
 FIX_ALL_KIND = "source.fixAll.compile-lint"
-# Edits closer together than this are one burst (a paste, an undo, a key held down, a
-# client's own batching): lint once the burst pauses this long. Typing at a person's pace
-# (60 ms or more between keystrokes) is linted keystroke by keystroke, each version as it
-# comes: a lint whose text changed meanwhile is cancelled, and the last keystroke's
-# findings come one lint after it, not a debounce plus a lint.
-DEBOUNCE_SECONDS = 0.03
 # How long a code action request waits for the lint of the document's current text.
 CODE_ACTION_WAIT_SECONDS = 5.0
 # How long the worker waits for the loop to send a document's first findings before it
 # prepares the document's parser for edits.
 PUBLISH_WAIT_SECONDS = 0.5
+# After an edit, how long typing pauses before the project's answer is built again: soon when
+# the edit changed what other code sees of the file, later when it changed a function body
+# only (the answer moved to the new lines holds unless the body changed what is traced).
+OUTLINE_PAUSE_SECONDS = 0.3
+BODY_PAUSE_SECONDS = 2.0
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One version of one document, as it is to be linted."""
-
-    uri: str
-    path: str
-    text: str
-    version: Optional[int]
-    config: Config
 
 
 @dataclass
@@ -83,105 +84,6 @@ class Linted:
     version: Optional[int]
     text: str
     findings: list[Diagnostic]
-
-
-@dataclass
-class _Job:
-    snapshot: Snapshot
-    due: float
-    cancel: threading.Event = field(default_factory=threading.Event)
-
-
-class LintScheduler:
-    """Lints the newest version of each document on one worker thread.
-
-    `submit` after a pause of `debounce` seconds since the document's last edit lints at
-    once; during typing it waits until the edits pause that long. A newer version
-    replaces a waiting one and cancels a running one (the lint stops at its next
-    checkpoint). `lint(snapshot, cancelled)` runs on the worker; `deliver(snapshot,
-    findings)` is called there with each lint that finished uncancelled.
-    """
-
-    def __init__(
-        self,
-        lint: Callable[[Snapshot, Callable[[], bool]], list[Diagnostic]],
-        deliver: Callable[[Snapshot, list[Diagnostic]], None],
-        debounce: float = DEBOUNCE_SECONDS,
-    ) -> None:
-        self.lint, self.deliver, self.debounce = lint, deliver, debounce
-        self.pending: dict[str, _Job] = {}
-        self.running: Optional[_Job] = None
-        self.last_edit: dict[str, float] = {}
-        self.closed = False
-        self.condition = threading.Condition()
-        self.thread = threading.Thread(target=self._work, name="compile-lint-linter", daemon=True)
-        self.thread.start()
-
-    def submit(self, snapshot: Snapshot, edit: bool = True) -> None:
-        """Lint `snapshot` (an edit is debounced while typing; opening or saving is not)."""
-        now = time.monotonic()
-        with self.condition:
-            last = self.last_edit.get(snapshot.uri)
-            typing = edit and last is not None and now - last < self.debounce
-            if edit:
-                self.last_edit[snapshot.uri] = now
-            self.pending[snapshot.uri] = _Job(snapshot, now + self.debounce if typing else now)
-            running = self.running
-            if running is not None and running.snapshot.uri == snapshot.uri:
-                running.cancel.set()
-            self.condition.notify()
-
-    def forget(self, uri: str) -> None:
-        """Drop a closed document: nothing pending, a running lint cancelled."""
-        with self.condition:
-            self.pending.pop(uri, None)
-            self.last_edit.pop(uri, None)
-            if self.running is not None and self.running.snapshot.uri == uri:
-                self.running.cancel.set()
-
-    def close(self) -> None:
-        """Stop the worker after its current lint."""
-        with self.condition:
-            self.closed = True
-            if self.running is not None:
-                self.running.cancel.set()
-            self.condition.notify()
-
-    def _next(self) -> Optional[_Job]:
-        with self.condition:
-            while True:
-                if self.closed:
-                    return None
-                if self.pending:
-                    job = min(self.pending.values(), key=lambda item: item.due)
-                    wait = job.due - time.monotonic()
-                    if wait <= 0:
-                        del self.pending[job.snapshot.uri]
-                        self.running = job
-                        return job
-                    self.condition.wait(wait)
-                else:
-                    self.condition.wait()
-
-    def _work(self) -> None:
-        while True:
-            job = self._next()
-            if job is None:
-                return
-            findings: Optional[list[Diagnostic]] = None
-            try:
-                findings = self.lint(job.snapshot, job.cancel.is_set)
-            except LintCancelled:
-                pass
-            except Exception:  # noqa: BLE001 - one bad lint must not stop the server
-                logger.exception("compile-lint: linting %s failed", job.snapshot.path)
-            with self.condition:
-                self.running = None
-            if findings is not None and not job.cancel.is_set():
-                try:
-                    self.deliver(job.snapshot, findings)
-                except Exception:  # noqa: BLE001
-                    logger.exception("compile-lint: publishing %s failed", job.snapshot.path)
 
 
 class _Text:
@@ -251,9 +153,13 @@ class _Document:
     renderings: RenderCache = field(default_factory=RenderCache)
     linted: Optional[Linted] = None
     fix_all: Optional[tuple[Optional[int], object]] = None  # (version, the fixer's outcome)
-    reach: str = ""  # the digest of what the project reaches in the document, as last linted
-    fresh: bool = True  # not linted yet: the first lint publishes the document's own findings first
-    preview: Optional[tuple[Optional[int], list[Diagnostic]]] = None  # (version, own findings) published so far
+    latest: Optional[Snapshot] = None  # the newest version the editor sent
+    published: Optional[tuple[Optional[int], list[Diagnostic]]] = None  # (version, findings) last published
+    # The project's answer for the document and the text it is for, replaced whole (a build's thread sets
+    # it while the worker reads it); whether a build made it (else the text's own), the text's outline.
+    known: Optional[tuple[Optional[FileReach], str]] = None
+    answered: bool = False
+    known_outline: Optional[str] = None
 
 
 def _supports_resolve(server, types) -> bool:
@@ -321,11 +227,11 @@ class CompileLintServer:
         self.server = LanguageServer(SOURCE, __version__,
                                      text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.configs: dict[str, Config] = {}
-        # What reaches each document from the rest of its project, as the CLI and flake8 see it.
-        self.project = ProjectIndex()
         self.documents: dict[str, _Document] = {}
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.scheduler = LintScheduler(self.lint, self.deliver)
+        # What reaches each document from the rest of its project, as the CLI and flake8 see it.
+        self.builds = ProjectBuilds(self.build_request, self.built)
         feature = self.server.feature
         feature(types.TEXT_DOCUMENT_DID_OPEN)(_plain(self.did_open))
         feature(types.TEXT_DOCUMENT_DID_CHANGE)(_plain(self.did_change))
@@ -354,51 +260,66 @@ class CompileLintServer:
         document = self.server.workspace.get_text_document(uri)
         return Snapshot(uri, document.path, document.source, document.version, self.config_for(document.path))
 
+    def reach_for(self, state: _Document, job: Snapshot) -> Optional[FileReach]:
+        """What the project reaches in this version: the last answer built, moved to its lines. Until the
+        first is built, what the first text linted reaches on its own (no other file read), moved likewise."""
+        known = state.known
+        if known is None:
+            bases = tuple(DEFAULT_MODULE_BASE_NAMES) + tuple(job.config.module_bases)
+            known = state.known = (buffer_alone(job.path, job.text, symbol_index(job.config).modules, bases), job.text)
+        reach, text = known
+        return moved_reach(reach, text, job.text) if reach is not None else None
+
     def lint(self, job: Snapshot, cancelled: Callable[[], bool]) -> list[Diagnostic]:
         state = self.documents.get(job.uri)
         if state is None:
-            return lint_source(job.text, job.path, job.config, cancelled=cancelled, project=self.project).diagnostics
-        if state.fresh:
-            # Opening a document: its own findings first (what it holds unless other code of
-            # the project reaches into it: no project passed), published before the project
-            # index is built or re-checked; the findings with the project's reach follow,
-            # when they differ.
-            own = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
-                              cancelled=cancelled, render_cache=state.renderings).diagnostics
-            state.fresh = False
-            state.preview = (job.version, own)
-            self.send(job, own)
-        state.reach = self.project.digest(job.config, job.path)
-        findings = lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
-                               cancelled=cancelled, render_cache=state.renderings, project=self.project).diagnostics
-        self.relint_reached(job.uri)
-        return findings
-
-    def relint_reached(self, linted: str) -> None:
-        """On the worker: lint again the open documents whose reach a saved caller changed.
-
-        The project index reads files from disk, so only a save changes what reaches another file.
-        """
-        for uri, other in list(self.documents.items()):
-            if uri == linted or self.loop is None:
-                continue
-            document = self.server.workspace.get_text_document(uri)
-            if self.project.digest(self.config_for(document.path), document.path) != other.reach:
-                self.loop.call_soon_threadsafe(self.schedule, uri, False)
+            return []  # closed meanwhile
+        reach = self.reach_for(state, job)
+        return lint_source(job.text, job.path, job.config, parse=state.parser.parse, prefilter=False,
+                           cancelled=cancelled, render_cache=state.renderings,
+                           project=KnownReach(job.path, reach)).diagnostics  # type: ignore[arg-type]
 
     def deliver(self, job: Snapshot, findings: list[Diagnostic]) -> None:
-        """On the worker: publish a finished lint's findings, unless the document's first ones were these."""
+        """On the worker: publish a finished lint's findings, unless those of this version are out already."""
         state = self.documents.get(job.uri)
-        preview = state.preview if state is not None else None
-        if state is not None:
-            state.preview = None
-        if preview != (job.version, findings):
+        if state is None:
+            return
+        if state.published != (job.version, findings):
+            state.published = (job.version, findings)
             published = self.send(job, findings)
-            if state is not None and state.parser.unprepared:
+            if state.parser.unprepared:
                 # The findings are out before the loop would have to wait for the GIL to send them.
                 published.wait(PUBLISH_WAIT_SECONDS)
-        if state is not None:
-            state.parser.prepare()  # after a full parse (opening): what the next edit's splice needs
+        state.parser.prepare()  # after a full parse (opening): what the next edit's splice needs
+
+    # ----- the project's answers -------------------------------------------------------
+    def build_request(self) -> Optional[BuildRequest]:
+        """On a timer thread: the open documents to build the project's answers for, if any needs one."""
+        snapshots = [state.latest for state in list(self.documents.values()) if state.latest is not None]
+        return BuildRequest(tuple((job.path, job.text, job.config) for job in snapshots)) if snapshots else None
+
+    def after_edit(self) -> None:
+        """On a timer thread, typing having paused: build at once if the edit changed what other code sees
+        of a document, else once typing pauses `BODY_PAUSE_SECONDS`."""
+        edited = [(state, state.latest.text) for state in list(self.documents.values())
+                  if state.latest is not None and (state.known is None or state.known[1] != state.latest.text)]
+        if any(not state.answered or outline(text) not in (None, state.known_outline) for state, text in edited):
+            self.builds.schedule(0)
+        elif edited:
+            self.builds.schedule(BODY_PAUSE_SECONDS - OUTLINE_PAUSE_SECONDS)
+
+    def built(self, request: BuildRequest, answers: Answers) -> None:
+        """On the build's thread: keep each document's new answer; lint again those it may change."""
+        texts = {path: text for path, text, _ in request.documents}
+        for uri, state in list(self.documents.items()):
+            latest = state.latest
+            if latest is None or latest.path not in answers:
+                continue
+            state.known_outline = outline(texts[latest.path])
+            state.known = (answers[latest.path], texts[latest.path])
+            state.answered = True
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(self.schedule, uri, False)
 
     def send(self, job: Snapshot, findings: list[Diagnostic]) -> threading.Event:
         """On the worker: convert positions for this version's text, then publish on the loop; set once published."""
@@ -426,19 +347,26 @@ class CompileLintServer:
     def schedule(self, uri: str, edit: bool) -> None:
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
-        self.documents.setdefault(uri, _Document())
-        self.scheduler.submit(self.snapshot(uri), edit=edit)
+        if uri not in self.documents and edit:
+            return  # closed meanwhile
+        state = self.documents.setdefault(uri, _Document())
+        state.latest = self.snapshot(uri)
+        self.scheduler.submit(state.latest, edit=edit)
 
     # ----- documents -------------------------------------------------------------------
     async def did_open(self, params) -> None:
+        self.documents.pop(params.text_document.uri, None)
         self.schedule(params.text_document.uri, edit=False)
+        self.builds.schedule(0)
 
     async def did_change(self, params) -> None:
         self.schedule(params.text_document.uri, edit=True)
+        self.builds.schedule(OUTLINE_PAUSE_SECONDS, then=self.after_edit)
 
     async def did_save(self, params) -> None:
         self.configs.clear()  # a saved pyproject.toml may change the selection
         self.schedule(params.text_document.uri, edit=False)
+        self.builds.schedule(0)  # what the saved file reaches in other open documents may have changed
 
     def did_close(self, params) -> None:
         uri = params.text_document.uri
@@ -448,6 +376,7 @@ class CompileLintServer:
 
     def shutdown(self, params: None) -> None:
         self.scheduler.close()
+        self.builds.close()
 
     # ----- code actions ----------------------------------------------------------------
     async def current_findings(self, uri: str, version: Optional[int]) -> Optional[Linted]:
@@ -469,8 +398,11 @@ class CompileLintServer:
         if state is not None and state.fix_all is not None and state.fix_all[0] == linted.version:
             return state.fix_all[1]
         path = self.server.workspace.get_text_document(uri).path
+        # The fixer's lints use the reach the findings were linted with (the fixes keep functions where they are).
+        reach = self.reach_for(state, Snapshot(uri, path, linted.text, linted.version, config)) if state else None
         outcome = await asyncio.get_running_loop().run_in_executor(
-            None, functools.partial(fix_text, linted.text, path, config, project=self.project))
+            None, functools.partial(fix_text, linted.text, path, config,
+                                    project=KnownReach(path, reach)))  # type: ignore[arg-type]
         if state is not None:
             state.fix_all = (linted.version, outcome)
         return outcome

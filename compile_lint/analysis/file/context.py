@@ -5,8 +5,6 @@ This is the analysis's public face: rules ask the context, never a `_name` of an
 
 from __future__ import annotations
 
-import textwrap
-import tokenize
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Optional, TypeVar, cast
 
@@ -20,6 +18,7 @@ from compile_lint.analysis.file.regions import Regions, find_regions
 from compile_lint.analysis.kinds.facts import AssignedValue, Facts, Kind
 from compile_lint.analysis.project.symbols import SymbolIndex
 from compile_lint.analysis.syntax.calls import calls_in
+from compile_lint.analysis.syntax.codegen import render_with_spans
 from compile_lint.analysis.syntax.imports import ImportMap, dotted_name
 from compile_lint.analysis.syntax.walk import children
 
@@ -27,35 +26,6 @@ if TYPE_CHECKING:  # the engine passes it; importing it here would load the call
     from compile_lint.analysis.project.reach import FileReach
 
 _Built = TypeVar("_Built")
-
-
-def dependency_context(
-    symbols: SymbolIndex, path: str, function: str, module_bases: Iterable[str] = (),
-) -> Optional["FileContext"]:
-    """The analysis of one module-level function of another file, with that file's imports.
-
-    Only the function's own lines and the file's import statements are parsed (a whole
-    `modeling_utils.py` would cost more than the file being linted); names resolve as in
-    the file itself. Built once while the file is unchanged.
-    """
-
-    def build() -> Optional[FileContext]:
-        summary = symbols.summary(path)
-        found = summary.functions.get(function) if summary is not None else None
-        if summary is None or found is None or not found.end_line:
-            return None
-        try:
-            with tokenize.open(path) as handle:
-                lines = handle.read().splitlines(keepends=True)
-            pieces = [textwrap.dedent("".join(lines[first - 1:last])) for first, last in summary.import_spans]
-            pieces.append(textwrap.dedent("".join(lines[found.first_line - 1:found.end_line])))
-            text = "".join(piece if piece.endswith("\n") else piece + "\n" for piece in pieces)
-            module = cst.parse_module(text)
-        except (OSError, SyntaxError, ValueError, cst.ParserSyntaxError, RecursionError, MemoryError):
-            return None
-        return FileContext(path, module, module_bases, text, symbols)
-
-    return symbols.memo(path, ("function", function, tuple(module_bases)), build)  # type: ignore[return-value]
 
 
 class FileContext:
@@ -81,6 +51,8 @@ class FileContext:
         self.function_stack: list[cst.FunctionDef] = []
         self._function_parents: dict[cst.FunctionDef, dict[cst.CSTNode, cst.CSTNode]] = {}
         self._calls_in: dict[cst.FunctionDef, list[cst.Call]] = {}
+        # Top-level statement -> (lines before it, its lines, its nodes' spans); None where it cannot be placed.
+        self._placed: dict[cst.CSTNode, Optional[tuple[int, list[str], dict]]] = {}
         self._inherited_makers: dict[tuple[cst.ClassDef, str], Optional[tuple[Optional[str], ...]]] = {}
         self._memo: dict[Hashable, object] = {}
         # The `tensor-branch-fix` setting ("where" | "cond"), None for the rules' default.
@@ -108,7 +80,7 @@ class FileContext:
     @cached_property
     def facts(self) -> Facts:
         """Kinds of expressions inside traced functions."""
-        return Facts(self.imports, self.regions, self.imported_function if self.symbols is not None else None,
+        return Facts(self.imports, self.regions, self.call_returns if self.reach is not None else None,
                      self.type_aliases)
 
     @cached_property
@@ -117,55 +89,75 @@ class FileContext:
         return {name: values[-1] for name, values in self.module_assignments.items()
                 if isinstance(values[-1], cst.Subscript)}
 
-    def imported_function(self, call: cst.Call) -> Optional[tuple["FileContext", cst.FunctionDef]]:
-        """The function of another file `call` runs through an import, with that file's context.
-
-        The one lookup of an imported helper: rules ask it (JIT201's helper that calls
-        `.item()`), and so do the facts (a helper's return kind, `context.facts`).
-        """
-        qualified = self.imports.qualname(call.func)
-        if qualified is None or self.symbols is None:
-            return None
-        return self._imported(qualified)
-
     def calls_in(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls `function` makes under compile: nested defs and eager-only branches left out."""
-        # A helper of another file is asked about from every call of it in every linted
-        # file (its context is shared by the process): walk it once.
         found = self._calls_in.get(function)
         if found is None:
             found = self._calls_in[function] = calls_in(function, self.regions.eager_only)
         return list(found)
 
-    def _imported(self, qualified: str) -> Optional[tuple["FileContext", cst.FunctionDef]]:
-        if qualified.startswith(("torch.", "numpy.", "builtins.", "math.")):
-            return None
-        assert self.symbols is not None
-        symbol = self.symbols.lookup(qualified, self.path)
-        if symbol is None or symbol.kind != "function" or symbol.owner is not None:
-            return None
-        context = dependency_context(self.symbols, symbol.path, symbol.name, self.module_bases)
-        if context is None:
-            return None
-        function = context.top_level_function(symbol.name)
-        return (context, function) if function is not None else None
+    # ----- what the program model found of calls into other files ---------------------
+    def call_returns(self, call: cst.Call, function: cst.FunctionDef) -> Optional[frozenset]:
+        """The abstract values `call` (made in traced `function`) returns when it runs functions of other files,
+        joined over the contexts the program model evaluated them in; None when the model has no answer."""
+        site = self._model_site(call, function)
+        return self.reach.call_returns(*site) if site is not None and self.reach is not None else None
 
-    def top_level_function(self, name: str) -> Optional[cst.FunctionDef]:
-        """The module-level function `name` (also inside top-level if/try blocks)."""
-        pending: list[cst.CSTNode] = list(self.module.body)
-        while pending:
-            statement = pending.pop(0)
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-                return statement
-            if isinstance(statement, (cst.If, cst.Try, cst.Else, cst.ExceptHandler, cst.Finally)):
-                pending.extend(getattr(statement.body, "body", ()))
-                for extra in ("orelse", "handlers", "finalbody"):
-                    value = getattr(statement, extra, None)
-                    if isinstance(value, (list, tuple)):
-                        pending.extend(value)
-                    elif value is not None:
-                        pending.append(value)
-        return None
+    def helpers_reading_item(self, call: cst.Call, function: cst.FunctionDef) -> tuple[tuple[str, str, int], ...]:
+        """(path, qualified name, `def` line) of each function of another file `call` (made in traced
+        `function`) runs that reads tensor data with `.item()` on a tensor on every run (JIT201)."""
+        site = self._model_site(call, function)
+        return self.reach.helpers_reading_item(*site) if site is not None and self.reach is not None else ()
+
+    def _model_site(self, call: cst.Call, function: cst.FunctionDef) -> Optional[tuple[int, int, str]]:
+        """`call` as the program model keys it: (line, column in UTF-8 bytes, callee as spelled)."""
+        func = call.func
+        spelled = dotted_name(func)
+        if spelled is None or spelled not in self._answered_spellings or (
+                isinstance(func, (cst.Name, cst.Attribute)) and func.lpar):
+            return None  # `(f)(x)`: the model's column is the parenthesis's
+        top = self._top_statements.get(function)
+        placed = self._place(top) if top is not None else None
+        span = placed[2].get(id(func)) if placed is not None else None
+        if placed is None or span is None:
+            return None
+        shift, lines, _ = placed
+        text = lines[span[0] - 1] if span[0] - 1 < len(lines) else ""
+        return span[0] + shift, len(text[:span[1]].encode("utf-8", "surrogatepass")), spelled
+
+    @cached_property
+    def _answered_spellings(self) -> frozenset[str]:
+        """The callees, as spelled, of the calls the program model answered for this file."""
+        return frozenset(site[2] for site in self.reach.calls) if self.reach is not None else frozenset()
+
+    @cached_property
+    def _top_statements(self) -> dict[cst.FunctionDef, cst.CSTNode]:
+        """Each function of the module (nested ones too) -> the top-level statement holding it."""
+        found: dict[cst.FunctionDef, cst.CSTNode] = {}
+        for top in self.module.body:
+            pending: list[cst.CSTNode] = [top]
+            while pending:
+                node = pending.pop()
+                if isinstance(node, cst.FunctionDef):
+                    found[node] = top
+                pending.extend(child for child in children(node) if isinstance(child, _HOLDS_STATEMENTS))
+        return found
+
+    def _place(self, top: cst.CSTNode) -> Optional[tuple[int, list[str], dict]]:
+        """A top-level statement rendered alone and placed in the source by its text (once): (the number of
+        lines before it, its lines, its nodes' spans counted from 1 at its first line); None when its text
+        is not in the source exactly once, at the start of a line."""
+        if top not in self._placed:
+            source = self.source if self.source is not None else self.module.code
+            text, spans, _ = render_with_spans(self.module, top)
+            offset = source.find(text)
+            if offset < 0 and text.endswith("\n") and source.endswith(text[:-1]):
+                text = text[:-1]  # the last statement of a file without a final line break
+                offset = source.find(text)
+            unique = offset >= 0 and source.find(text, offset + 1) < 0 and (
+                offset == 0 or source[offset - 1] in "\r\n") and source.count("\r") == source.count("\r\n")
+            self._placed[top] = (source.count("\n", 0, offset), text.splitlines(), spans) if unique else None
+        return self._placed[top]
 
     @cached_property
     def paths(self) -> PathModes:
@@ -394,6 +386,11 @@ class FileContext:
                 return list(self.facts.self_attributes(cls).values.get(expr.attr.value, ()))
         return []
 
+
+
+# Nodes whose children may be statements that hold a function definition.
+_HOLDS_STATEMENTS = (cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
+                     cst.Finally, cst.MatchCase)
 
 
 def _parents_below(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:

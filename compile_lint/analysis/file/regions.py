@@ -60,6 +60,10 @@ class Regions:
     # each root among them (its chain and what its callers pass), and the chain of every one.
     external: dict[cst.FunctionDef, object] = field(default_factory=dict)
     reached_from: dict[cst.FunctionDef, tuple] = field(default_factory=dict)
+    # What the program model saw passed to each root's parameters (`Reached.hints`): a root that
+    # compiled code calls with known values (`torch.compile(step)` then `step(group, ...)` with a
+    # dict) takes those, not `forward`'s tensor default.
+    root_hints: dict[cst.FunctionDef, dict[str, str]] = field(default_factory=dict)
     # Every function's qualified name in the file (`f`, `Cls.method`, `outer.inner`), as the project index spells it.
     qualnames: dict[cst.FunctionDef, str] = field(default_factory=dict)
 
@@ -273,6 +277,7 @@ class _RegionFinder:
                     pending.append(nested)
         roots = [function for function, record in traced.items() if record.entry]
         regions.roots = set(roots)
+        regions.root_hints = {function: dict(traced[function].hints) for function in roots}
         self._close(roots)
         for function in sorted(traced, key=lambda f: (len(traced[f].chain), regions.qualnames.get(f, ""))):
             record = traced[function]
@@ -318,6 +323,7 @@ class _RegionFinder:
                 continue
             if record.entry:
                 self.regions.roots.add(function)  # compiled itself: its parameters as `forward`'s
+                self.regions.root_hints[function] = dict(record.hints)
             else:
                 self.regions.external[function] = record
             self._close([function], record.chain)

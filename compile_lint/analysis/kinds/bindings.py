@@ -299,6 +299,11 @@ class BindingKinds(FactsParts):
                 # an optional tensor passed on (`labels`) keeps it: the callee uses it as one.
                 return passed
             if function in self.regions.roots:
+                hint = self.regions.root_hints.get(function, {}).get(name)
+                if hint == "other":  # the model saw the calls pass something else than tensors
+                    return Kind.UNKNOWN
+                if hint == "py":
+                    return Kind.PY
                 return Kind.MAYBE_TENSOR if default is not None else Kind.TENSOR
             external = self.regions.external.get(function)
             if external is not None:
@@ -414,11 +419,20 @@ class BindingKinds(FactsParts):
             self.memo.cycles += 1
             param = self.param_kind(function, name)
             return param if param is not None else Kind.PENDING
+        if function not in self.memo.reading:
+            # Work out the reads before this one first, in source order, so that each rests on
+            # answers already kept: asked first at the end of `x = x + i` repeated N times, the
+            # recursion would otherwise go N reads deep.
+            self._read_earlier(node, function)
+            cached = self.memo.read_kinds.get(node)
+            if cached is not None:
+                return cached
         steps = self.memo.read_steps.get(function, 0) + 1
         self.memo.read_steps[function] = steps
         if steps > _READ_BUDGET:
             return None  # a pathological function: fall back to the flow-insensitive kind
         self.memo.in_progress.add(key)
+        self.memo.reading[function] = self.memo.reading.get(function, 0) + 1
         try:
             kinds: list[Kind] = []
             tensor_statements: list[Optional[cst.CSTNode]] = []
@@ -438,11 +452,31 @@ class BindingKinds(FactsParts):
                     statement for statement in tensor_statements if statement is not None]
         finally:
             self.memo.in_progress.discard(key)
+            self.memo.reading[function] -= 1
+            if not self.memo.reading[function]:
+                del self.memo.reading[function]
         if result is not Kind.PENDING:
             # Kept even when a loop's guard fired inside: the guess (the loop-carried binding
             # counts as its other inputs) is what one more pass would confirm.
             self.memo.read_kinds[node] = result
         return result
+
+    def _read_earlier(self, node: cst.Name, function: cst.FunctionDef) -> None:
+        """Work out the kinds of the reads of `function` before `node` (in the order `reaching` met
+        them), from where the last call stopped. Only called while no read of `function` is being
+        worked out, so each of them is asked as a rule walking the function in order would ask it."""
+        known = self.memo.read_order.get(function)
+        if known is None:
+            reads = list(self.reaching(function).reads)
+            known = self.memo.read_order[function] = (reads, {read: index for index, read in enumerate(reads)})
+        reads, order = known
+        target = order.get(node, 0)
+        start = self.memo.read_cursor.get(function, 0)
+        if start >= target:
+            return
+        self.memo.read_cursor[function] = target
+        for index in range(start, target):
+            self._read_kind(reads[index], function)
 
     def _binding_kind(self, binding: Binding, function: cst.FunctionDef) -> Kind:
         cached = self.memo.binding_kinds.get(binding)
@@ -521,6 +555,8 @@ class BindingKinds(FactsParts):
             if tag == "starred":
                 return Kind.LIST
             if tag == "aug":
+                if self.draw_operands(value[1], value[2], function):
+                    return Kind.UNKNOWN  # `k += 1` on a draw: Dynamo cannot compute it (draws.py)
                 return combine([self.kind(value[1], function), self.kind(value[2], function)])
             if tag == "iter":
                 iterable = self.kind(value[1], function)

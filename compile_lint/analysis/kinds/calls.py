@@ -3,8 +3,8 @@
 `CallKinds` is the part of `Facts` that resolves a call made in traced code to the function
 of the file it certainly runs (`call_target`), and gives a call its kind: a torch function
 or a tensor method by the tables below, a helper or method of the file by the join of its
-returns (with the kinds a call passes, for a helper of another file), a submodule by its
-`forward`.
+returns, a submodule by its `forward`, a call of functions of other files by the values the
+program model found it returns.
 """
 
 from __future__ import annotations
@@ -13,10 +13,20 @@ from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.file.callees import parameters_passed, passed_argument
 from compile_lint.analysis.kinds.bindings import is_none, returned_values, tuple_items
 from compile_lint.analysis.kinds.lattice import Kind, combine, join
 from compile_lint.analysis.kinds.parts import FactsParts
+from compile_lint.analysis.model.values import (
+    ConstV,
+    ContainerV,
+    ExternalInstanceV,
+    FlagV,
+    KeywordsV,
+    KindV,
+    PatternV,
+    TupleV,
+    Value,
+)
 from compile_lint.analysis.syntax.calls import calls_in
 from compile_lint.analysis.syntax.imports import dotted_name
 
@@ -202,6 +212,8 @@ class CallKinds(FactsParts):
             if func.value in self.regions.module_classes:
                 return Kind.MODULE
             callee = self.name_kind(func.value, function)
+            if callee is Kind.SELF:
+                return self._self_call_kind(function)
             return self._module_call_kind(call, function) if callee is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             method = func.attr.value
@@ -247,6 +259,19 @@ class CallKinds(FactsParts):
                 return Kind.LIST
         return Kind.UNKNOWN
 
+    def _self_call_kind(self, function: cst.FunctionDef) -> Kind:
+        """What `self(x)` gives in a method of a module class (`out = self(out)` in `generate`): what its
+        forward returns (a tensor unless the class's own forward says otherwise); unknown in other classes."""
+        cls = self.regions.owner_class.get(function)
+        if cls is None or self.regions.module_classes.get(cls.name.value) is not cls:
+            return Kind.UNKNOWN
+        forward = self._find_method(cls, "forward")
+        if forward is not None:
+            returned = self.return_kind(forward)
+            if returned not in (Kind.UNKNOWN, Kind.PENDING):
+                return returned
+        return Kind.TENSOR
+
     def _module_call_kind(self, call: cst.Call, function: cst.FunctionDef) -> Kind:
         """What calling a submodule gives: its forward's return kind when this file defines its class.
 
@@ -283,11 +308,10 @@ class CallKinds(FactsParts):
         if qualified.startswith("math."):
             return Kind.DATA if any(self.kind(a.value, function).tensorish for a in call.args) else Kind.PY
         if not qualified.startswith("builtins."):
-            imported = self.imported_function(call) if self.imported_function is not None else None
-            if imported is not None:
-                # A helper of another file: its returns, with the kinds this call passes.
-                other, target = imported
-                return other.facts.return_kind_with(target, self.passed_kinds(call, function, target))
+            returned = self.call_returns(call, function) if self.call_returns is not None else None
+            if returned:
+                # Functions of other files: what the program model found this call returns.
+                return values_kind(returned)
         if qualified.startswith("builtins."):
             name = qualified[len("builtins."):]
             arg_kinds = [self.kind(a.value, function) for a in call.args]
@@ -360,18 +384,29 @@ class CallKinds(FactsParts):
         finally:
             self.memo.in_progress.discard(key)
 
-    def return_kind_with(self, function: cst.FunctionDef, bindings: dict[str, Kind]) -> Kind:
-        """What `function` returns when its parameters hold `bindings` (a call from another file)."""
-        kinds = [self.kind_with_bindings(value, function, bindings) for value in self.returned_values(function)]
-        return join(kinds) if kinds else Kind.PY
 
-    def passed_kinds(self, call: cst.Call, function: cst.FunctionDef, target: cst.FunctionDef) -> dict[str, Kind]:
-        """Parameter of `target` -> the kind `call` (made in `function`) passes to it."""
-        bindings = {}
-        params = target.params
-        positional = parameters_passed(target, method=False)
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            passed = passed_argument(call, param.name.value, positional)
-            if passed is not None:
-                bindings[param.name.value] = self.kind(passed, function)
-        return bindings
+def values_kind(found: frozenset) -> Kind:
+    """The kind of an expression the program model found to hold the abstract values `found` (joined)."""
+    return join([_value_kind(value) for value in found])
+
+
+def _value_kind(value: Value) -> Kind:
+    if isinstance(value, KindV):
+        return value.kind
+    if isinstance(value, (ConstV, PatternV, FlagV)):
+        return Kind.PY  # None, a number, a string, a flag: as a literal is
+    if isinstance(value, TupleV):
+        return Kind.LIST  # as a tuple display is
+    if isinstance(value, KeywordsV):
+        return Kind.DICT
+    if isinstance(value, ContainerV):
+        return _CONTAINER_KINDS.get(value.kind, Kind.UNKNOWN)
+    if isinstance(value, ExternalInstanceV):
+        last = value.name.rsplit(".", 1)[-1]
+        torch_module = value.name.startswith("torch.nn.") and not value.name.startswith("torch.nn.functional.")
+        return Kind.MODULE if torch_module and last[:1].isupper() else Kind.UNKNOWN
+    return Kind.UNKNOWN  # an object, a callable, a module: not a kind the facts tell apart
+
+
+_CONTAINER_KINDS = {"list": Kind.LIST, "set": Kind.LIST, "dict": Kind.DICT, "modulelist": Kind.MODULE,
+                    "sequential": Kind.MODULE, "moduledict": Kind.MODULE}

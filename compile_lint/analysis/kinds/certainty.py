@@ -234,14 +234,22 @@ def _eager_certain(context: FileContext, expr: cst.BaseExpression, depth: int) -
             return True
         if context.tensor_on_some_paths(expr):
             return False  # `skip = False` on the other paths: `skip.bool()` would fail there
-        for value in context.local_values(expr.value):
-            if isinstance(value, cst.BaseExpression) and _eager_certain(context, value, depth + 1):
-                return True
-            if (isinstance(value, tuple) and value[0] in ("iter", "element")
-                    and isinstance(value[1], cst.BaseExpression) and _eager_certain(context, value[1], depth + 1)):
-                return True
-        return False
+        return _eager_certain_values(context, expr.value, depth)
     return False
+
+
+def _eager_certain_values(context: FileContext, name: str, depth: int) -> bool:
+    """Whether a value the visited function binds `name` to is a tensor on evidence. Asked once per
+    name and depth: each read of a name rebound N times (`x = x + i`) would follow N values, N ** depth."""
+    memo, key = context.facts.memo, (context.function, name, depth)
+    found = memo.eager_certain.get(key)
+    if found is None:
+        found = any(_eager_certain(context, value, depth + 1) if isinstance(value, cst.BaseExpression) else (
+            isinstance(value, tuple) and value[0] in ("iter", "element") and isinstance(value[1], cst.BaseExpression)
+            and _eager_certain(context, value[1], depth + 1)) for value in context.local_values(name))
+        if not memo.param_bindings:
+            memo.eager_certain[key] = found
+    return found
 
 
 def annotated_tensor(context: FileContext, name: str) -> bool:
@@ -270,17 +278,27 @@ def _tensor_only_method_on(context: FileContext, name: str) -> bool:
     parameter = facts.param_kind(function, name) is not None
     if not parameter and len(context.local_values(name)) != 1:
         return False
-    reads = facts.reaching(function).reads if parameter else {}
-    for node in iter_nodes(function.body):
-        if receives_tensor_only_method(node, name):
-            if not parameter:
-                return True
-            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)  # as matched
-            assert isinstance(node.func.value, cst.Name)
-            reaching = reads.get(node.func.value)
-            if reaching is not None and any(binding.value is None for binding in reaching):
-                return True
+    receivers = _tensor_only_receivers(context, function).get(name, ())
+    if not parameter:
+        return bool(receivers)
+    reads = facts.reaching(function).reads
+    for receiver in receivers:
+        reaching = reads.get(receiver)
+        if reaching is not None and any(binding.value is None for binding in reaching):
+            return True
     return False
+
+
+def _tensor_only_receivers(context: FileContext, function: cst.FunctionDef) -> dict[str, list[cst.Name]]:
+    """Name -> its reads in `function` that receive a method only tensors have (`x` of `x.amax()`): one walk."""
+    found = context.facts.memo.tensor_only_receivers.get(function)
+    if found is None:
+        found = context.facts.memo.tensor_only_receivers[function] = {}
+        for node in iter_nodes(function.body):
+            if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and isinstance(node.func.value, cst.Name) and node.func.attr.value in TENSOR_ONLY_METHODS):
+                found.setdefault(node.func.value.value, []).append(node.func.value)
+    return found
 
 
 def receives_tensor_only_method(node: cst.CSTNode, name: str) -> bool:
@@ -371,13 +389,21 @@ def _from_random_draw(context: FileContext, expr: cst.BaseExpression, depth: int
     for node in iter_nodes(expr):
         if isinstance(node, cst.Call) and context.qualname(node.func) in TRACED_RANDOM_DRAWS:
             return True
-        if isinstance(node, cst.Name):
-            for value in context.local_values(node.value):
-                if isinstance(value, tuple) and value[0] == "aug":
-                    value = value[2]
-                if isinstance(value, cst.BaseExpression) and _from_random_draw(context, value, depth + 1):
-                    return True
+        if isinstance(node, cst.Name) and _bound_to_random_draw(context, node.value, depth):
+            return True
     return False
+
+
+def _bound_to_random_draw(context: FileContext, name: str, depth: int) -> bool:
+    """Whether a value the visited function binds `name` to reads a random draw (once per name and depth)."""
+    memo, key = context.facts.memo, (context.function, name, depth)
+    found = memo.random_draws.get(key)
+    if found is None:
+        values = [value[2] if isinstance(value, tuple) and value[0] == "aug" else value
+                  for value in context.local_values(name)]
+        found = memo.random_draws[key] = any(
+            isinstance(value, cst.BaseExpression) and _from_random_draw(context, value, depth + 1) for value in values)
+    return found
 
 
 # ----- locals never None ---------------------------------------------------------------------------

@@ -68,8 +68,12 @@ class ExpressionKinds(FactsParts):
                 return self._list_item_kind(expr, function)
             return Kind.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
+            if self.draw_arithmetic(expr, function):
+                return Kind.UNKNOWN  # Dynamo cannot compute it (draws.py): no value to use downstream
             return combine([self.kind(expr.left, function), self.kind(expr.right, function)])
         if isinstance(expr, cst.UnaryOperation):
+            if self.draw_arithmetic(expr, function):
+                return Kind.UNKNOWN
             inner = self.kind(expr.expression, function)
             if isinstance(expr.operator, cst.Not):
                 return Kind.DATA if inner.tensorish else (Kind.PY if inner in (Kind.PY, Kind.SHAPE) else inner)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 CallSites = dict[cst.FunctionDef, list[tuple[cst.FunctionDef, cst.Call]]]
 # The answers that rest on what names hold: `kind_with_bindings` sets them aside and restores them.
 _KIND_FIELDS = ("names", "read_kinds", "returns", "conditional_tensors", "param_bindings", "binding_kinds",
-                "argument_kinds")
+                "argument_kinds", "read_cursor")
 
 
 @dataclass(slots=True)
@@ -40,6 +40,12 @@ class KindMemo:
     binding_kinds: dict[Binding, Kind] = field(default_factory=dict)
     argument_kinds: dict[tuple, Optional[Kind]] = field(default_factory=dict)
     certain: dict[tuple, bool] = field(default_factory=dict)
+    # Certainty in eager code (`certainty.Under.EAGER`): (function, name, depth) -> whether a
+    # value bound to the name is a tensor on evidence; function -> the receivers of methods
+    # only tensors have, by name; (function, name, depth) -> whether a value reads a random draw.
+    eager_certain: dict[tuple, bool] = field(default_factory=dict)
+    tensor_only_receivers: dict[cst.FunctionDef, dict[str, list[cst.Name]]] = field(default_factory=dict)
+    random_draws: dict[tuple, bool] = field(default_factory=dict)
     # A read that is a tensor only when some bindings ran -> the statements that bind the tensor.
     conditional_tensors: dict[cst.Name, list[cst.CSTNode]] = field(default_factory=dict)
     # Parameters bound to given kinds while `kind_with_bindings` asks (empty otherwise).
@@ -49,6 +55,11 @@ class KindMemo:
     in_progress: set[object] = field(default_factory=set)
     cycles: int = 0
     read_steps: dict[cst.FunctionDef, int] = field(default_factory=dict)  # reads worked out, per function
+    # Reads in the order `reaching` met them, per function; how far they were worked out in that
+    # order; how many reads of each function are being worked out now.
+    read_order: dict[cst.FunctionDef, tuple[list[cst.Name], dict[cst.Name, int]]] = field(default_factory=dict)
+    read_cursor: dict[cst.FunctionDef, int] = field(default_factory=dict)
+    reading: dict[cst.FunctionDef, int] = field(default_factory=dict)
 
     def kinds_so_far(self) -> tuple[dict, ...]:
         """Copies of the answers that rest on what names hold, for `restore_kinds`."""

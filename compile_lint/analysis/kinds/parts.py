@@ -1,6 +1,6 @@
 """What every part of `Facts` may ask of the others, declared once for the type checker.
 
-`Facts` is assembled from parts (expressions, bindings, calls, containers, certainty) that
+`Facts` is assembled from parts (expressions, bindings, calls, draws, containers, certainty) that
 call each other through `self`. Each part inherits `FactsParts`, so the data the facade sets
 and the questions another part answers have one declared type; the definitions in the parts
 override these declarations, and mypy checks that they agree.
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from compile_lint.analysis.file.callees import Callees
-    from compile_lint.analysis.file.context import FileContext
     from compile_lint.analysis.file.reaching import Binding, ReachingBindings
     from compile_lint.analysis.file.regions import Regions
     from compile_lint.analysis.kinds.bindings import AssignedValue, SelfAttributes
@@ -29,7 +28,7 @@ class FactsParts:
     imports: ImportMap
     regions: Regions
     type_aliases: dict[str, cst.BaseExpression]
-    imported_function: Optional[Callable[[cst.Call], Optional[tuple[FileContext, cst.FunctionDef]]]]
+    call_returns: Optional[Callable[[cst.Call, cst.FunctionDef], Optional[frozenset]]]
     memo: KindMemo
     callees: Callees
 
@@ -58,6 +57,12 @@ class FactsParts:
         def returned_element_kind(self, call: cst.Call, index: int, function: cst.FunctionDef) -> Optional[Kind]: ...
         def _call_kind(self, call: cst.Call, function: cst.FunctionDef) -> Kind: ...
         def _find_method(self, cls: cst.ClassDef, name: str, depth: int = 0) -> Optional[cst.FunctionDef]: ...
+
+        # draws
+        def python_draw(self, expr: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> bool: ...
+        def draw_arithmetic(self, node: cst.CSTNode, function: cst.FunctionDef) -> bool: ...
+        def draw_operands(self, left: cst.BaseExpression, right: cst.BaseExpression,
+                          function: cst.FunctionDef) -> bool: ...
 
         # containers
         def element_kind(self, expr: cst.BaseExpression, function: cst.FunctionDef) -> Kind: ...

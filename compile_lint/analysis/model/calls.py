@@ -5,8 +5,9 @@
   function passed in, `self`'s class) are specialised, so a branch they decide is decided
   there, as Dynamo specialises on them;
 - a bound method passes its receiver first; a partial its arguments;
-- a class runs its metaclass's `__call__` if a loaded one defines it, else `__new__` and
-  `__init__` (a dataclass's generated `__init__` binds its fields), and gives an instance;
+- a class runs `__new__` and `__init__` (a dataclass's generated `__init__` binds its
+  fields), and its metaclass's `__call__` when a loaded one defines it (an eager-only edge:
+  Dynamo does not run it), and gives an instance;
 - an instance runs its class's `__call__`, and an nn.Module's `forward`;
 - `torch.compile`'s result, a `torch.compiler.disable`d function, a function registered
   with `allow_in_graph` or a custom op runs the function for its values, and the edge says
@@ -224,28 +225,35 @@ def bind(frame: "Expressions", function: FunctionV, definition: ast.AST, args: A
 
 def instantiate(frame: "Expressions", cls: ClassV, args: Args, where: Optional[ast.AST], spelled: Optional[str],
                 implicit: bool = False, through_metaclass: bool = True) -> frozenset:
-    """Calling class `cls`: its metaclass's `__call__`, else `__new__` and `__init__`; an instance of it."""
+    """Calling class `cls`: `__new__` and `__init__`, and its metaclass's `__call__` (eager runs only); an
+    instance of it."""
     model = frame.model
     heap = frame.heap
+    instance = InstanceV(cls.key)
+    result: set = {instance}
+    how = "call"
     if through_metaclass:
         for meta in heap.read(("cm", cls.key)):
             if isinstance(meta, ClassV):
                 method, holder = class_lookup(model, meta.key, "__call__")
                 if isinstance(holder, ClassV):
+                    # Eager runs make the instance through the metaclass's `__call__`; Dynamo does not run
+                    # it (measured on torch 2.13: it builds the instance with `__new__` and traces
+                    # `__init__`), so the edge is eager-only and `__init__` is called from here too.
                     bound = frozenset(BoundV(item, cls) for item in method if isinstance(item, FunctionV))
-                    return call_values(frame, bound, args, where, spelled, implicit=True)
-    instance = InstanceV(cls.key)
-    result: set = {instance}
+                    result.update(call_values(frame, bound, args, where, spelled, implicit=True, how="eager"))
+                    how = "dynamo"  # Python's calls of `__new__` and `__init__` are the metaclass's
     new, holder = class_lookup(model, cls.key, "__new__")
     if isinstance(holder, ClassV):
         functions = frozenset(item for value in new for item in (
             value.function if isinstance(value, WrappedV) else (value,)) if isinstance(item, FunctionV))
-        made = call_values(frame, functions, args.prepend(frozenset((cls,))), where, spelled, implicit=True)
+        made = call_values(frame, functions, args.prepend(frozenset((cls,))), where, spelled, implicit=True,
+                           how=how)
         result.update(value for value in made if isinstance(value, InstanceV))
     init, holder = class_lookup(model, cls.key, "__init__")
     if isinstance(holder, ClassV):
         bound = frozenset(BoundV(item, instance) for item in init if isinstance(item, FunctionV))
-        call_values(frame, bound, args, where, spelled, implicit=True)
+        call_values(frame, bound, args, where, spelled, implicit=True, how=how)
     elif heap.read(("dataclass", cls.key)):
         _dataclass_init(frame, cls, instance, args)
     elif isinstance(holder, ExternalV) and not holder.name.startswith(("builtins.", "typing.")):

@@ -77,6 +77,8 @@ class Expressions:
     path: str
     scope: "Scope"
     eager: bool
+    # While a branch's test runs: the (first, last) lines of the operands an `and`/`or` never evaluated.
+    short_circuits: Optional[list] = None
 
     # The frame's (frames.py) own methods, used here.
     def read_name(self, name: str, read: Optional[ast.AST] = None) -> frozenset:
@@ -222,6 +224,9 @@ class Expressions:
                 # The operand itself is the result when it stops the chain.
                 found.update(value for value in values if set_truth((value,), compiling=False) is not (not stop_on))
                 if truth_eager is stop_on and (truth_compiled is stop_on or self.eager):
+                    if self.short_circuits is not None:
+                        rest = expression.values[index + 1:]
+                        self.short_circuits.append((rest[0].lineno, rest[-1].end_lineno or rest[-1].lineno))
                     break
                 if truth_compiled is stop_on:
                     self.eager = True  # the operands after it run only eagerly

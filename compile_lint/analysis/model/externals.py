@@ -476,6 +476,8 @@ def call_method(frame: "Expressions", name: str, receiver: Value, args: Args, wh
         return ONLY_UNKNOWN
     if isinstance(receiver, KindV):
         if method in _DATA_METHODS:
+            if receiver.kind in (Kind.TENSOR, Kind.MAYBE_TENSOR) and not frame.eager and where is not None:
+                model.data_reads.setdefault(frame.node, set()).add(("item", getattr(where, "lineno", 0)))
             return frozenset((DATA,))
         if method in _SIZE_METHODS:
             return frozenset((SHAPE,))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from compile_lint.analysis.kinds.lattice import Kind
 from compile_lint.analysis.model.expressions import Expressions
 from compile_lint.analysis.model.objects import attribute_values, iterate, store_attribute, store_subscript
 from compile_lint.analysis.model.program import LoadedModule, Model
@@ -27,11 +28,13 @@ from compile_lint.analysis.model.values import (
     ExternalV,
     FunctionV,
     InstanceV,
+    KindV,
     ModuleV,
     Node,
     TupleV,
     Value,
     join,
+    set_truth,
 )
 
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -225,7 +228,11 @@ class Frame(Expressions):
                     self.heap.add(("def", self.node, id(key)), self.eval(value))
 
     def do_Return(self, statement: ast.Return) -> None:
-        self.add_return(self.eval(statement.value) if statement.value is not None else frozenset((NONE,)))
+        found = self.eval(statement.value) if statement.value is not None else frozenset((NONE,))
+        if not self.eager:
+            # What an eager-only branch returns (`if not is_compiling(): return Debug()`) is never a
+            # value in the trace; the model keeps one view of a function's return, the traced one.
+            self.add_return(found)
 
     def do_Assign(self, statement: ast.Assign) -> None:
         found = self.eval(statement.value)
@@ -247,13 +254,31 @@ class Frame(Expressions):
                     None)
 
     def do_If(self, statement: ast.If) -> None:
-        eager_truth, compiled_truth = self.test_truth(statement.test)
+        eager_truth, compiled_truth = self.branch_test(statement)
         self.last_test[id(statement)] = (eager_truth, compiled_truth)
         self.branch(statement.body, eager_truth, compiled_truth)
         self.branch(statement.orelse, _negated(eager_truth), _negated(compiled_truth))
 
+    def branch_test(self, statement: ast.If | ast.While) -> tuple[Optional[bool], Optional[bool]]:
+        """The truth of an `if`/`while` test; the operands of an `and`/`or` in it that no run evaluates (a
+        constant stopped the chain: `if FLAG and x.sum() > 0:` with FLAG False) are skipped code, when they
+        share no line with the branch."""
+        outer, self.short_circuits = self.short_circuits, []
+        try:
+            found = self.eval(statement.test)
+            truth = set_truth(found, compiling=False), set_truth(found, compiling=True)
+            if not self.eager and any(isinstance(value, KindV) and value.kind is Kind.TENSOR for value in found):
+                self.model.data_reads.setdefault(self.node, set()).add(("branch", statement.lineno))
+            first_body = statement.body[0].lineno if statement.body else None
+            for first, last in self.short_circuits:
+                if first_body is None or last < first_body:
+                    self.model.skipped.setdefault(self.node, set()).add((first, last))
+            return truth
+        finally:
+            self.short_circuits = outer
+
     def do_While(self, statement: ast.While) -> None:
-        eager_truth, compiled_truth = self.test_truth(statement.test)
+        eager_truth, compiled_truth = self.branch_test(statement)
         self.branch(statement.body, eager_truth, compiled_truth)
         self.block(statement.orelse)
 

@@ -43,6 +43,10 @@ MAX_CONTEXTS = 8
 MAX_EVALUATIONS_PER_NODE = 40
 EVALUATIONS_PER_FILE = 400
 LIBRARY_FILE_BUDGET = 300
+# Files of the project that the given files' imports bring in (a file linted alone in a big package:
+# transformers' `from ...utils import X` reaches 2,463 files through package `__init__`s): read on demand
+# up to this many, past which an import of one is unresolved (the model says so in `unresolved_imports`).
+ON_DEMAND_FILE_BUDGET = 40
 # Tooling whose code never runs inside a compiled model (test runners, packaging, editors' servers): never read.
 TOOLING = frozenset({"pytest", "_pytest", "pluggy", "hypothesis", "hypothesmith", "setuptools", "pkg_resources",
                      "pip", "IPython", "ipykernel", "lsprotocol", "pygls", "psutil", "coverage", "mypy", "ruff",
@@ -68,7 +72,9 @@ class CallRecord:
     """One call site of a node: where, as spelled, whether only eager runs reach it, and what it calls.
 
     `targets` holds (callee, how): a callee node, or an external name (`builtins.print`);
-    how is "call", "disabled", "allowed" or "opaque" (Dynamo's treatment of the callee).
+    how is "call", "disabled", "allowed" or "opaque" (Dynamo's treatment of the callee), "eager" (a call
+    only eager runs make: a metaclass's `__call__`) or "dynamo" (one only Dynamo makes: `__init__` of a class
+    whose metaclass defines `__call__`, which Python calls from there).
     """
 
     line: int
@@ -108,6 +114,8 @@ class Model:
         self.evaluations: dict[Node, int] = {}
         self.exhausted: set[Node] = set()
         self.library_files: list[str] = []
+        self.on_demand_files = 0  # project files read because an import named them (ON_DEMAND_FILE_BUDGET)
+        self._loading_given = False  # whether the given files are all loaded (later loads are on demand)
         self.unresolved_imports: dict[str, tuple[str, int]] = {}  # module name -> (path, line) of the first import
         self.no_source: dict[str, tuple[str, int]] = {}  # installed module without Python source -> first use
         # Classes built generically for their module entry (their `__init__` run with unknown arguments).
@@ -117,6 +125,10 @@ class Model:
         # (function key, parameter) -> {(path, line, argument as spelled)}: calls from another file
         # that pass it a tensor, what a finding resting on the parameter names.
         self.passes: dict[tuple[tuple[str, str], str], set[tuple[str, int, str]]] = {}
+        # Node -> (cause, line) of each place its traced code needs a tensor's data ("item": `.item()`,
+        # `.tolist()`...; "branch": an `if`/`while` on a tensor): what a function registered with
+        # `allow_in_graph` cannot do in the fake run Dynamo makes of it.
+        self.data_reads: dict[Node, set[tuple[str, int]]] = {}
         self._mro: dict[tuple[str, str], tuple] = {}
         self._linearising: set[tuple[str, str]] = set()
         self._imports: dict[tuple[str, str], tuple] = {}  # (name, directory of a relative import) -> where
@@ -144,6 +156,7 @@ class Model:
             if module is not None:
                 self.project_files.append(path)
                 self.heap.schedule((ModuleV(path), ()))
+        self._loading_given = True
 
     def load(self, path: str, library: Optional[bool] = None) -> Optional[LoadedModule]:
         """The parsed file `path` (None when it cannot be read or parsed, or a library past the budget)."""
@@ -153,6 +166,8 @@ class Model:
         if library is None:
             library = self.is_library(path)
         if library and (not self.follow_libraries or len(self.library_files) >= LIBRARY_FILE_BUDGET):
+            return None
+        if not library and self._loading_given and self.on_demand_files >= ON_DEMAND_FILE_BUDGET:
             return None
         loaded = None
         try:
@@ -172,6 +187,8 @@ class Model:
             self._budget += EVALUATIONS_PER_FILE
             if library:
                 self.library_files.append(path)
+            elif self._loading_given:
+                self.on_demand_files += 1
         return loaded
 
     def module_name(self, path: str) -> str:

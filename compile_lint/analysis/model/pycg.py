@@ -37,7 +37,9 @@ def pycg_graph(model: Model) -> dict[str, list[str]]:
             continue
         for record in calls.values():
             source = f"{module.name}.{_plain(record.scope)}" if record.scope else module.name
-            for target, _ in record.targets:
+            for target, how in record.targets:
+                if how == "dynamo":
+                    continue  # a call only Dynamo makes (Python's goes through the metaclass's `__call__`)
                 name = _callee_name(model, target)
                 if name is None:
                     continue

@@ -38,6 +38,10 @@ class TracedSet:
     children: dict[Node, list[tuple[Node, int]]] = field(default_factory=dict)
     # (file, line, name) of each traced call of an external name (for libraries without source).
     external_calls: set[tuple[str, int, str]] = field(default_factory=set)
+    # (caller file, calling function, callee as spelled, cause, callee key) of each traced call of an
+    # `allow_in_graph` function that needs tensor data ("item" or "branch"): Dynamo's fake run of it fails,
+    # the graph breaks at the call, and the function is compiled as a frame of its own (an entry).
+    allowed_breaks: set[tuple[str, str, str, str, Key]] = field(default_factory=set)
     follow_libraries: bool = True  # whether the walk enters installed libraries' functions
     _by_key: Optional[dict[Key, list[Node]]] = None
 
@@ -103,7 +107,9 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                     if isinstance(caller, FunctionV) and isinstance(callee, FunctionV):
                         traced.disabled_calls.add((caller.key[0], caller.key[1], record.spelled or ""))
                     continue
-                if how in ("allowed", "opaque"):
+                if how == "allowed" and isinstance(callee, FunctionV) and isinstance(caller, FunctionV):
+                    _allowed_call(model, traced, node, record, target, pending)
+                if how in ("allowed", "opaque", "eager"):
                     continue
                 if isinstance(callee, FunctionV):
                     callee_module = model.modules.get(callee.key[0])
@@ -115,9 +121,10 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                             traced.library_calls.append((node, record.line, record.spelled, target))
                 traced.children.setdefault(node, []).append((target, record.line))
                 if target in traced.nodes:
-                    if target in traced.entries and target not in traced.parents and _files_differ(node, target):
-                        # An entry (a module's forward) that another file's traced code calls too: its
-                        # findings say how that code reaches it.
+                    if target in traced.entries and target not in traced.parents and target != node \
+                            and traced.entries[target] is None:
+                        # A module's forward (an entry only because the user may compile a module built
+                        # elsewhere) that traced code calls too: its findings say how that code reaches it.
                         traced.parents[target] = (node, record.line)
                     continue
                 traced.nodes.add(target)
@@ -125,10 +132,42 @@ def _walk(model: Model, traced: TracedSet, roots: list[Node]) -> None:
                 pending.append(target)
 
 
-def _files_differ(caller: Node, callee: Node) -> bool:
-    first, second = caller[0], callee[0]
-    path = first.key[0] if isinstance(first, FunctionV) else first.path
-    return isinstance(second, FunctionV) and second.key[0] != path
+def _allowed_call(model: Model, traced: TracedSet, node: Node, record, target: Node, pending: deque) -> None:
+    """A traced call of an `allow_in_graph` function: when it (or what it calls) needs tensor data, the graph
+    breaks at the call and Dynamo compiles the function as a frame of its own when the eager remainder runs
+    it (measured on torch 2.13): it is an entry, made at the call."""
+    causes = data_reads(model, target)
+    if not causes:
+        return
+    caller, callee = node[0], target[0]
+    assert isinstance(caller, FunctionV) and isinstance(callee, FunctionV)
+    for cause in causes:
+        traced.allowed_breaks.add((caller.key[0], caller.key[1], record.spelled or "", cause, callee.key))
+    if target not in traced.nodes:
+        traced.nodes.add(target)
+        traced.entries.setdefault(target, (caller.key[0], record.line, "allowed"))
+        pending.append(target)
+
+
+_MAX_DATA_WALK = 64  # nodes one question about an allowed function's data reads may visit
+
+
+def data_reads(model: Model, node: Node) -> list[str]:
+    """The causes ("branch", "item") for which `node`, or a function its traced code calls, needs a tensor's
+    data, sorted; a bounded walk."""
+    causes: set[str] = set()
+    pending, seen = [node], {node}
+    while pending and len(seen) <= _MAX_DATA_WALK:
+        current = pending.pop()
+        causes.update(cause for cause, _ in model.data_reads.get(current, ()))
+        for record in model.edges.get(current, {}).values():
+            if record.eager:
+                continue
+            for target, how in record.targets:
+                if isinstance(target, tuple) and how in ("call", "dynamo") and target not in seen:
+                    seen.add(target)
+                    pending.append(target)
+    return sorted(causes)
 
 
 def chain(model: Model, traced: TracedSet, node: Node) -> tuple[tuple[str, int, str], ...]:
@@ -154,7 +193,8 @@ def chain(model: Model, traced: TracedSet, node: Node) -> tuple[tuple[str, int, 
 
 def parameter_hint(model: Model, nodes: list[Node], name: str) -> Optional[str]:
     """"tensor" when every traced node's value of parameter `name` is a tensor, "py" when every one is a
-    Python value independent of tensor data; None otherwise."""
+    Python value independent of tensor data, "other" when the values are known and neither (a dict,
+    an object, unknown among them, and no entry default); None otherwise."""
     found: set = set()
     for node in nodes:
         found.update(model.heap.peek(("p", node, name)))
@@ -165,7 +205,9 @@ def parameter_hint(model: Model, nodes: list[Node], name: str) -> Optional[str]:
     if all(isinstance(value, ConstV) or (isinstance(value, KindV) and value.kind in (Kind.PY, Kind.SHAPE))
            for value in found):
         return "py"
-    return None
+    if any(isinstance(value, KindV) and value.by_default for value in found):
+        return None  # an entry's default (nobody shows its calls) among them: the file's default decides
+    return "other"
 
 
 def untraced_branches(model: Model, nodes: list[Node]) -> tuple[tuple[int, int], ...]:

@@ -315,8 +315,12 @@ def truth(value: Value, compiling: bool) -> Optional[bool]:
             return bool(value.value)
         except Exception:  # noqa: BLE001 - an odd constant: unknown
             return None
-    if isinstance(value, (FunctionV, ClassV, ModuleV, BoundV, PartialV, WrappedV, ExternalV, GeneratorV)):
+    if isinstance(value, BoundV) and isinstance(value.function, ExternalV):
+        return None  # `self.training`: an external class's attribute may be data, not a method
+    if isinstance(value, (FunctionV, ClassV, ModuleV, BoundV, PartialV, WrappedV, GeneratorV)):
         return True
+    # An external name may be a function (truthy) or a value the model does not read: `self.training`
+    # is `torch.nn.Module.training`, a flag Dynamo specialises on and the mode analysis splits.
     if isinstance(value, TupleV):
         return bool(value.items)
     if isinstance(value, PatternV):

@@ -1,19 +1,15 @@
-"""How an `ast` expression is spelled for the project index, and what it passes when it is an argument.
+"""How an `ast` expression is spelled for the project index.
 
 A callee is kept as spelled (`commons.f`, `self.head.loss`, `super().forward`,
-`Search().run`, `self.blocks[]`), a binding as what it makes its name call (`a`,
-`partial(a)` -> `a`, `Cls(...)` -> `Cls()`, `nn.ModuleList([Block()])` -> `[]Block`), an
-argument by a tag: a literal or a size, a tensor by its syntax, the caller's parameter or
-local, anything else. `summariser.py` records them; `callgraph.py` resolves them.
+`Search().run`, `self.blocks[]`), a binding as what it names (`a`, `partial(a)` -> `a`,
+`Cls(...)` -> `Cls()`, `nn.ModuleList([Block()])` -> `[]Block`). `summariser.py` records
+them for the symbol index; what they evaluate to is the program model's.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
-
-from compile_lint.analysis.kinds.tensor_methods import TENSOR_ONLY_NOT_ARRAY_METHODS
-from compile_lint.analysis.project.summary import OTHER, PY, TENSOR
+from typing import Optional
 
 # Tensor methods whose result is no tensor.
 _PYTHON_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "ndimension", "__len__", "is_contiguous",
@@ -132,55 +128,3 @@ def _container_elements(call: ast.Call) -> tuple[str, ...]:
             if callee:
                 found.append(callee)
     return tuple(dict.fromkeys(found))
-
-
-def _python_value(value: ast.AST) -> bool:
-    """A literal or a size by its syntax: `3`, `(1, 2)`, `x.shape`, `x.shape[0]`, `len(x)`, `x.size()`."""
-    if isinstance(value, ast.Constant):
-        return True
-    if isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in value.elts):
-        return True
-    if isinstance(value, ast.Attribute) and value.attr in _SIZE_ATTRIBUTES:
-        return True
-    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape":
-        return True
-    if isinstance(value, ast.Call):
-        callee = dotted(value.func) or ""
-        last = callee.rsplit(".", 1)[-1]
-        return callee in _SIZE_BUILTINS or (isinstance(value.func, ast.Attribute) and last in _SIZE_METHODS)
-    return False
-
-
-def value_tag(value: ast.AST, params: frozenset[str], qualify: Callable[[str], str], depth: int = 0) -> str:
-    """What an expression passes, by its syntax: "tensor", "py", "param:NAME", "local:NAME" or "other"."""
-    if depth > 6:
-        return OTHER
-    if isinstance(value, ast.Name):
-        return f"param:{value.id}" if value.id in params else f"local:{value.id}"
-    if _python_value(value):
-        return PY
-    if isinstance(value, ast.Call):
-        func = value.func
-        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
-            return TENSOR  # a submodule's call
-        callee = dotted(func)
-        if callee is not None and qualify(callee).startswith("torch.") and not callee.startswith("torch.is_"):
-            return TENSOR
-        if isinstance(func, ast.Attribute) and func.attr not in _PYTHON_METHODS:
-            receiver = value_tag(func.value, params, qualify, depth + 1)
-            if receiver == OTHER and func.attr in TENSOR_ONLY_NOT_ARRAY_METHODS:
-                return TENSOR  # `norm(y).abs()`: only a tensor has the method
-            return receiver if receiver != PY else OTHER
-        return OTHER
-    if isinstance(value, ast.BinOp):
-        tags = [value_tag(value.left, params, qualify, depth + 1), value_tag(value.right, params, qualify, depth + 1)]
-        if TENSOR in tags:
-            return TENSOR
-        open_tags = [tag for tag in tags if tag != PY]
-        return open_tags[0] if len(open_tags) == 1 else (PY if not open_tags else OTHER)
-    if isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not):
-        return value_tag(value.operand, params, qualify, depth + 1)
-    if isinstance(value, ast.Subscript):
-        inner = value_tag(value.value, params, qualify, depth + 1)
-        return inner if inner == TENSOR else OTHER
-    return OTHER

@@ -21,7 +21,7 @@ from compile_lint.storage.atomic import atomic_file
 from compile_lint.storage.stamps import file_stamp
 
 # The layout of the cache files: a store of another format is read as empty.
-INDEX_FORMAT = 9
+INDEX_FORMAT = 11  # 10: summaries without tags; 11: FileReach.calls and allowed_breaks
 
 
 class IndexStore:

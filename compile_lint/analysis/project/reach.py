@@ -27,7 +27,9 @@ from typing import Callable, Iterable, Optional
 
 from compile_lint.analysis.model.build import build_model
 from compile_lint.analysis.model.program import Model
+from compile_lint.analysis.model.sites import CallAnswer, CallSite, call_answers, stable_text
 from compile_lint.analysis.model.traced import TracedSet, chain, parameter_hint, traced_set, untraced_branches
+from compile_lint.analysis.model.values import ClassV
 from compile_lint.analysis.project.entry_points import configured
 from compile_lint.analysis.project.index import IndexStore
 from compile_lint.analysis.project.libraries import LibraryIndex, installation_folders
@@ -54,12 +56,15 @@ class Reached:
     qualname: str
     chain: tuple[Link, ...]  # () for an entry point
     entry: bool
-    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py")
+    hints: tuple[tuple[str, str], ...] = ()  # (parameter, "tensor" | "py" | "other")
     # (parameter, file, line, argument as spelled) of a call from another file that passes a
     # tensor to a parameter hinted "tensor": what a finding resting on the parameter names.
     evidence: tuple[tuple[str, str, int, str], ...] = ()
     # (first, last) lines of the branches no traced run of it takes (a constant decides their test).
     untraced: tuple[tuple[int, int], ...] = ()
+    # Parameters of a compiled function that every call of it the program makes leaves at their default:
+    # Dynamo compiles the default in once, no call brings another value.
+    defaulted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,14 +81,34 @@ class FileReach:
     disabled_calls: frozenset[tuple[str, str]] = frozenset()
     # The file's traced calls into installed libraries, with what each reaches there (library_reach.py).
     library_calls: tuple[LibraryCall, ...] = ()
-    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries).
+    # The qualified names of the file's nn.Module classes (bases followed across files and into libraries), and
+    # of its mixins whose every subclass in the project is one (their instances are modules).
     module_classes: tuple[str, ...] = ()
     # Whether the program model made this answer (then it is the whole traced set of the file, roots included).
     modelled: bool = True
+    # The traced calls of the file that run functions of other files: what the model found of each (sites.py).
+    calls: dict[CallSite, CallAnswer] = field(default_factory=dict)
+    # (calling function, callee as spelled, cause, callee's file, callee's line) of the file's traced calls of
+    # an `allow_in_graph` function that needs tensor data (cause "item": `.item()` and the like, "branch": a
+    # tensor `if`): the graph breaks at the call.
+    allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset()
 
     def reaches(self, path: str, qualname: str) -> bool:
         """Whether the project's entry points reach function `qualname` of file `path` (then it is linted there)."""
         return self.project is not None and (os.path.abspath(path), qualname) in self.project.reached
+
+    def call_returns(self, line: int, column: int, spelled: str) -> Optional[frozenset]:
+        """The values the call at `line`, `column` (UTF-8 bytes, as `ast` counts) spelled `spelled` returns,
+        joined over the contexts the model evaluated its callees in; None when the model has no answer (not
+        a traced call of plain functions of other files)."""
+        answer = self.calls.get((line, column, spelled))
+        return answer.returns if answer is not None else None
+
+    def helpers_reading_item(self, line: int, column: int, spelled: str) -> tuple[tuple[str, str, int], ...]:
+        """(path, qualified name, `def` line) of each function of another file that the call at `line`, `column`
+        spelled `spelled` runs and that reads tensor data with `.item()` on a tensor on every run."""
+        answer = self.calls.get((line, column, spelled))
+        return answer.reads_item if answer is not None else ()
 
 
 class ProjectReach:
@@ -101,8 +126,14 @@ class ProjectReach:
         self.disabled_calls: dict[str, set[tuple[str, str]]] = {}
         for path, function, spelled in self.traced.disabled_calls:
             self.disabled_calls.setdefault(path, set()).add((function, spelled))
+        self.allowed_breaks: dict[str, set[tuple[str, str, str, str, int]]] = {}
+        for path, function, spelled, cause, callee in self.traced.allowed_breaks:
+            scope = model.scope(callee)
+            line = scope.node.lineno if scope is not None and hasattr(scope.node, "lineno") else 0
+            self.allowed_breaks.setdefault(path, set()).add((function, spelled, cause, callee[0], line))
         self._library_calls = library_calls(model, self.traced, libraries) if libraries is not None else {}
         self._files: dict[str, FileReach] = {}
+        self._mixins: Optional[set[tuple[str, str]]] = None
 
     def for_file(self, path: str) -> FileReach:
         """The reached functions of file `path` (absolute), with their chains and parameter hints."""
@@ -120,19 +151,44 @@ class ProjectReach:
             called = [chain(model, traced, node) for node in nodes if node in traced.parents]
             shortest = min(called, key=lambda links: (len(links), links)) if called else ()
             links = tuple(Link(*link) for link in shortest)
-            entry = any(node in traced.entries for node in nodes)
+            # An entry: compiled, or a module's forward no traced code calls (a forward that traced code
+            # calls is reached through that call: its findings name it).
+            entry = any(node in traced.entries and (traced.entries[node] is not None or node not in traced.parents)
+                        for node in nodes)
             names = [argument.arg for argument in (*scope.function.args.posonlyargs, *scope.function.args.args,
                                                    *scope.function.args.kwonlyargs)]
             hints = tuple((name, hint) for name in names if (hint := parameter_hint(model, nodes, name)) is not None)
             evidence = tuple((name, *sorted(model.passes[((path, qualname), name)])[0])
                              for name, hint in hints if hint == "tensor" and ((path, qualname), name) in model.passes)
-            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes))
+            defaulted = tuple(name for name in names if _left_at_default(model, nodes, (path, qualname), name))
+            functions[qualname] = Reached(qualname, links, entry, hints, evidence, untraced_branches(model, nodes),
+                                          defaulted)
         module = model.modules.get(path)
+        mixins = self._module_mixins()
         classes = tuple(sorted(qualname for qualname in (module.scopes.classes if module is not None else ())
-                               if model.is_module_class((path, qualname))))
+                               if model.is_module_class((path, qualname)) or (path, qualname) in mixins))
+        calls = call_answers(model, path, [node for nodes in self._by_file.get(path, {}).values() for node in nodes])
         result = self._files[path] = _file_reach(path, functions, frozenset(self.disabled_calls.get(path, ())), self,
-                                                 self._library_calls.get(path, ()), classes)
+                                                 self._library_calls.get(path, ()), classes,
+                                                 frozenset(self.allowed_breaks.get(path, ())), calls)
         return result
+
+    def _module_mixins(self) -> set[tuple[str, str]]:
+        """Classes of the project that are no nn.Module but whose every subclass in the project is one (a
+        `GenerationMixin`): their instances are modules (`self(ids)` in them runs forward)."""
+        if self._mixins is None:
+            model = self.model
+            subclasses: dict[tuple[str, str], list[bool]] = {}
+            for path in model.project_files:
+                module = model.modules.get(path)
+                for qualname in (module.scopes.classes if module is not None else ()):
+                    is_module = model.is_module_class((path, qualname))
+                    for base in model.mro((path, qualname))[1:]:
+                        if isinstance(base, ClassV) and not model.is_module_class(base.key):
+                            subclasses.setdefault(base.key, []).append(is_module)
+            self._mixins = {key for key, found in subclasses.items() if found and all(found)
+                            and not _is_library(model, key[0])}
+        return self._mixins
 
     @property
     def library_files(self) -> tuple[str, ...]:
@@ -146,15 +202,34 @@ class ProjectReach:
         return library_notes(self.model, self.traced, self.libraries) if self.libraries is not None else ()
 
 
+def _left_at_default(model: Model, nodes: list, key: tuple[str, str], name: str) -> bool:
+    """Whether parameter `name` of function `key`, compiled by the program (`torch.compile(obj.generate)`, no
+    module's forward whose callers are unseen), holds its default at every call the model saw of it."""
+    registered = [node for node in nodes if node in model.entries]
+    called = [node for node in nodes if node not in model.entries]
+    default = model.heap.peek(("d", key, name))
+    if not registered or not called or not default or any(model.entries[node] is None for node in registered):
+        return False
+    return all(model.heap.peek(("p", node, name)) and model.heap.peek(("p", node, name)) <= default
+               for node in called)
+
+
 def _file_reach(path: str, functions: dict[str, Reached], disabled: frozenset[tuple[str, str]],
                 project: "ProjectReach | StoredReach", library_calls: tuple[LibraryCall, ...] = (),
-                module_classes: tuple[str, ...] = ()) -> FileReach:
+                module_classes: tuple[str, ...] = (),
+                allowed_breaks: frozenset[tuple[str, str, str, str, int]] = frozenset(),
+                calls: Optional[dict[CallSite, CallAnswer]] = None) -> FileReach:
     """One file's answer, with the digest the lint cache keys its findings on."""
     facts: tuple = (sorted(functions.items()), sorted(disabled), module_classes)
     if library_calls:
         facts += (library_calls,)
+    if allowed_breaks:
+        facts += (sorted(allowed_breaks),)
+    if calls:
+        facts += (stable_text(calls),)
     digest = hashlib.blake2b(repr(facts).encode(), digest_size=16).hexdigest()
-    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes)
+    return FileReach(path, functions, digest, project, disabled, library_calls, module_classes,
+                     allowed_breaks=allowed_breaks, calls=calls or {})
 
 
 class StoredReach:
@@ -225,6 +300,7 @@ def project_reach(
     configured_entries: Iterable[str] = (), config_root: str = ".", cache_dir: Optional[str] = None,
     map_function: Optional[Callable] = None, excluded: Callable[[str], bool] = lambda path: False,
     frozen: bool = False, libraries: Optional[Callable[[str], LibraryIndex]] = None, fresh: bool = False,
+    sources: Optional[dict[str, str]] = None,
 ) -> "ProjectReach | StoredReach":
     """The traced set of the project in `root`; raises `EntryPointError` for an unknown `entry-points` target.
 
@@ -232,8 +308,12 @@ def project_reach(
     worker, forked after the run's index was built); `fresh` builds the model even when an
     answer is kept (in the process or on disk), for a caller that wants the model itself. With
     `libraries` (the project root -> its `LibraryIndex`), calls into installed libraries are
-    followed too (library_reach.py).
+    followed too (library_reach.py). `sources` (path -> text) are files whose unsaved text replaces
+    theirs on disk (an editor's buffers): such an answer is neither kept nor taken from what is kept.
     """
+    if sources:
+        return _unsaved_reach(root, recursive, symbols, module_bases, configured_entries, config_root, excluded,
+                              libraries, sources)
     key = (root, recursive, tuple(module_bases), tuple(configured_entries), os.path.abspath(config_root),
            libraries is not None, symbols.modules.roots)
     memo = _MEMOS.get(key) if not fresh else None
@@ -241,8 +321,7 @@ def project_reach(
         return _answer(memo)
     if memo is not None and _stamps(memo.stamps) == memo.stamps:
         return _answer(memo)
-    files = python_files(root, PROJECT_INDEX, excluded) if recursive else sorted(
-        os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    files = _project_files(root, recursive, excluded)
     store = IndexStore(os.path.join(cache_dir, "project-index", hashlib.blake2b(
         f"{root}\0{recursive}".encode(), digest_size=10).hexdigest() + ".pickle") if cache_dir else None)
     # Installing or removing a package changes where imports resolve: the stored answer rests on its folders too.
@@ -259,24 +338,10 @@ def project_reach(
         memo = _MEMOS[key] = _Memo(stamps, StoredReach(*stored), None)  # type: ignore[misc]
         return _answer(memo)
     library_index = libraries(root) if libraries is not None else None
-    model = build_model(files, root, resolver=symbols.modules, module_bases=module_bases,
-                        is_library=_library_test(root, library_index),
-                        skipped_modules=library_index.skipped if library_index is not None else ())
-    if library_index is not None:
-        index = library_index
-        model.follows = lambda path: index.distribution(path) is not None
-    error = None
+    model = _project_model(root, files, symbols, module_bases, library_index)
     reach: Optional[ProjectReach] = None
-    try:
-        keys = configured(model, configured_entries, config_root)
-    except ValueError as problem:
-        error, keys = str(problem), []
+    error = _add_configured(model, configured_entries, config_root)
     if error is None:
-        if keys:
-            from compile_lint.analysis.model.entries import configured_entries as add_configured
-
-            add_configured(model, keys)
-            model.solve()
         reach = ProjectReach(model, library_index)
         if store.cache_file is not None:
             read = [path for path, module in model.modules.items() if module is not None]
@@ -292,6 +357,72 @@ def project_reach(
         watched |= set(installation_folders())
     memo = _MEMOS[key] = _Memo(_stamps(watched), reach, error)
     return _answer(memo)
+
+
+def _project_files(root: str, recursive: bool, excluded: Callable[[str], bool]) -> list[str]:
+    """The project's files: every file under a package root with the scripts beside it, or a directory's own."""
+    if not recursive:
+        return sorted(os.path.join(root, name) for name in _listdir(root) if name.endswith(".py"))
+    return python_files(root, PROJECT_INDEX, excluded) + scripts_beside(root, excluded)
+
+
+def _project_model(root: str, files: list[str], symbols: SymbolIndex, module_bases: Iterable[str],
+                   library_index: Optional[LibraryIndex], sources: Optional[dict[str, str]] = None) -> Model:
+    """The solved program model of the project's `files` (calls into libraries followed with `library_index`)."""
+    model = build_model(files, root, resolver=symbols.modules, module_bases=module_bases,
+                        is_library=_library_test(root, library_index),
+                        skipped_modules=library_index.skipped if library_index is not None else (), sources=sources)
+    if library_index is not None:
+        index = library_index
+        model.follows = lambda path: index.distribution(path) is not None
+    return model
+
+
+def _unsaved_reach(root: str, recursive: bool, symbols: SymbolIndex, module_bases: Iterable[str],
+                   configured_entries: Iterable[str], config_root: str, excluded: Callable[[str], bool],
+                   libraries: Optional[Callable[[str], LibraryIndex]], sources: dict[str, str]) -> ProjectReach:
+    """`project_reach`'s answer with `sources` replacing the files' texts on disk, built afresh (a source
+    of the project not saved yet is one of its files)."""
+    files = _project_files(root, recursive, excluded)
+    listed = set(files)
+    files += sorted(path for path in map(os.path.abspath, sources) if path not in listed and not excluded(path)
+                    and (path.startswith(os.path.join(root, "")) if recursive else os.path.dirname(path) == root))
+    library_index = libraries(root) if libraries is not None else None
+    model = _project_model(root, files, symbols, module_bases, library_index, sources)
+    error = _add_configured(model, configured_entries, config_root)
+    if error is not None:
+        from compile_lint.analysis.project.entry_points import EntryPointError
+
+        raise EntryPointError(error)
+    return ProjectReach(model, library_index)
+
+
+def _add_configured(model: Model, configured_entries: Iterable[str], config_root: str) -> Optional[str]:
+    """Make the `entry-points` setting's targets entries of `model`; what is wrong with the setting, if anything."""
+    try:
+        keys = configured(model, configured_entries, config_root)
+    except ValueError as problem:
+        return str(problem)
+    if keys:
+        from compile_lint.analysis.model.entries import configured_entries as add_configured
+
+        add_configured(model, keys)
+        model.solve()
+    return None
+
+
+def scripts_beside(root: str, excluded: Callable[[str], bool] = lambda path: False) -> list[str]:
+    """The scripts next to package `root` (`train.py` beside `pkg/`): they import it, and what they compile,
+    and the switches they flip before compiling, are the program's too. None beside an installation folder's
+    package, nor beside a directory that is no package."""
+    parent = os.path.dirname(os.path.abspath(root))
+    if not os.path.isfile(os.path.join(root, "__init__.py")) or os.path.basename(parent) in _INSTALLATION_FOLDERS:
+        return []
+    return sorted(path for name in _listdir(parent) if name.endswith(".py")
+                  and os.path.isfile(path := os.path.join(parent, name)) and not excluded(path))
+
+
+_INSTALLATION_FOLDERS = frozenset({"site-packages", "dist-packages"})
 
 
 def _library_test(root: str, libraries: Optional[LibraryIndex]) -> Callable[[str], bool]:
@@ -322,6 +453,16 @@ def file_alone(path: str, text: str, resolver, module_bases: Iterable[str] = ())
         return not os.path.abspath(candidate).startswith(inside)
 
     model = build_model([path], root, resolver=resolver, module_bases=module_bases, is_library=is_library,
+                        sources={path: text})
+    return ProjectReach(model).for_file(path)
+
+
+def buffer_alone(path: str, text: str, resolver, module_bases: Iterable[str] = ()) -> FileReach:
+    """The traced set of `text` as file `path` with no other file read (not even what its imports name):
+    what an editor shows at once while the project's answer is being built, at the cost of this one file."""
+    path = os.path.abspath(path)
+    model = build_model([path], package_root(path), resolver=resolver, module_bases=module_bases,
+                        is_library=lambda candidate: os.path.abspath(candidate) != path, follow_libraries=False,
                         sources={path: text})
     return ProjectReach(model).for_file(path)
 

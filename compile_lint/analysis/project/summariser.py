@@ -15,37 +15,17 @@ import ast
 import hashlib
 import sys
 import tokenize
-from typing import Iterable, Iterator, Optional, Sequence, Union, cast
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
-from compile_lint.analysis.project.dispatch_spellings import (
-    RETURNED_ALIAS,
-    TABLE_ENTRY,
-    dispatch_defaults,
-    dispatched_callee,
-    dispatched_spellings,
-    returned_dispatch,
-    table_spellings,
-)
 from compile_lint.analysis.project.expressions import (
     callee_spelling,
     compiled_spellings,
     dotted,
     value_spellings,
-    value_tag,
 )
-from compile_lint.analysis.project.properties import read_spelling
 from compile_lint.analysis.project.summary import (
-    ELEMENT,
-    ITEM,
-    LOCAL,
     MODULE_SCOPE,
-    OTHER,
-    PARAM,
-    PY,
-    RETURNED,
-    TENSOR,
     UNKNOWN,
-    Arg,
     Binding,
     CallSite,
     ClassInfo,
@@ -62,8 +42,6 @@ from compile_lint.analysis.syntax.predicates import (
 )
 
 _intern = sys.intern
-_NO_NAMES: frozenset[str] = frozenset()
-_GENERATOR = (OTHER,)  # the returns of a generator function: no value its `return`s name
 _PARSE_ERRORS = (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError)
 
 
@@ -134,17 +112,11 @@ class _Summariser:
         self.summary = summary
         self.tree = tree
         self._calls: dict[int, tuple[FunctionInfo, list[CallSite]]] = {}  # id(scope) -> the scope, its calls
-        self._reads: dict[int, dict[str, tuple[FunctionInfo, CallSite]]] = {}  # id(scope) -> its attribute reads
         self._module_level: set[str] = set()
         self._compiled: list[tuple[str, int, str]] = []
         self._shared: dict[object, object] = {}  # one object for equal tuples and bindings
-        self._args: dict[tuple[Optional[str], str, Optional[str], int], Arg] = {}  # one object for equal arguments
         # The `self.NAME(...)` names of the method being walked (None outside methods).
         self._self_calls: Optional[set[str]] = None
-        # Loops around the statement being walked, in its function; the bindings each name the
-        # statement binds had before it (its own call arguments see those).
-        self._loops = 0
-        self._bound_before: dict[str, int] = {}
 
     def _share(self, item):
         """`item`, or the equal one this file already holds (summaries are never changed once made)."""
@@ -208,7 +180,6 @@ class _Summariser:
         module = FunctionInfo(MODULE_SCOPE, MODULE_SCOPE, None, 0, 0, 0)
         self.summary.functions[MODULE_SCOPE] = module
         self._body(self.tree.body, module, None, prefix="", eager=False, bindings={}, params=frozenset())
-        self._keep_reads()
         for function in self.summary.functions.values():
             function.calls = tuple(self._calls_of(function))
         self.summary.compiled = tuple(self._compiled)
@@ -216,20 +187,17 @@ class _Summariser:
 
     def _module_names(self, body: Iterable[ast.stmt]) -> None:
         summary = self.summary
-        spans = []
         stars: list[str] = []
         for stmt in module_statements(body):
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                spans.append(self._share((stmt.lineno, stmt.end_lineno or stmt.lineno)))
                 for local, qualified in import_bindings(stmt):
                     summary.imports[_intern(local)] = _intern(qualified)
                 if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
                     stars.append(_intern(relative_name(stmt.level, stmt.module)))
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
+                spellings = value_spellings(stmt.value)
                 if spellings:
                     summary.aliases[_intern(stmt.targets[0].id)] = self._binding(spellings, stmt.value)
-        summary.import_spans = tuple(spans)
         summary.star_imports = tuple(stars)
 
     def _binding(self, spellings: tuple[str, ...], value: ast.AST, class_attribute: bool = False) -> Binding:
@@ -258,48 +226,16 @@ class _Summariser:
         if isinstance(stmt, ast.ClassDef):
             self._class(stmt, prefix)
             return
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            self._loops += 1
-            try:
-                self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
-            finally:
-                self._loops -= 1
-            return
         if isinstance(stmt, ast.If):
             self._expression(stmt.test, scope, eager, params)
             compiled = self._sense(stmt.test, False, bindings)
             self._body(stmt.body, scope, owner, prefix, eager or compiled is False, bindings, params)
             self._body(stmt.orelse, scope, owner, prefix, eager or compiled is True, bindings, params)
             return
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
-            stmt, (ast.AnnAssign, ast.AugAssign)) else []
-        self._bound_before = {node.id: len(scope.local_tags.get(node.id, ())) for target in targets
-                              for node in ast_nodes(target) if isinstance(node, ast.Name)}
-        try:
-            self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
-        finally:
-            self._bound_before = {}
+        self._simple_statement(stmt, scope, owner, prefix, eager, bindings, params)
 
     def _simple_statement(self, stmt: ast.stmt, scope: FunctionInfo, owner: Optional[str], prefix: str,
                           eager: bool, bindings: dict[str, ast.AST], params: frozenset[str]) -> None:
-        if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self._loop_alias(stmt, scope)
-            self._untagged(stmt.target, scope)
-        elif isinstance(stmt, ast.AugAssign):
-            self._untagged(stmt.target, scope)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                if item.optional_vars is not None:
-                    self._untagged(item.optional_vars, scope)
-        if isinstance(stmt, ast.Return) and stmt.value is not None and scope.qualname != MODULE_SCOPE:
-            returned = returned_dispatch(stmt.value)
-            if returned:  # `return getattr(self, f"{kind}_reduction")`: what calling the result runs
-                self._add_alias(scope, RETURNED_ALIAS, returned)
-            spellings = value_spellings(stmt.value) if not eager else ()
-            if spellings:
-                scope.returned_spellings = self._names(dict.fromkeys(scope.returned_spellings + spellings))
-        if isinstance(stmt, ast.Return) and not eager and scope.owner != "" and scope.qualname != MODULE_SCOPE:
-            self._returned(stmt.value, scope, params)
         if isinstance(stmt, ast.Assign):
             self._assignment(stmt.targets, stmt.value, scope, owner)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -317,75 +253,15 @@ class _Summariser:
             elif isinstance(value, ast.AST):
                 self._expression(value, scope, eager, params)
 
-    def _add_tag(self, scope: FunctionInfo, name: str, tag: str) -> None:
-        scope.local_tags[_intern(name)] = self._share(scope.local_tags.get(name, ()) + (_intern(tag),))
-
-    def _tag(self, value: ast.AST, params: frozenset[str]) -> str:
-        """What `value` holds, as a tag: by its syntax (`value_tag`), else an element of a parameter or
-        local (`ids[i]`), else what a call returns ("ret:LINE:CALLEE"), else "other"."""
-        tag = value_tag(value, params, self.summary.qualify)
-        if isinstance(value, ast.Call) and tag.startswith(LOCAL + ":") and tag[len(LOCAL) + 1:] in self.summary.imports:
-            tag = OTHER  # `commons.gate(h)`: a function of an imported module, no method of a local
-        if tag != OTHER:
-            return tag
-        if isinstance(value, ast.Subscript):
-            inner = value_tag(value.value, params, self.summary.qualify)
-            if inner.startswith((PARAM + ":", LOCAL + ":")):
-                return f"{ELEMENT}:{inner}"
-        elif isinstance(value, ast.Call):
-            callee = callee_spelling(value.func)
-            if callee is not None:
-                return f"{RETURNED}:{value.lineno}:{callee}"
-        return OTHER
-
-    def _returned(self, value: Optional[ast.AST], scope: FunctionInfo, params: frozenset[str]) -> None:
-        """A `return` of traced code: the tag of its value, the tags of its items for a tuple display."""
-        if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
-            returned: object = self._share(tuple(_intern(self._tag(e, params)) for e in value.elts))
-        else:
-            returned = _intern(self._tag(value, params)) if value is not None else PY
-        if scope.returns != _GENERATOR:
-            scope.returns = self._share(scope.returns + (returned,))
-
     def _add_alias(self, scope: FunctionInfo, name: str, spellings: tuple[str, ...]) -> None:
-        scope.aliases[_intern(name)] = self._share(scope.aliases.get(name, ()) + self._names(spellings))
-
-    def _untagged(self, target: ast.AST, scope: FunctionInfo) -> None:
-        """A local bound some other way than `name = value`: what it holds is not known from here."""
-        for node in ast_nodes(target):
-            if isinstance(node, ast.Name):
-                self._add_tag(scope, node.id, OTHER)
-
-    def _loop_alias(self, stmt: Union[ast.For, ast.AsyncFor], scope: FunctionInfo) -> None:
-        """`for blk in self.blocks` / `for i, blk in enumerate(self.blocks)`: `blk` is an element."""
-        iterable, target = stmt.iter, stmt.target
-        if (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate" and iterable.args
-                and isinstance(target, ast.Tuple) and len(target.elts) == 2):
-            iterable, target = iterable.args[0], target.elts[1]
-        container = dotted(iterable)
-        if container and isinstance(target, ast.Name):
-            self._add_alias(scope, target.id, (f"{container}[]",))
+        scope.aliases[_intern(name)] = self._share(scope.bound(scope.aliases, name, self._names(spellings)))
 
     def _assignment(self, targets: Sequence[ast.AST], value: ast.AST, scope: FunctionInfo,
                     owner: Optional[str]) -> None:
-        spellings = dispatched_spellings(value) or value_spellings(value)
+        spellings = value_spellings(value)
         for target in targets:
-            if isinstance(target, ast.Name) and scope.qualname not in (MODULE_SCOPE,) and scope.owner != "":
-                params = frozenset(name for name, _, _ in scope.params)
-                self._add_tag(scope, target.id, self._tag(value, params))
-            elif isinstance(target, (ast.Tuple, ast.List)) and scope.qualname != MODULE_SCOPE:
-                # `a, b = f(x)`: item K of what the call returns; any other unpacking: not known here.
-                callee = callee_spelling(value.func) if isinstance(value, ast.Call) else None
-                line = value.lineno if isinstance(value, ast.Call) else 0
-                starred = any(isinstance(element, ast.Starred) for element in target.elts)
-                for position, element in enumerate(target.elts):
-                    if isinstance(element, ast.Name):
-                        known = callee is not None and not starred and scope.owner != ""
-                        self._add_tag(scope, element.id, f"{ITEM}:{position}:{RETURNED}:{line}:{callee}"
-                                      if known else OTHER)
             if isinstance(target, ast.Name) and scope.qualname != MODULE_SCOPE:
-                # A local table of functions or classes: `fns = {"a": f, "b": g}; fns[key](x)`.
-                self._add_alias(scope, target.id, spellings or table_spellings(value, lists=False) or (UNKNOWN,))
+                self._add_alias(scope, target.id, spellings or (UNKNOWN,))
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and target.value.id == "self" and owner is not None):
                 cls = self.summary.classes.get(owner)
@@ -427,10 +303,6 @@ class _Summariser:
             if isinstance(current, ast.Call):
                 self._call(current, scope, branch_eager, params)
                 callees.add(id(current.func))
-            elif kind is ast.Attribute and id(current) not in callees:
-                self._read(cast(ast.Attribute, current), scope, branch_eager)
-            elif kind is ast.Yield or kind is ast.YieldFrom:
-                scope.returns = _GENERATOR  # what a generator returns is no value of its returns
             for child in ast.iter_child_nodes(current):
                 pending.append((child, branch_eager))
 
@@ -439,7 +311,7 @@ class _Summariser:
         if (self._self_calls is not None and type(func) is ast.Attribute and type(func.value) is ast.Name
                 and func.value.id == "self"):
             self._self_calls.add(func.attr)
-        callee = callee_spelling(func) or dispatched_callee(func)
+        callee = callee_spelling(func)
         if callee is None:
             return
         qualified = self._qualified(callee)
@@ -449,61 +321,13 @@ class _Summariser:
             receiver = dotted(func.value)
             if receiver and receiver != "torch":
                 self._compile_entry(scope.qualname, call.lineno, f"{receiver}()")
-        args = [self._argument(a.value if isinstance(a, ast.Starred) else a, params, None, scope) for a in call.args]
-        args += [self._argument(k.value, params, k.arg, scope) for k in call.keywords if k.arg is not None]
-        starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
-        shared = self._share(tuple(args))
-        for spelling in (callee, *dispatch_defaults(func)):  # `T.get(k, default)(x)` may call the default
-            self._calls_of(scope).append(CallSite(_intern(spelling), call.lineno, shared, eager, starred))
-
-    def _read(self, node: ast.Attribute, scope: FunctionInfo, eager: bool) -> None:
-        """Note an attribute read (maybe a property's getter: `properties.py`), once per function.
-
-        A constructor's reads are not kept: an `__init__` runs where its object is made, mostly
-        outside compiled code (a property read there is rare, its object made in traced code rarer).
-        """
-        if scope.name == "__init__":
-            return
-        spelling = read_spelling(node, self._module_level)
-        if spelling is None:
-            return
-        reads = self._reads.setdefault(id(scope), {})
-        if spelling not in reads:
-            reads[spelling] = (scope, CallSite(_intern(spelling), node.lineno, (), eager))
-
-    def _keep_reads(self) -> None:
-        """Keep the reads of attributes that no `self.NAME = value` of the file assigns: an attribute
-        the file's classes assign is data there (a project keeps few reads: its index stays small)."""
-        assigned = {name for cls in self.summary.classes.values() for name in cls.makers}
-        for reads in self._reads.values():
-            for spelling, (scope, read) in reads.items():
-                if spelling.rpartition(".")[2] not in assigned:
-                    self._calls_of(scope).append(read)
+        self._calls_of(scope).append(CallSite(_intern(callee), call.lineno, eager))
 
     def _calls_of(self, scope: FunctionInfo) -> list[CallSite]:
         entry = self._calls.get(id(scope))
         if entry is None:  # the scope is kept with its list: its id is not reused while walking
             entry = self._calls[id(scope)] = (scope, [])
         return entry[1]
-
-    def _argument(self, value: ast.AST, params: frozenset[str], keyword: Optional[str], scope: FunctionInfo) -> Arg:
-        """An argument: its spelling (a function, maybe) and the tag of what it passes."""
-        tag = self._tag(value, params)
-        kind, _, name = tag.partition(":")
-        visible = -1
-        if kind == PARAM or kind == LOCAL:
-            spelling: Optional[str] = name
-            tag = kind
-            if kind == LOCAL and not self._loops:  # in a loop, a later binding reaches the next round's call
-                visible = self._bound_before.get(name, len(scope.local_tags.get(name, ())))
-        else:
-            spelling = dotted(value)
-            tag = _intern(tag) if tag in (PY, TENSOR) or kind in (ELEMENT, RETURNED) else OTHER
-        key = (spelling, tag, keyword, visible)
-        found = self._args.get(key)
-        if found is None:
-            found = self._args[key] = Arg(spelling and _intern(spelling), tag, keyword and _intern(keyword), visible)
-        return found
 
     def _text_self_calls(self, node: Optional[ast.AST]) -> None:
         """The `self.NAME(...)` calls in a part of a method whose calls the walk does not record
@@ -553,7 +377,6 @@ class _Summariser:
             self._self_calls = set()
         bindings = _single_bindings(node)
         self._body(node.body, info, owner, f"{qualname}.", False, bindings, names)
-        info.called_params = frozenset(c.callee for c in self._calls_of(info) if c.callee in names) or _NO_NAMES
         if method:
             info.self_calls = self._names(sorted(self._self_calls or ()))
             self._self_calls = enclosing
@@ -578,9 +401,9 @@ class _Summariser:
                 continue
             self._text_self_calls(stmt)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                spellings = value_spellings(stmt.value) or table_spellings(stmt.value)
-                if spellings and all(s.startswith(TABLE_ENTRY) or not s.endswith("()") for s in spellings):
-                    # a class attribute alias: `act = staticmethod(gelu)`, or a table `SOLVERS = {"a": A}`
+                spellings = value_spellings(stmt.value)
+                if spellings and all(not s.endswith("()") for s in spellings):
+                    # a class attribute alias: `act = staticmethod(gelu)`
                     binding = self._binding(spellings, stmt.value, class_attribute=True)
                     cls.makers[_intern(stmt.targets[0].id)] = (binding,)
 

@@ -1,8 +1,10 @@
-"""The one summary of one file: what the call graph and the symbol index know of it, read with `ast`.
+"""The one summary of one file: what the symbol index knows of it, read with `ast`.
 
-A `FileSummary` holds every function and method (qualified name inside the file: `f`,
-`Cls.method`, `outer.inner`; span, decorators, parameters, each call it makes, its local
-aliases and what its locals hold), every class (bases and methods as spelled, what makes
+What a value is and which calls run is the program model's (`analysis/model/`); the
+summary only names things, for the per-file analysis's lookups across files and the
+stored index. A `FileSummary` holds every function and method (qualified name inside the
+file: `f`, `Cls.method`, `outer.inner`; span, decorators, parameters, each call it makes
+as spelled, its local aliases), every class (bases and methods as spelled, what makes
 each `self.NAME`), the file's imports and top-level aliases, its `torch.compile` calls and
 the lines of its top-level import statements. `summariser.py` builds it; the project index
 (`index.py`) keeps one per project file on disk, and the symbol index (`symbols.py`) one per
@@ -20,16 +22,7 @@ from dataclasses import dataclass, field
 from typing import Optional, TypeVar
 
 MODULE_SCOPE = "<module>"
-# Spelled argument tags: a literal or a size (a Python value), the caller's own parameter, anything else.
-PY, PARAM, OTHER = "py", "param", "other"
-# More tags: a tensor by its syntax (`self.proj(x)`, `torch.cat(...)`, `x.abs()` of a tensor),
-# and a local of the caller (its bindings' tags, `FunctionInfo.local_tags`, decide).
-TENSOR, LOCAL = "tensor", "local"
-# Tags of values made from others (`values.py` reads them): "elem:param:NAME" / "elem:local:NAME"
-# (`ids[i]`), "ret:LINE:CALLEE" (what the call of CALLEE on LINE returns) and "item:K:ret:LINE:CALLEE"
-# (item K of it: `a, b = f(x)`).
-ELEMENT, RETURNED, ITEM = "elem", "ret", "item"
-# The spelling of a binding whose value names nothing the call graph can follow.
+# The spelling of a binding whose value names nothing.
 UNKNOWN = "?"
 
 _Record = TypeVar("_Record", bound=type)
@@ -52,35 +45,20 @@ def _pickled_by_fields(cls: _Record) -> _Record:
 
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
-class Arg:
-    """One argument of a call: its spelling when it is a dotted name (maybe a function) and its tag."""
-
-    spelling: Optional[str]
-    tag: str  # PY | PARAM | LOCAL | TENSOR | OTHER
-    keyword: Optional[str] = None
-    # For a LOCAL outside loops: how many of its bindings (`FunctionInfo.local_tags`, in source
-    # order) precede the call (`h = gate(h)` passes the earlier `h`); -1: all of them.
-    visible: int = -1
-
-
-@_pickled_by_fields
-@dataclass(frozen=True, slots=True)
 class CallSite:
-    """A call in a function: the callee as spelled, where, its arguments, and whether only eager runs reach it."""
+    """A call in a function: the callee as spelled, where, and whether only eager runs reach it."""
 
     callee: str
     line: int
-    args: tuple[Arg, ...] = ()
     eager: bool = False
-    starred: bool = False
 
 
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """One `NAME = value` the call graph follows (a top-level alias, `self.NAME = value`, a class attribute).
+    """One `NAME = value` the symbol index reads (a top-level alias, `self.NAME = value`, a class attribute).
 
-    `spellings` are what it makes `NAME` call, for the call graph: `a.b`; `Encoder()`, an
+    `spellings` are what it makes `NAME` name: `a.b`; `Encoder()`, an
     instance; `[]Block`, the elements of an `nn.ModuleList`; `f` of `partial(f, ...)`;
     `UNKNOWN`. `value` is the value itself when it is a dotted name (`a.b`) or a call of
     one (`nn.LSTM()`), else None. `class_attribute` marks a binding in a class body
@@ -120,21 +98,30 @@ class FunctionInfo:
     params: tuple[tuple[str, bool, bool], ...] = ()  # (name, annotated, has a default)
     calls: tuple[CallSite, ...] = ()
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    called_params: frozenset[str] = frozenset()
     nested: tuple[str, ...] = ()
     parent: Optional[str] = None  # the enclosing function of a nested one
-    # Local name -> the tag of each value a plain `name = value` binds it to: "tensor", "py",
-    # "param:NAME", "local:NAME" or "other" (what a call passing the local passes).
-    local_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # What each `return` of traced code returns: a tag, or a tuple of tags for a tuple display;
-    # ("other",) for a generator.
-    returns: tuple[object, ...] = ()
     # Names of the `self.NAME(...)` calls of a method, in its nested functions and lambdas
     # too, sorted: what an inherited method makes a subclass run.
     self_calls: tuple[str, ...] = ()
-    # What its traced `return` statements give, as a binding spells it (`Cls()`, `self`, `a if c
-    # else b`): `f()` of a factory is an instance of each class it may return.
-    returned_spellings: tuple[str, ...] = ()
+
+    @staticmethod
+    def bound(table: dict[str, tuple[str, ...]], name: str, added: tuple[str, ...],
+              past: Optional[str] = None) -> tuple[str, ...]:
+        """`table[name]` (`aliases`) with one more binding's, up to `LOCAL_BINDINGS_BUDGET`;
+        past it, the last one is `past`, or nothing more is added."""
+        known = table.get(name, ())
+        if len(known) < LOCAL_BINDINGS_BUDGET:
+            return known + added
+        return known if past is None or known[-1] == past else known[:-1] + (past,)
+
+
+# The bindings of one local name a function's summary records (`FunctionInfo.aliases`). The
+# summariser made each binding's tuple one longer than the last and kept every one (one object
+# for equal tuples): a name bound N times held N * N / 2 references, 3 GB for `x = x + i`
+# written 20,000 times in one forward, and the project index summarises every file of a
+# directory, so a small file beside that one cost as much to lint. Past the budget a name's
+# aliases stop growing: a name bound this often in one function is no alias of one function.
+LOCAL_BINDINGS_BUDGET = 64
 
 
 @_pickled_by_fields
@@ -170,8 +157,6 @@ class FileSummary:
     aliases: dict[str, Binding] = field(default_factory=dict)  # top-level `A = b.c`, `A = partial(f)`, ...
     # (scope qualname, line, target spelling) of `torch.compile(X)`, `X.compile()`, `@torch.compile`
     compiled: tuple[tuple[str, int, str], ...] = ()
-    # (first, last) line of every top-level import statement (also inside top-level if/try).
-    import_spans: tuple[tuple[int, int], ...] = ()
     # The modules of `from MODULE import *`, in order, as spelled (relative ones keep their dots).
     star_imports: tuple[str, ...] = ()
 

@@ -43,6 +43,9 @@ class ImportMap:
         self.names: dict[str, str] = {}
         self.defined: set[str] = set()
         self._collect(module)
+        # Names imported at module level when the module runs (also under a top-level `if`/`try`,
+        # not under `if TYPE_CHECKING:`), so in scope in every function: `runtime_module_imports`.
+        self.module_level: frozenset[str] = frozenset(runtime_module_imports(module))
         # id(node) -> (node, its qualified name): every rule asks about every call's callee.
         # The node is kept so that its id cannot be reused; `names` no longer change.
         self._qualnames: dict[int, tuple[cst.BaseExpression, Optional[str]]] = {}

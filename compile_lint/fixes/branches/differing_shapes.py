@@ -164,9 +164,13 @@ def result_use_problem(context: FileContext, site: ResultSite) -> Optional[str]:
 def _returned_problem(context: FileContext) -> Optional[str]:
     """None when the function returns the result out of the compiled graph (an entry point)."""
     function = context.function
+    owner = context.owner_class
+    # A module's forward that another module's traced code calls is reached, not a root: say so first.
+    if (function is not None and function.name.value == "forward" and owner is not None
+            and _built_in_a_class(context, owner.name.value)):
+        return f"`{owner.name.value}` is a submodule of another module, which may broadcast what it returns ({NOTE})"
     if function is None or function not in context.regions.roots or function in context.regions.external:
         return f"the result goes back to a caller that may broadcast it ({NOTE})"
-    owner = context.owner_class
     if owner is not None and _built_in_a_class(context, owner.name.value):
         return f"`{owner.name.value}` is a submodule of another module, which may broadcast what it returns ({NOTE})"
     return None

@@ -8,6 +8,7 @@ from compile_lint.fixes.branches.blocks import with_reason
 from compile_lint.fixes.branches.conditions import data_dependent
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_if
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.allowed_calls import allowed_break
 
 
 class TensorValuedIf(ElifTracker, Rule):
@@ -994,3 +995,11 @@ class TensorValuedIf(ElifTracker, Rule):
             return
         outcome = linearise_if(self.context, node, self.is_elif(node))
         self.report(node.test, message=with_reason(self.message, outcome), fix=outcome.fix, path_node=culprit)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        where = allowed_break(self.context, node, "branch")
+        if where is not None:
+            self.report(node, message=(
+                f"{where} branches on a tensor value: registered with `allow_in_graph`, it runs on fake tensors "
+                "that cannot decide the branch, and the graph breaks here; use `torch.where` in it, or leave it "
+                "unregistered so that Dynamo traces it"))

@@ -26,7 +26,8 @@ class SpecializedScalarArgument(Rule):
     after 8 values runs eagerly. (A `dtype` or `device` parameter passed to `.to()` also
     compiles one graph per value, but there are only a few, as for the inputs' own dtype
     guards, and in practice it follows the inputs: `dtype=pixel_values.dtype`. Not
-    flagged.)
+    flagged; nor is a default that every call the program makes of a compiled function
+    leaves alone: `generate = torch.compile(model.generate)`, `generate(x)`.)
 
     Instead: fix the value at construction (`self.p = p` in `__init__`, an `nn.Dropout`
     or `nn.Upsample` module), and pass an output `size=` instead of a varying
@@ -267,7 +268,7 @@ def _input_param(rule: Rule, function: cst.FunctionDef, name: str, depth: int) -
     if context.local_values(name, function):
         return None  # reassigned in the body: no longer the raw input
     if function in context.regions.roots:
-        return param
+        return None if _left_at_default(context, function, name) else param
     if depth >= _MAX_HELPER_DEPTH or function not in context.regions.functions:
         return None
     for caller, call in context.facts.call_sites().get(function, []):
@@ -277,3 +278,12 @@ def _input_param(rule: Rule, function: cst.FunctionDef, name: str, depth: int) -
             if found is not None:
                 return found
     return None
+
+
+def _left_at_default(context, function: cst.FunctionDef, name: str) -> bool:
+    """Whether every call the program makes of this compiled function leaves `name` at its default (the
+    project's model saw them all: `generate = torch.compile(model.generate)`, `generate(x)`): one value."""
+    reach = context.reach
+    qualname = context.regions.qualnames.get(function)
+    record = reach.functions.get(qualname) if reach is not None and qualname is not None else None
+    return record is not None and name in getattr(record, "defaulted", ())

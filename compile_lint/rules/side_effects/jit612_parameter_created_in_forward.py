@@ -149,6 +149,11 @@ class ParameterCreatedInForward(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        function = self.context.function
+        if function is not None and function.name.value == "__init__":
+            # A constructor traced because traced code builds the object (`Adapter(d)(x)`): the break
+            # is reported at that construction, once (`_local_class_owns_parameters`).
+            return
         name = call_name(self.context, node) or ""
         if name in _PARAMETER_CONSTRUCTORS or _owns_parameters(name, node) or self._local_class_owns_parameters(name):
             self.report(node)

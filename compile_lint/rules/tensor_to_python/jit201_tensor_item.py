@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import libcst as cst
 
-from compile_lint.analysis.syntax.walk import visit
 from compile_lint.fixes.branches.blocks import BranchFix, with_reason
 from compile_lint.fixes.branches.conditions import unsafe_operand
 from compile_lint.fixes.branches.dispatch import ElifTracker, linearise_data_read
@@ -15,6 +13,7 @@ from compile_lint.fixes.capture_scalars import report_captured_size, report_kept
 from compile_lint.fixes.keep_tensor import SCALAR_CONFIG_NOTE, keep_tensor_fix
 from compile_lint.fixes.number_uses import unkept_number
 from compile_lint.rules.base import Invalid, Rule, Valid
+from compile_lint.rules.support.allowed_calls import allowed_break, display_path
 from compile_lint.rules.support.tensor_data import (
     NOT_ARRAYS,
     method_call,
@@ -419,7 +418,7 @@ class TensorItem(ElifTracker, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         receiver = method_call(node, frozenset({"item"}))
         if receiver is None:
-            where = _imported_helper_reading_item(self, node)
+            where = _imported_helper_reading_item(self, node) or allowed_break(self.context, node, "item")
             if where is not None:
                 self.report(node, message=(
                     f"{where} reads tensor data with `.item()` and breaks the graph here; keep the value a "
@@ -446,84 +445,18 @@ class TensorItem(ElifTracker, Rule):
 
 
 def _imported_helper_reading_item(rule: Rule, call: cst.Call) -> Optional[str]:
-    """"`helper()` (its file:line)" when `call` runs a function of another file that calls `.item()`.
+    """"`helper()` (its file:line)" when `call` runs a function of another file that reads `.item()`.
 
-    The helper is read with the kinds this call passes it; `.item()` on what is surely
-    no tensor there (a size, a list) does not count. The break happens inside the helper,
-    but this call is the traced line of the file being linted.
+    The program model evaluated the helper with what this call passes it: a read counts when
+    its receiver is a tensor there and every run of the helper makes it (no branch, loop or
+    early exit before it). The break happens inside the helper, but this call is the traced
+    line of the file being linted.
     """
     context = rule.context
-    imported = context.imported_function(call)
-    if imported is None or context.function is None:
+    if context.function is None:
         return None
-    other, helper = imported
-    if context.reach is not None and context.reach.reaches(other.path, helper.name.value):
-        return None  # a helper of the project that is traced: linted in its own file, at its `.item()`
-    bindings = context.facts.passed_kinds(call, context.function, helper)
-    for inner in other.calls_in(helper):
-        receiver = method_call(inner, frozenset({"item"}))
-        if (receiver is not None and _always_runs(other, helper, inner)
-                and other.facts.kind_with_bindings(receiver, helper, bindings) not in NOT_ARRAYS):
-            return f"`{helper.name.value}()` ({_display_path(context.path, other.path)}:{_line(other, helper)})"
+    for path, qualname, line in context.helpers_reading_item(call, context.function):
+        if context.reach is not None and context.reach.reaches(path, qualname):
+            continue  # a helper of the project that is traced: linted in its own file, at its `.item()`
+        return f"`{qualname.rsplit('.', 1)[-1]}()` ({display_path(context.path, path)}:{line})"
     return None
-
-
-def _always_runs(context, helper: cst.FunctionDef, node: cst.CSTNode) -> bool:
-    """True when every call of `helper` evaluates `node`: no branch, loop or early exit before it.
-
-    transformers' `get_max_seqlen` returns None before its `.item()` unless flash
-    attention is configured; a call of it is no certain break, so it is not reported.
-    """
-    parents = context.parents
-    child, current = node, parents.get(node)
-    while current is not None and current is not helper.body:
-        if isinstance(current, (cst.If, cst.For, cst.While, cst.Try, cst.Match, cst.FunctionDef, cst.Lambda,
-                                cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            return False
-        if isinstance(current, cst.IfExp) and child is not current.test:
-            return False
-        if isinstance(current, cst.BooleanOperation) and child is current.right:
-            return False
-        child, current = current, parents.get(current)
-    if current is None:
-        return False
-    statements = list(helper.body.body) if isinstance(helper.body, cst.IndentedBlock) else []
-    for statement in statements:
-        if statement is child:
-            return True
-        if _may_leave(statement):
-            return False
-    return False
-
-
-def _may_leave(statement: cst.CSTNode) -> bool:
-    """A statement that may return or raise before the ones after it run."""
-    found = False
-
-    class _Exits(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            nonlocal found
-            found = True
-
-        def visit_Raise(self, node: cst.Raise) -> None:
-            nonlocal found
-            found = True
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    visit(statement, _Exits())
-    return found
-
-
-def _line(context, function: cst.FunctionDef) -> int:
-    """The line a module-level function is defined on, from the symbol index's summary."""
-    summary = context.symbols.summary(context.path) if context.symbols is not None else None
-    found = summary.functions.get(function.name.value) if summary is not None else None
-    return found.line if found is not None else 1
-
-
-def _display_path(linted: str, other: str) -> str:
-    """`other` relative to the linted file's directory when it is beside or below it, else as found."""
-    relative = os.path.relpath(other, os.path.dirname(os.path.abspath(linted)))
-    return other if relative.startswith("..") else relative
