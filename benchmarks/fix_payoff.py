@@ -54,12 +54,15 @@ from typing import Any, Callable, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from compile_lint.verifier.analysis import compare  # noqa: E402
-from compile_lint.verifier.probe import load_module_from_source, resolve_entry  # noqa: E402
+from compile_lint.verifier.probe import load_module_from_source  # noqa: E402
+from fix_payoff_sides import case_side, compiled, fix_tags, own_namespace, raising, with_settings  # noqa: E402
+from fix_payoff_verify import verdict_lines, verify_slow_fix  # noqa: E402
 
 SECTIONS = ("examples", "counter", "print", "branches", "shapes")
 MIN_NOISE = 0.02
@@ -73,6 +76,7 @@ class Settings:
         self.device, self.warmup, self.repeats, self.inner = args.device, args.warmup, args.repeats, args.inner
         self.quick, self.deadline = args.quick, time.monotonic() + args.budget_s
         self.shape_modes = tuple(args.shape_modes.split(","))
+        self.verify_below = args.verify_below
         self.dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
 
     def out_of_time(self) -> bool:
@@ -157,110 +161,45 @@ def ratio(results: dict[str, dict], base: str, other: str) -> Optional[dict]:
     return {"ratio": round(value, 4), "noise": round(noise, 4), "verdict": verdict}
 
 
-def _compiled(model: Callable, mode: str) -> Callable:
-    if mode == "eager":
-        return model
-    compiled = torch.compile(model, mode=None if mode == "default" else mode, dynamic=False)
-    if mode != "reduce-overhead":
-        return compiled
-
-    def replayed(*args: Any, **kwargs: Any) -> Any:
-        # Builds of several models take turns: each call starts a new CUDA-graph step.
-        torch.compiler.cudagraph_mark_step_begin()
-        return compiled(*args, **kwargs)
-
-    return replayed
-
-
-def _on(value: Any, device: str) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_on(item, device) for item in value)
-    if isinstance(value, dict):
-        return {key: _on(item, device) for key, item in value.items()}
-    return value
-
-
-def _call_all(fn: Callable, calls: list) -> list:
-    outputs = []
-    for call in calls:
-        args, kwargs = (call.get("args", ()), call.get("kwargs", {})) if isinstance(call, dict) else (call, {})
-        outputs.append(_snapshot(fn(*args, **kwargs)))
-    return outputs
-
-
-def _snapshot(value: Any) -> Any:
-    """A copy a later CUDA-graph replay cannot overwrite."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_snapshot(item) for item in value)
-    if isinstance(value, dict):
-        return {key: _snapshot(item) for key, item in value.items()}
-    return value
-
-
 # ----- section: fix shapes ------------------------------------------------------------------
 
-def _fix_tags(original: str, fixed: str) -> list[str]:
-    signs = {"torch.cond": "torch.cond(", "torch.where": "torch.where(", "is_compiling guard": "is_compiling()",
-             "in-place counter": ".add_(", "register_fake": "register_fake", "compiler.disable": "compiler.disable"}
-    return [tag for tag, text in signs.items() if text in fixed and text not in original] or ["other"]
 
-
-def _own_namespace(code: str) -> str:
-    """The fixed copy's custom ops under a namespace of their own: both copies live in one process."""
-    return re.sub(r"torch\.ops\.(\w+)\.", r"torch.ops.\1_fixed.", re.sub(r"([\"'])(\w+)::", r"\1\2_fixed::", code))
-
-
-def _case_side(code: str, entry: str, calls_text: str, mode: str, settings: Settings) -> Callable[[], Any]:
-    """A pass over the example's calls with a fresh copy of `entry` built from `code`, compiled in `mode`."""
-    model = resolve_entry(load_module_from_source(code), entry)
-    if isinstance(model, nn.Module):
-        model = model.to(settings.device)
-    torch.manual_seed(0)
-    calls = _on(eval(calls_text, {"torch": torch}), settings.device)  # noqa: S307 - the rules' own examples
-    fn = _compiled(model, mode)
-    return lambda: _call_all(fn, calls)
-
-
-def _raising(error: Exception) -> Callable[[], Any]:
-    """A run that fails as its build did, so that the failure is reported with the timings."""
-    def run() -> Any:
-        raise error
-
-    return run
-
-
-def fix_shapes(settings: Settings, selected: Optional[list[str]], report: dict) -> None:
-    """Every fixed rule example: eager / compiled original and fixed, per compile mode."""
+def fix_shapes(settings: Settings, selected: Optional[list[str]], report: dict,
+               save: Callable[[], None] = lambda: None) -> None:
+    """Every fixed rule example: eager / compiled original and fixed, per compile mode; `save` after each
+    (a run killed at its time limit keeps the cases it finished)."""
     from compile_lint.testing import case_id, example_cases
 
     rows, skipped = [], []
-    for rule, index, example in example_cases("invalid", lambda rule, example: example.fixed is not None):
-        name = case_id((rule, index, example))
-        if selected and not any(name == item or name.startswith(item + "-") for item in selected):
-            continue
+    fixed_cases = example_cases("invalid", lambda rule, example: example.fixed is not None)
+    cases = {case_id(case): case for case in fixed_cases}
+    if selected:  # in the order asked for, so that a time budget cuts the last ones
+        ordered = [name for item in selected for name in cases if name == item or name.startswith(item + "-")]
+        cases = {name: cases[name] for name in dict.fromkeys(ordered)}
+    for name, (rule, _index, example) in cases.items():
         if settings.out_of_time():
             skipped.append(name)
             continue
-        fixed_code = _own_namespace(example.fixed)
+        fixed_code = own_namespace(example.fixed)
         modes = ["default", *(mode for mode in settings.shape_modes if mode != "default")]
         if rule.code == "JIT501" and "reduce-overhead" in settings.modes() and "reduce-overhead" not in modes:
             modes.append("reduce-overhead")  # the in-place counter must replay under CUDA graphs
         row: dict[str, Any] = {"case": name, "rule": rule.code, "applicability": rule.fix_applicability,
-                               "tags": _fix_tags(example.code, example.fixed), "modes": {}}
+                               "tags": fix_tags(example.code, example.fixed), "modes": {}}
         for mode in modes:
             torch._dynamo.reset()
-            runs = {}
+            runs, changes = {}, {}
             for side, code, calls in (("original", example.code, example.calls),
                                       ("fixed", fixed_code, example.fixed_calls or example.calls)):
                 for variant in ("eager", mode) if mode == "default" else (mode,):
                     try:
-                        runs[f"{side} {variant}"] = _case_side(code, example.entry, calls, variant, settings)
+                        runs[f"{side} {variant}"], changes[f"{side} {variant}"] = case_side(
+                            code, example.entry, calls, variant, settings.device)
                     except Exception as error:  # noqa: BLE001 - e.g. an original that fails at import
-                        runs[f"{side} {variant}"] = _raising(error)
+                        runs[f"{side} {variant}"] = raising(error)
+            with_settings(runs, changes)
+            if any(changes.values()):
+                row["settings"] = sorted({key for changed in changes.values() for key in changed})
             outputs: dict[str, Any] = {}
             timed = time_variants(runs, settings, outputs)
             row["modes"][mode] = {"timings": timed,
@@ -270,8 +209,16 @@ def fix_shapes(settings: Settings, selected: Optional[list[str]], report: dict) 
                 # First passes, fresh models: the compiled fixed code against the original run eagerly.
                 row["outputs_equal"] = (compare(outputs["original eager"], outputs[f"fixed {mode}"]).equal
                                         if {"original eager", f"fixed {mode}"} <= set(outputs) else None)
-        rows.append(row)
         speed = (row["modes"]["default"].get("fixed_over_original") or {}).get("ratio")
+        left_s = settings.deadline - time.monotonic()
+        if speed is not None and speed < settings.verify_below and left_s > 60:
+            # Slow: does the payoff check of --fix --verify --bench say so (fix_payoff_verify.py)?
+            row["verifier"] = verify_slow_fix(example.code, example.entry, example.calls, rule.code,
+                                              timeout_s=min(300.0, left_s))
+            print(f"[shapes] {name}: --fix --verify --bench: {row['verifier']['verdict']}", file=sys.stderr, flush=True)
+        rows.append(row)
+        report["shapes"] = {"rows": rows, "skipped": skipped}
+        save()
         print(f"[shapes] {name} {row['tags']}: fixed/original default {speed}", file=sys.stderr, flush=True)
     torch._dynamo.reset()
     report["shapes"] = {"rows": rows, "skipped": skipped}
@@ -330,7 +277,7 @@ def branches(settings: Settings, report: dict) -> None:
                 for form in ("broken", "where", "cond", "arm"):
                     torch.manual_seed(0)
                     model = BranchModel(width, depth, form).to(settings.device, settings.dtype).eval()
-                    fn = _compiled(model, mode)
+                    fn = compiled(model, mode)
                     runs[form] = (lambda fn=fn: fn(x))
                 timed = time_variants(runs, settings)
                 ms = {form: timed[form].get("median_ms") for form in timed}
@@ -375,7 +322,7 @@ def print_guard(settings: Settings, report: dict) -> None:
         for label, guarded in (("original", False), ("guarded", True)):
             for mode in ("eager",) + settings.modes():  # a model of its own per build
                 torch.manual_seed(0)
-                fn = _compiled(Printing(width, guarded).to(settings.device, settings.dtype).eval(), mode)
+                fn = compiled(Printing(width, guarded).to(settings.device, settings.dtype).eval(), mode)
                 runs[f"{label} {mode}"] = (lambda fn=fn: fn(x))
         timed = time_variants(runs, settings)
         rows.append({"size": size, "shape": [batch, tokens, width], "timings": timed,
@@ -402,7 +349,7 @@ def counter(settings: Settings, report: dict) -> None:
             torch.manual_seed(0)
             model = load_module_from_source(code).TransformerBlock(dim=width, heads=8, hidden=4 * width)
             models[f"{label} {mode}"] = model = model.to(settings.device).eval()
-            fn = _compiled(model, mode)
+            fn = compiled(model, mode)
             runs[f"{label} {mode}"] = (lambda fn=fn: fn(x))
     buffers = {name: (model.calls, model.calls.data_ptr())
                for name, model in models.items() if name.startswith("fixed")}
@@ -513,8 +460,9 @@ def render(report: dict) -> str:
                   .get("verdict") == "slower"]
         if values:
             geomean = math.exp(sum(map(math.log, values)) / len(values))
-            lines += ["", f"Geomean {geomean:.3f}x over {len(values)} cases; "
+            lines += ["", f"Geomean {geomean:.3f}x over {len(values)} cases (worst {min(values):.2f}x); "
                           f"slower beyond the noise (default mode): {', '.join(slower) or 'none'}."]
+        lines += verdict_lines(shapes)
     skipped = [item for key in ("shapes", "branches") for item in report.get(key, {}).get("skipped", [])]
     if skipped:
         lines += ["", f"Skipped for the time budget: {', '.join(skipped)}."]
@@ -535,6 +483,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--inner", type=int, default=5, help="passes per sample")
     parser.add_argument("--budget-s", type=float, default=540.0, help="start no new work after this")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a CPU smoke test)")
+    parser.add_argument("--verify-below", type=float, default=0.9,
+                        help="a fix shape slower than this (compiled fixed over compiled original, default mode) "
+                             "is also run through --fix --verify --bench (fix_payoff_verify.py); 0: never")
     args = parser.parse_args(argv)
     settings = Settings(args)
     torch._inductor.config.fallback_random = True  # compiled random draws equal eager's (as verify does)
@@ -548,6 +499,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                             "settings": {key: getattr(args, key)
                                          for key in ("warmup", "repeats", "inner", "budget_s")}}}
     started = time.monotonic()
+
+    def save(report: dict) -> None:
+        with open(os.path.join(args.out, "fix_payoff.json"), "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=1, default=str)
+
     for section in args.sections.split(","):
         print(f"[{time.monotonic() - started:.0f}s] {section} ...", file=sys.stderr, flush=True)
         if section == "examples":
@@ -559,14 +515,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         elif section == "branches":
             branches(settings, report)
         elif section == "shapes":
-            fix_shapes(settings, args.cases.split(",") if args.cases else None, report)
+            fix_shapes(settings, args.cases.split(",") if args.cases else None, report, lambda: save(report))
         else:
             parser.error(f"unknown section {section!r}")
-        with open(os.path.join(args.out, "fix_payoff.json"), "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=1, default=str)
+        save(report)
     report["env"]["wall_s"] = round(time.monotonic() - started, 1)
-    with open(os.path.join(args.out, "fix_payoff.json"), "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=1, default=str)
+    save(report)
     text = render(report)
     with open(os.path.join(args.out, "fix_payoff.md"), "w", encoding="utf-8") as handle:
         handle.write(text)

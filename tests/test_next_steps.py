@@ -24,7 +24,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "compile_lint"
 REASON_SOURCES = sorted(PACKAGE.glob("fixes/branches/*.py")) + [PACKAGE / "fixes" / name
                                                                 for name in ("keep_tensor.py", "masked_updates.py",
                                                                              "capture_scalars.py", "number_uses.py",
-                                                                             "settings.py")]
+                                                                             "index_loops.py", "settings.py")]
 RULES_WITH_REASONS = [rule for rule in ALL_RULES if rule.withheld_fix_steps]
 BREAK_RULES = [rule for rule in ALL_RULES if rule.kind == "break"]
 LAST_RESORT = "@torch.compiler.disable"

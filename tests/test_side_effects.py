@@ -504,6 +504,35 @@ def test_guard_ignores_an_is_compiling_helper_imported_only_inside_another_funct
     assert "if not torch.compiler.is_compiling():" in fixed
 
 
+def test_a_fix_spells_torch_only_through_an_import_made_at_run_time():
+    """transformers' import_utils.py imports torch only under TYPE_CHECKING: a fix naming torch imports it
+    (before, the guard JIT602 wrote raised NameError when the module ran)."""
+    source = textwrap.dedent("""\
+        import logging
+        from typing import TYPE_CHECKING
+
+        from torch import nn
+
+        if TYPE_CHECKING:
+            import torch
+
+        logger = logging.getLogger(__name__)
+
+
+        class Net(nn.Module):
+            def forward(self, x):
+                logger.info("forward")
+                return x + 1
+        """)
+    outcome = fix_text(source, "m.py", Config(select=("JIT602",)), unsafe=True)
+    assert outcome.error is None and "if not torch.compiler.is_compiling():" in outcome.text
+    namespace: dict = {}
+    exec(compile(outcome.text, "m.py", "exec"), namespace)  # noqa: S102 - our own fixed source
+    import torch
+
+    assert torch.equal(namespace["Net"]()(torch.ones(2)), torch.full((2,), 2.0))
+
+
 # ----- JIT609 requires-grad-in-forward: tensors made with requires_grad=True -----------------------
 
 

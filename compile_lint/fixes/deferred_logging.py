@@ -28,7 +28,7 @@ import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.analysis.syntax.walk import iter_nodes
-from compile_lint.fixes.guards import compile_only_message, eager_only_guard
+from compile_lint.fixes.guards import compile_only_message, eager_only_guard, inside, runtime_imports
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.fixes.settings import Setting, file_sets, reorderable, setting_fix
 
@@ -94,7 +94,7 @@ def _not_at_top(context: FileContext, call: cst.Call) -> Optional[str]:
     head = call.func
     while isinstance(head, cst.Attribute):
         head = head.value
-    if not isinstance(head, cst.Name) or head.value == "print" or head.value in context.imports.module_level:
+    if not isinstance(head, cst.Name) or head.value == "print" or head.value in runtime_imports(context):
         return None
     return f"`{head.value}` is not imported at the top of the file, where the setting goes"
 
@@ -148,7 +148,7 @@ def _changed_after(context: FileContext, call: cst.Call) -> Optional[str]:
         if node is statement:
             seen = True
             continue
-        if not seen or _inside(context, node, statement):
+        if not seen or inside(context, node, statement):
             continue
         problem = _in_place(context, node, printed)
         if problem is not None:
@@ -184,15 +184,6 @@ def _statement(context: FileContext, node: cst.CSTNode) -> cst.CSTNode:
             return current
         current = parent
     return current
-
-
-def _inside(context: FileContext, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
-    current: Optional[cst.CSTNode] = node
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = context.parent(current)
-    return False
 
 
 def _in_loop(context: FileContext, node: cst.CSTNode, function: cst.FunctionDef) -> bool:

@@ -12,10 +12,21 @@ from compile_lint.fixes.plan import FixPlan
 
 if TYPE_CHECKING:
     from compile_lint.analysis.file.context import FileContext
+
+
+def runtime_imports(context: "FileContext") -> frozenset[str]:
+    """The names the module imports when it runs (not under `if TYPE_CHECKING:`), found once per file."""
+    return context.imports.module_level
+
+
 def spell(context: "FileContext", qualified: str) -> tuple[str, tuple[str, ...]]:
-    """How to write `qualified` (e.g. "torch.where") in this file, and imports it needs."""
+    """How to write `qualified` (e.g. "torch.where") in this file, and imports it needs.
+
+    Only an import the module makes when it runs counts: one under `if TYPE_CHECKING:` or in
+    some function binds nothing where the fix's code runs (transformers' import_utils.py).
+    """
     local = context.imports.local_name_for(qualified)
-    if local is not None:
+    if local is not None and local.split(".")[0] in runtime_imports(context):
         return local, ()
     module = qualified.split(".")[0]
     return qualified, (module,)
@@ -118,11 +129,21 @@ def guard_predicate(context: "FileContext") -> tuple[str, tuple[str, ...]]:
     `is_torchdynamo_compiling`, `from torch.compiler import is_compiling`) is guarded with
     it, as its authors write; else `torch.compiler.is_compiling`, spelled as torch is imported.
     """
-    module_level = context.imports.module_level  # found once per file: this is asked once per finding
+    module_level = runtime_imports(context)  # found once per file: this is asked once per finding
     for local, qualified in context.imports.names.items():
         if local in module_level and local != qualified and is_compiling_helper(qualified):
             return local, ()
     return spell(context, GUARD_PREDICATE)
+
+
+def inside(context: "FileContext", node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+    """True when `node` is `ancestor` or lies within it."""
+    current: Optional[cst.CSTNode] = node
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = context.parent(current)
+    return False
 
 
 def gated_by_compile_test(context: "FileContext", node: cst.CSTNode) -> bool:

@@ -164,6 +164,14 @@ NEXT_STEPS: tuple[NextStep, ...] = (
         "and compute with tensors",
     ),
     NextStep(
+        "a loop over the indices `nonzero()` finds, not rewritten to run every candidate (JIT207)",
+        r"^(the loop body|the loop unpacks|the number of candidates|the indices come from|the `nonzero\(\)` is"
+        r"|the file has no statement to put|`[^`]+`(, which the loop body binds| may be rebound| is used as more)"
+        r"|`[^`]+\(\)` in the loop body)",
+        "run every candidate where an empty selection changes nothing, `for i in range(num_candidates):`; "
+        "else keep the loop eager: `@torch.compiler.disable`",
+    ),
+    NextStep(
         "a loop over the experts a router picked (MoE)",
         r"`for [^`]*expert[^`]*` iterates over a tensor",
         "run every expert on all tokens, weighted by the routing (num_experts/top_k x the FLOPs), or sort "

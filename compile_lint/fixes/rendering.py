@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequenc
 import libcst as cst
 
 from compile_lint.analysis.syntax.codegen import render_at
-from compile_lint.analysis.syntax.imports import ImportMap
+from compile_lint.analysis.syntax.imports import ImportMap, runtime_module_imports
 from compile_lint.analysis.syntax.walk import children
 from compile_lint.core.diagnostics import Edit, Fix
 from compile_lint.core.text_offsets import line_and_column, line_starts, split_lines
@@ -45,14 +45,20 @@ def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
 
 def add_imports(module: cst.Module, modules: Iterable[str]) -> cst.Module:
     """Add `import NAME` for each module the file does not import yet, once, after its imports."""
-    imports = ImportMap(module)
-    missing = [name for name in dict.fromkeys(modules) if imports.names.get(name.split(".")[0]) != name.split(".")[0]]
+    missing = _missing_imports(module, ImportMap(module), modules)
     if not missing:
         return module
     new_lines = [cst.parse_statement(f"import {name}\n") for name in missing]
     body = list(module.body)
     index = _insertion_index(body)
     return module.with_changes(body=body[:index] + new_lines + body[index:])
+
+
+def _missing_imports(module: cst.Module, imports: ImportMap, modules: Iterable[str]) -> list[str]:
+    """The modules of `modules` the file does not import as themselves where its code runs."""
+    runtime = runtime_module_imports(module)
+    return [name for name in dict.fromkeys(modules)
+            if imports.names.get(name.split(".")[0]) != name.split(".")[0] or name.split(".")[0] not in runtime]
 
 
 def diff_edits(old: str, new: str) -> tuple[Edit, ...]:
@@ -351,9 +357,7 @@ class FixBuilder:
         return self._imports
 
     def _import_edit(self, modules: Sequence[str]) -> Optional[Edit]:
-        imports = self.imports()
-        missing = [name for name in dict.fromkeys(modules)
-                   if imports.names.get(name.split(".")[0]) != name.split(".")[0]]
+        missing = _missing_imports(self.module, self.imports(), modules)
         if not missing:
             return None
         index = _insertion_index(list(self.module.body))
@@ -494,9 +498,7 @@ class FixBuilder:
             return None
         if imports:
             import_edit = self._import_edit(imports)
-            if import_edit is None and any(
-                self.imports().names.get(m.split(".")[0]) != m.split(".")[0] for m in imports
-            ):
+            if import_edit is None and _missing_imports(self.module, self.imports(), imports):
                 return build_fix(self.module, replacements, message, applicability, imports)
             if import_edit is not None:
                 edits.insert(0, import_edit)

@@ -14,7 +14,9 @@ benchmarks/results/config_fix_calibration.txt):
   `torch._dynamo.config.patch(...)` around the compile call changes nothing, and
   `torch.compile(options=...)` takes Inductor's options only (Dynamo's are refused). So the
   fix is the setting's line right before the file's one compile call (a decorator's
-  function, or the statement holding the call), where every trace after it reads it.
+  function, or the statement holding the call), where every trace after it reads it. A fix
+  for a file with no compile call (JIT207's loop fix in a library's modeling file) puts it after
+  the imports instead (`setting_after_imports`): importing the file sets it.
 
 What each setting costs downstream is the callers' part (fixes/setting_hazards.py): a
 setting is offered only where the captured value reaches no use that would break, crash
@@ -24,7 +26,7 @@ or recompile later.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
@@ -132,6 +134,33 @@ def setting_fix(context: FileContext, setting: Setting) -> tuple[Optional[FixPla
     moved = [line.with_changes(leading_lines=leading[:blank]), statement.with_changes(leading_lines=leading[blank:])]
     message = f"Set `{setting.line}` before `torch.compile`, which {setting.does}"
     return FixPlan([(statement, cst.FlattenSentinel(moved))], message, "unsafe", imports), None
+
+
+def setting_after_imports(context: FileContext, setting: Setting,
+                          note: str) -> tuple[Optional[tuple[cst.CSTNode, object]], Sequence[str]]:
+    """The replacement that puts `setting` after the module's docstring and leading imports, under the
+    comment `note`, and the imports it needs; (None, ()) for an empty module.
+
+    For a fix in a file with no compile call of its own (a library's modeling file, JIT207's
+    loop fix): importing the file turns the setting on for the process, before any trace.
+    """
+    torch_name, imports = spell(context, "torch")
+    line = cst.parse_statement(setting.spelled(torch_name) + "\n")
+    line = line.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment("# " + note))])
+    body = list(context.module.body)
+    if not body:
+        return None, ()
+    index = 0
+    for position, statement in enumerate(body):
+        first = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+        docstring = position == 0 and isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString)
+        if docstring or isinstance(first, (cst.Import, cst.ImportFrom)):
+            index = position + 1
+            continue
+        break
+    if index == 0:
+        return (body[0], cst.FlattenSentinel([line, body[0]])), imports
+    return (body[index - 1], cst.FlattenSentinel([body[index - 1], line])), imports
 
 
 def compile_site_count(context: FileContext) -> int:

@@ -105,7 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                              "(the same failure before and after is not the fixes'). "
                              "Cost: each target runs once (original and fixed, 2 processes) with all files' fixes; "
                              "only a target that fails runs again, to bisect its files (about 2*log2(files) runs "
-                             "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal")
+                             "for one bad file). SIGTERM or SIGHUP stops the targets' processes and exits 128+signal, "
+                             "after writing the fixes verified so far")
+    parser.add_argument("--bench", action="store_true",
+                        help="with --fix --verify, also time the compiled original and the compiled fixed code "
+                             "(default torch.compile, each side alone): a fix that compiles but runs slower beyond "
+                             "the noise is rolled back, the warning saying by how much")
+    parser.add_argument("--verify-timeout", type=float, metavar="SECONDS",
+                        help="with --fix --verify, stop verifying after SECONDS (the runs in flight are killed) and "
+                             "write the fixes verified so far: proven on every target that ran and imports the file; "
+                             "the rest are left unchanged")
     parser.add_argument("--fixable", action="append", metavar="CODES",
                         help="codes or prefixes whose findings keep their fixes (default ALL; replaces the config's)")
     parser.add_argument("--extend-fixable", action="append", metavar="CODES",

@@ -73,13 +73,18 @@ def _fix_verified(files: Sequence[str], config: Config, options: api.RunOptions,
             sys.stderr.write(line + "\n")
 
     # -j N given: N // 2 targets at once (two processes each); else one at a time, in order.
-    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs)
+    accept_all = accept_all_hook(config.verify_targets, config.root, config.verify_mode, progress, args.jobs,
+                                 args.verify_timeout, "inductor" if args.bench else None)
     assert options.fix is not None  # called for --fix --verify: the options fix
     options = dataclasses.replace(options, fix=dataclasses.replace(options.fix, accept_all=accept_all))
     # Each target runs once with all the fixes (a subprocess per side), and SIGTERM or SIGHUP
-    # stops those subprocesses as Ctrl-C does.
+    # stops those subprocesses as Ctrl-C does; the fixes verified by then are written, then the
+    # interruption goes on (exit 128 + signal, or 2 for Ctrl-C).
     with stop_on_termination():
-        return api.lint_files(files, config, options)
+        outcomes = api.lint_files(files, config, options)
+    if accept_all.interrupted is not None:
+        raise accept_all.interrupted
+    return outcomes
 
 
 def _check_stdin(args: argparse.Namespace, config: Config) -> int:

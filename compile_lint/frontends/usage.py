@@ -38,6 +38,12 @@ def usage_problem(args: argparse.Namespace) -> Optional[str]:
         return "--add-noqa rewrites files on its own: drop --fix, --diff and --statistics"
     if args.statistics and args.diff:
         return "--statistics counts findings and --diff prints a diff: use one of them"
+    if args.bench and not args.verify:
+        return "--bench times the fixes --fix --verify proves: add --fix --verify"
+    if args.verify_timeout is not None and not args.verify:
+        return "--verify-timeout limits --fix --verify: add --verify"
+    if args.verify_timeout is not None and args.verify_timeout <= 0:
+        return "--verify-timeout must be a positive number of seconds"
     if args.add_noqa and args.ignore_noqa:
         return "--add-noqa writes `# noqa` comments that --ignore-noqa would ignore: use one of them"
     if args.show_files and (args.show_settings or reads_stdin(args)):

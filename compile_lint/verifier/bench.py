@@ -136,6 +136,36 @@ def time_interleaved(fns: dict[str, Callable], call: Call, device: str, iters: i
     return {name: (statistics.median(values), _relative_spread(values)) for name, values in samples.items()}
 
 
+# `--fix --verify --bench`: each timing sample lasts about this long (back-to-back calls), so that a
+# fast model is timed over more than the scheduler's noise on a shared machine.
+SAMPLE_S = 0.02
+
+
+def time_compiled(fresh_model: Callable[[], Callable], calls: Sequence[Call], device: str,
+                  backend: str = "inductor", warmup: int = 3, iters: int = 15) -> dict:
+    """A fresh model compiled (default settings, `backend`), warmed up, then timed on each example
+    call: ms per pass over all the calls, the median (`ms`) and the lower and upper quartiles
+    (`low`, `high`) of each call's samples summed. `--fix --verify --bench` compares the
+    original's and the fixed code's."""
+    import torch
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fresh_model(), backend=backend)
+    total = {"ms": 0.0, "low": 0.0, "high": 0.0}
+    with torch.no_grad():
+        for call in copy_calls(calls):
+            for _ in range(warmup):
+                compiled(*call.args, **call.kwargs)
+            once_ms = _sample_ms(compiled, call, device, 1)
+            inner = max(1, min(1000, int(SAMPLE_S * 1000 / max(once_ms, 1e-3))))
+            samples = [_sample_ms(compiled, call, device, inner) for _ in range(iters)]
+            low, median, high = statistics.quantiles(samples, n=4)
+            total = {"ms": total["ms"] + median, "low": total["low"] + low, "high": total["high"] + high}
+    torch._dynamo.reset()
+    return {**total, "backend": backend}
+
+
 def _build(model: Callable, variant: str) -> Callable:
     import torch
 

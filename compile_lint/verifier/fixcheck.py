@@ -80,6 +80,8 @@ def numbers(result: dict) -> str:
         parts.append(f"eager outputs max abs diff {outputs['max_abs_diff']:.3g}")
     if comparison:
         parts.append(f"compiled vs eager max abs diff {comparison['max_abs_diff']:.3g}")
+    if before.get("timing") and after.get("timing"):
+        parts.append(f"compiled {before['timing']['ms']:.3g} -> {after['timing']['ms']:.3g} ms per pass")
     return ", ".join(parts)
 
 
@@ -142,9 +144,29 @@ def judge(result: dict) -> FixVerdict:
     n_before, n_after = problems(before), problems(after)
     if n_after > n_before:
         return failed("no more graph breaks + recompiles", f"{n_before} before, {n_after} after")
+    slower = slower_when_compiled(before.get("timing"), after.get("timing"))
+    if slower:
+        return failed("compiled fixed code no slower than the compiled original", slower)
     made_it_compile = bool(before.get("compile_error"))
     return FixVerdict(True, f"{target}: outputs equal ({numbers(result)})",
                       improved=n_after < n_before or n_after == 0 or made_it_compile)
+
+
+# Under --bench a fix is rolled back when its compiled code is slower than the compiled original in
+# at least three quarters of the samples: its lower quartile above the original's upper quartile, by
+# this much more. A noisy machine widens the quartiles, so noise alone never rolls a fix back.
+SLOWER_MARGIN = 0.05
+
+
+def slower_when_compiled(before: Optional[dict], after: Optional[dict]) -> Optional[str]:
+    """How much slower the compiled fixed code runs than the compiled original, beyond the noise; None when
+    it does not (or either side has no timing). A fix may compile to one graph and lose: it computes an
+    untaken branch, runs every expert of an MoE layer, or unrolls an RNN the original ran in one kernel."""
+    if not before or not after or before["ms"] <= 0 or after["low"] <= before["high"] * (1 + SLOWER_MARGIN):
+        return None
+    return (f"{after['ms']:.3g} ms per pass against {before['ms']:.3g} ms ({after['ms'] / before['ms']:.2f}x; "
+            f"quartiles {after['low']:.3g}-{after['high']:.3g} against {before['low']:.3g}-{before['high']:.3g}; "
+            f"{after['backend']}): kept the original")
 
 
 def shown(spec: TargetSpec) -> str:
@@ -154,7 +176,8 @@ def shown(spec: TargetSpec) -> str:
 
 def check_target(spec: TargetSpec, fixed: dict[str, str], scratch: str,
                  timeout_s: Optional[float], backend: str, device: Optional[str],
-                 mode: str = "factory", original: Optional[dict] = None) -> Optional[dict]:
+                 mode: str = "factory", original: Optional[dict] = None,
+                 bench: Optional[str] = None) -> Optional[dict]:
     """Run one target on the original code and, at once, with every fixed copy in `fixed`
     (original file -> fixed copy) in place of its original, the module in `mode`.
 
@@ -163,12 +186,14 @@ def check_target(spec: TargetSpec, fixed: dict[str, str], scratch: str,
     code is the same in every run of a target: pass an earlier run's `result["original"]`
     as `original` and only the fixed side runs. The result's `covered` lists the fixed
     files the target imports; None when it imports none of them. A side whose worker
-    failed (its import or factory raised, it timed out) has its `before_error`/`after_error`."""
+    failed (its import or factory raised, it timed out) has its `before_error`/`after_error`.
+    `bench` (a backend): each side also times its compiled model, the sides one after the other
+    so that neither slows the other."""
     request: dict[str, Any] = {"mode": "fixcheck", "target": shown(spec), "fixed": fixed,
-                               "backend": backend, "device": device, "model_mode": mode}
+                               "backend": backend, "device": device, "model_mode": mode, "bench": bench}
     sides = {side: dict(request, side=side, outputs_path=os.path.join(scratch, f"{side}.pt"))
              for side in ("before", "after") if side == "after" or original is None}
-    finished = _run_sides(sides, scratch, timeout_s)
+    finished = _run_sides(sides, scratch, timeout_s, 1 if bench else len(sides))
     before = original["side"] if original is not None else finished["before"]
     before_outputs = original["outputs_path"] if original is not None else sides["before"]["outputs_path"]
     after = finished["after"]
@@ -186,10 +211,10 @@ def check_target(spec: TargetSpec, fixed: dict[str, str], scratch: str,
     return result
 
 
-def _run_sides(sides: dict[str, dict], scratch: str, timeout_s: Optional[float]) -> dict[str, dict]:
-    """Each side's worker result, the sides run at once."""
+def _run_sides(sides: dict[str, dict], scratch: str, timeout_s: Optional[float], parallel: int) -> dict[str, dict]:
+    """Each side's worker result, `parallel` sides at once."""
     results = run_in_parallel(lambda request: run_isolated(request, timeout_s, scratch), list(sides.values()),
-                              len(sides))
+                              parallel)
     return dict(zip(sides, results))
 
 

@@ -23,6 +23,7 @@ file). A bisect prints a line per run, so a long one is never silent.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,11 +39,15 @@ from compile_lint.verifier.fixcheck import (
     resolve_targets,
     shown,
 )
-from compile_lint.verifier.isolation import run_in_parallel
+from compile_lint.verifier.isolation import kill_workers, run_in_parallel
 from compile_lint.verifier.scratch import owned_directory
 from compile_lint.verifier.targets import TargetError, TargetSpec
 
 Progress = Callable[[str], None]
+
+
+class VerificationStopped(Exception):
+    """The verification ran out of its time (`--verify-timeout`): what was proven so far is kept."""
 
 
 @dataclass
@@ -57,10 +62,12 @@ class TargetState:
     result: Optional[dict] = None
     verdict: Optional[FixVerdict] = None
     original: Optional[dict] = None
+    ran: bool = False  # a run has finished: `covered` is what it showed, no longer every fixed file
 
     def learn(self, trial: frozenset, result: Optional[dict]) -> Optional[FixVerdict]:
         """Take in a run with the fixes of `trial`: which of them the target imports, and
         whether it passed (then it is the new passing set); the verdict, None when it imports none."""
+        self.ran = True
         if result is None:
             self.covered -= trial
             return None
@@ -90,6 +97,7 @@ class ProjectCheck:
     device: Optional[str]
     mode: str
     progress: Progress
+    bench: Optional[str] = None  # a backend: time the compiled original and fixed code too
     rejected: dict[str, str] = field(default_factory=dict)  # file -> why its fixes are rolled back
     runs: int = 0
     reused: int = 0
@@ -97,6 +105,7 @@ class ProjectCheck:
     # and progress lines are shared.
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopped: threading.Event = field(default_factory=threading.Event)  # interrupted: start no more runs
+    stop_reason: str = ""  # why `stopped` is set, when a time limit set it
 
     def kept(self, files: frozenset) -> frozenset:
         """`files` less those rolled back so far."""
@@ -115,7 +124,7 @@ class ProjectCheck:
         """One side-by-side run of `state`'s target with the fixes of `files`; its verdict.
         A bisect's run (`bisecting`: its suspects) says so before and after: a long bisect is never silent."""
         if self.stopped.is_set():
-            raise RuntimeError("verification stopped")  # on a thread whose result nobody reads
+            raise VerificationStopped(self.stop_reason or "stopped")
         with self.lock:
             self.runs += 1
             number = self.runs
@@ -129,7 +138,9 @@ class ProjectCheck:
         directory = os.path.join(self.scratch, f"run-{number}")
         os.mkdir(directory)
         result = check_target(state.spec, {path: self.copies[path] for path in sorted(files)}, directory,
-                              self.timeout_s, self.backend, self.device, self.mode, state.original)
+                              self.timeout_s, self.backend, self.device, self.mode, state.original, self.bench)
+        if self.stopped.is_set():  # its workers were killed: the run proves nothing either way
+            raise VerificationStopped(self.stop_reason or "stopped")
         verdict = state.learn(files, result)
         if bisecting:
             outcome = ("imports none of them" if verdict is None else "passes" if verdict.accepted
@@ -213,10 +224,15 @@ def _unproven(states: Sequence[TargetState], copies: dict[str, str], rejected: d
 def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
                  timeout_s: Optional[float] = FIX_TIMEOUT_S, backend: str = "eager",
                  device: Optional[str] = None, mode: str = "factory",
-                 progress: Progress = lambda line: None, parallel: int = 1) -> dict[str, FixVerdict]:
+                 progress: Progress = lambda line: None, parallel: int = 1,
+                 total_timeout_s: Optional[float] = None, bench: Optional[str] = None) -> dict[str, FixVerdict]:
     """The verdict for each fixed file (absolute path -> fixed text), every target run with
     all the fixes together first; `progress` gets a line per target run. `parallel` targets
-    run at once (each run is two processes); with one, in the order given."""
+    run at once (each run is two processes); with one, in the order given.
+
+    Stopped before the end, by `total_timeout_s` (the runs in flight are killed) or by Ctrl-C /
+    SIGTERM (the `KeyboardInterrupt` carries them as `partial_verdicts`), the files proven so
+    far keep their fixes: see `_stopped_verdicts`."""
     try:
         specs = resolve_targets(targets, root)
     except TargetError as error:
@@ -229,7 +245,7 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
             copies[path] = os.path.join(directory, os.path.basename(path))
             with open(copies[path], "w", encoding="utf-8") as handle:
                 handle.write(text)
-        check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress)
+        check = ProjectCheck(copies, scratch, timeout_s, backend, device, mode, progress, bench)
         states = [TargetState(spec, frozenset(copies)) for spec in specs]
 
         def first(numbered: tuple[int, TargetState]) -> None:
@@ -238,18 +254,77 @@ def verify_fixes(fixed: dict[str, str], targets: Sequence[str], root: str,
             check.settle(state, check.kept(frozenset(copies)))
             check.say(f"  {_state_line(state, check)}")
 
-        run_in_parallel(first, list(enumerate(states, 1)), parallel, check.stopped.set)
-        _agree(states, check, parallel)
-        unproven = _unproven(states, copies, check.rejected)
-        while unproven:
-            check.rejected.update(unproven)
+        timer = _deadline(check, total_timeout_s)
+        try:
+            run_in_parallel(first, list(enumerate(states, 1)), parallel, check.stopped.set)
             _agree(states, check, parallel)
             unproven = _unproven(states, copies, check.rejected)
+            while unproven:
+                check.rejected.update(unproven)
+                _agree(states, check, parallel)
+                unproven = _unproven(states, copies, check.rejected)
+        except VerificationStopped as stop:
+            return _stopped_verdicts(fixed, states, check, str(stop), progress)
+        except KeyboardInterrupt as interrupt:
+            signum = getattr(interrupt, "signum", None)
+            why = f"stopped by {signal.Signals(signum).name}" if signum else "interrupted"
+            interrupt.partial_verdicts = _stopped_verdicts(fixed, states, check, why,  # type: ignore[attr-defined]
+                                                           progress)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
     dropped = f", {len(check.rejected)} rolled back" if check.rejected else ""
     reused = f" ({check.reused} of them ran the fixed code alone)" if check.reused else ""
     progress(f"verified {len(fixed)} fixed file(s) on {len(states)} target(s) in {check.runs} target run(s)"
              f"{reused}: {len(fixed) - len(check.rejected)} kept{dropped}")
     return _verdicts(fixed, states, check.rejected)
+
+
+def _deadline(check: ProjectCheck, seconds: Optional[float]) -> Optional[threading.Timer]:
+    """A timer that, after `seconds`, stops `check`: no run starts, and the runs in flight are killed."""
+    if seconds is None:
+        return None
+
+    def expire() -> None:
+        check.stop_reason = f"stopped after --verify-timeout {seconds:g} s"
+        check.stopped.set()
+        kill_workers()
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _stopped_verdicts(fixed: dict[str, str], states: Sequence[TargetState], check: ProjectCheck, why: str,
+                      progress: Progress) -> dict[str, FixVerdict]:
+    """The verdicts when the verification stops early: a file keeps its fixes when every target
+    that ran and imports it passed with exactly the fixes kept, and one of them shows them
+    helping; every other file is left as it was. Targets that never ran prove nothing either
+    way (they may import a kept file: the line printed names them)."""
+    copies = check.copies
+    ran = [state for state in states if state.ran]
+    verdicts = {}
+    for path in fixed:
+        if path in check.rejected:
+            verdicts[path] = FixVerdict(False, check.rejected[path])
+            continue
+        covering = [state for state in ran if path in state.covered]
+        settled = all(path in state.passed and check.kept(state.covered) == state.passed for state in covering)
+        credited = [state for state in covering if _credited(state, path, copies)]
+        if covering and settled and credited:
+            verdicts[path] = FixVerdict(True, f"{why}: verified before it: " + _reasons(credited), improved=True)
+        else:
+            verdicts[path] = FixVerdict(False, f"not verified: {why} before every target that imports it had "
+                                               "passed with its fixes")
+    kept = sorted(os.path.basename(path) for path, verdict in verdicts.items() if verdict.accepted)
+    not_run = [shown(state.spec) for state in states if not state.ran]
+    progress(f"verification {why}: keeping the fixes of {len(kept)} of {len(fixed)} fixed file(s) verified so far"
+             + (f" ({', '.join(kept[:6])}{', ...' if len(kept) > 6 else ''})" if kept else "")
+             + (f"; {len(not_run)} target(s) never ran ({', '.join(not_run[:4])}"
+                f"{', ...' if len(not_run) > 4 else ''})" if not_run else ""))
+    return verdicts
 
 
 def _agree(states: Sequence[TargetState], check: ProjectCheck, parallel: int = 1) -> None:
@@ -299,19 +374,44 @@ def _verdicts(fixed: dict[str, str], states: Sequence[TargetState], rejected: di
     return verdicts
 
 
-def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
-                    progress: Progress = lambda line: None, jobs: Optional[int] = None):
+class AcceptAll:
     """A callback for engine.fixing.fix_files_together (the pipeline's Fixing.accept_all): for each
     file, None to write its fixes, else why they were rolled back. `jobs` processes at most:
-    jobs // 2 targets at once (two processes each); one at a time, in order, without it."""
-    parallel = max(1, jobs // 2) if jobs else 1
+    jobs // 2 targets at once (two processes each); one at a time, in order, without it.
 
-    def accept_all(proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
+    Ctrl-C or SIGTERM during the verification does not lose what it proved: the call answers
+    with the files verified so far, and keeps the interruption in `interrupted` for the caller
+    to raise once they are written. `total_timeout_s` stops it the same way, with no interruption.
+    `bench` (a backend, "inductor"): a fix whose compiled code runs slower than the compiled
+    original is rolled back too."""
+
+    def __init__(self, targets: Sequence[str], root: str, mode: str = "factory",
+                 progress: Progress = lambda line: None, jobs: Optional[int] = None,
+                 total_timeout_s: Optional[float] = None, bench: Optional[str] = None) -> None:
+        self.targets, self.root, self.mode, self.progress = targets, root, mode, progress
+        self.parallel = max(1, jobs // 2) if jobs else 1
+        self.total_timeout_s, self.bench = total_timeout_s, bench
+        self.interrupted: Optional[BaseException] = None
+
+    def __call__(self, proposals: dict[str, tuple[str, str]]) -> dict[str, Optional[str]]:
         absolute = {os.path.abspath(path): path for path in proposals}
-        verdicts = verify_fixes({os.path.abspath(path): fixed for path, (_, fixed) in proposals.items()},
-                                targets, root, mode=mode, progress=progress, parallel=parallel)
+        try:
+            verdicts = verify_fixes({os.path.abspath(path): fixed for path, (_, fixed) in proposals.items()},
+                                    self.targets, self.root, mode=self.mode, progress=self.progress,
+                                    parallel=self.parallel, total_timeout_s=self.total_timeout_s,
+                                    bench=self.bench)
+        except KeyboardInterrupt as interrupt:
+            partial = getattr(interrupt, "partial_verdicts", None)
+            if partial is None:
+                raise
+            self.interrupted, verdicts = interrupt, partial
         return {path: None if verdicts[key].accepted else
                 f"{path}: fix rolled back, file left unchanged: {verdicts[key].reason}"
                 for key, path in absolute.items()}
 
-    return accept_all
+
+def accept_all_hook(targets: Sequence[str], root: str, mode: str = "factory",
+                    progress: Progress = lambda line: None, jobs: Optional[int] = None,
+                    total_timeout_s: Optional[float] = None, bench: Optional[str] = None) -> AcceptAll:
+    """The pipeline's `Fixing.accept_all` for `--fix --verify` (see `AcceptAll`)."""
+    return AcceptAll(targets, root, mode, progress, jobs, total_timeout_s, bench)

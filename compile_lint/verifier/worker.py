@@ -176,9 +176,14 @@ def fixcheck_request(request: dict) -> dict:
         found, eager = analysis.analyze(loaded.fresh_model, loaded.calls, device, request.get("backend", "eager"))
         torch.save({"calls": [(call.args, call.kwargs) for call in loaded.calls], "eager": eager},
                    request["outputs_path"])
+        measured = found.to_json()
+        if request.get("bench") and not measured.get("eager_error"):
+            from compile_lint.verifier.bench import time_compiled
+
+            measured["timing"] = time_compiled(loaded.fresh_model, loaded.calls, device, request["bench"])
     except BaseException as error:  # noqa: BLE001 - reported with the files it imported
         return {**result, **error_result(request, error)}
-    return {**result, "analysis": found.to_json()}
+    return {**result, "analysis": measured}
 
 
 def die_with_parent() -> None:

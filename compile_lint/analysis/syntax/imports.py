@@ -43,9 +43,9 @@ class ImportMap:
         self.names: dict[str, str] = {}
         self.defined: set[str] = set()
         self._collect(module)
-        # Names imported at module level (also under a top-level `if`/`try`), so in scope in
-        # every function; an import inside some other function is not.
-        self.module_level: frozenset[str] = frozenset(_module_level_imports(module))
+        # Names imported at module level when the module runs (also under a top-level `if`/`try`,
+        # not under `if TYPE_CHECKING:`), so in scope in every function: `runtime_module_imports`.
+        self.module_level: frozenset[str] = frozenset(runtime_module_imports(module))
         # id(node) -> (node, its qualified name): every rule asks about every call's callee.
         # The node is kept so that its id cannot be reused; `names` no longer change.
         self._qualnames: dict[int, tuple[cst.BaseExpression, Optional[str]]] = {}
@@ -93,28 +93,6 @@ class ImportMap:
         return best
 
 
-def _module_level_imports(module: cst.Module) -> set[str]:
-    names: set[str] = set()
-    pending: list[cst.CSTNode] = list(module.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
-            pending.extend(node.body.body)
-            pending.extend(getattr(node, "handlers", ()))
-            for branch in ("orelse", "finalbody"):
-                child = getattr(node, branch, None)
-                if child is not None:
-                    pending.append(child)
-        elif isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
-                    for alias in small.names:
-                        bound = alias.asname.name if alias.asname is not None else alias.name
-                        if isinstance(bound, cst.Name):
-                            names.add(bound.value)
-    return names
-
-
 class _ImportCollector(cst.CSTVisitor):
     def __init__(self, imports: ImportMap) -> None:
         self.imports = imports
@@ -150,3 +128,34 @@ class _ImportCollector(cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.imports.defined.add(node.name.value)
+
+
+def runtime_module_imports(module: cst.Module) -> set[str]:
+    """Names an import binds at module level when the module runs (also under a top-level `if`/`try`),
+    so in scope in every function: not one under `if TYPE_CHECKING:` (never imported at run time), nor
+    one inside a function. A fix that spells a name must find it here, or import it."""
+    names: set[str] = set()
+    pending: list[cst.CSTNode] = list(module.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.If) and dotted_name(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            if node.orelse is not None:
+                pending.append(node.orelse)
+            continue
+        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
+            pending.extend(node.body.body)
+            pending.extend(getattr(node, "handlers", ()))
+            for branch in ("orelse", "finalbody"):
+                child = getattr(node, branch, None)
+                if child is not None:
+                    pending.append(child)
+        elif isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    for alias in small.names:
+                        bound = alias.asname.name if alias.asname is not None else alias.name
+                        if isinstance(bound, cst.Name):
+                            names.add(bound.value)
+                        elif isinstance(bound, cst.Attribute) and alias.asname is None:
+                            names.add((dotted_name(bound) or "").split(".")[0])  # `import a.b` binds `a`
+    return names

@@ -9,11 +9,12 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.facts import Kind
+from compile_lint.analysis.syntax.literals import int_literal
 from compile_lint.analysis.syntax.walk import iter_nodes, visit, walk
 from compile_lint.fixes.guards import spell
 from compile_lint.fixes.plan import FixPlan
 from compile_lint.rules.base import Invalid, Rule, Valid
-from compile_lint.rules.support.syntax import int_literal, self_attribute
+from compile_lint.rules.support.syntax import self_attribute
 
 
 class MutatedModuleState(Rule):

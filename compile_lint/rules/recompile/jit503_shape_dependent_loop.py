@@ -7,10 +7,11 @@ from typing import Optional
 import libcst as cst
 
 from compile_lint.analysis.kinds.certainty import certain_one_tensor
+from compile_lint.analysis.syntax.literals import int_literal
 from compile_lint.analysis.syntax.walk import visit
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.bindings import made_only_by
-from compile_lint.rules.support.syntax import int_literal, self_attribute
+from compile_lint.rules.support.syntax import self_attribute
 
 
 class ShapeDependentLoop(Rule):
@@ -307,7 +308,8 @@ class ShapeDependentLoop(Rule):
             if (isinstance(value, cst.Attribute) and value.attr.value == "shape"
                     and self.context.kind(value.value).tensorish and len(expr.slice) == 1):
                 index = expr.slice[0].slice
-                return isinstance(index, cst.Index) and int_literal(index.value) in _VARYING_DIMS
+                dim = int_literal(index.value) if isinstance(index, cst.Index) else None
+                return self._permuted_from(value.value, dim) in _VARYING_DIMS
             return False
         if isinstance(expr, cst.Call):
             func = expr.func
@@ -321,6 +323,21 @@ class ShapeDependentLoop(Rule):
                              "math.floor"):
                 return any(self._varying_size(arg.value) for arg in expr.args)
         return False
+
+    def _permuted_from(self, tensor: cst.BaseExpression, dim: Optional[int]) -> Optional[int]:
+        """The dim `dim` of `tensor` was before a permute: `m = x.permute(2, 1, 0)` makes `m`'s dim 0 `x`'s dim 2
+        (a trailing dim: no batch or sequence). `dim` itself where `tensor` is no local bound only to one."""
+        values = self.context.local_values(tensor.value) if isinstance(tensor, cst.Name) else []
+        orders = set()
+        for value in values:
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value == "permute" and value.args):
+                return dim
+            orders.add(tuple(int_literal(arg.value) for arg in value.args))
+        if len(orders) != 1 or dim is None:
+            return dim
+        order = orders.pop()
+        return order[dim] if 0 <= dim < len(order) and order[dim] is not None else dim
 
     def _leading_dim_name(self, name: str) -> bool:
         """True for `B` in `B, T, C = x.shape` (positions 0 and 1) or `n = x.size(0)`."""

@@ -31,16 +31,6 @@ def is_builtin_call(rule: Rule, call: cst.Call, name: str) -> bool:
     return rule.context.qualname(call.func) == f"builtins.{name}"
 
 
-def int_literal(expr: cst.BaseExpression) -> Optional[int]:
-    """The value of an int literal (`3`, `-1`), else None; bools are not ints here."""
-    if isinstance(expr, cst.Integer):
-        return int(expr.evaluated_value)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = int_literal(expr.expression)
-        return None if inner is None else -inner
-    return None
-
-
 def all_params(function: cst.FunctionDef) -> list[cst.Param]:
     params = function.params
     return [*params.posonly_params, *params.params, *params.kwonly_params]

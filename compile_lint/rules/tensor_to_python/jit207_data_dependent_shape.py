@@ -9,12 +9,21 @@ import libcst as cst
 from compile_lint.analysis.kinds.bindings import tuple_items
 from compile_lint.analysis.kinds.facts import Kind
 from compile_lint.fixes.branches.blocks import with_reason
+from compile_lint.fixes.index_loops import (
+    in_index_loop,
+    index_loop_fix,
+    iterating_loop,
+    nonzero_operand,
+)
 from compile_lint.fixes.masked_updates import masked_update_fix
 from compile_lint.fixes.setting_hazards import flow_hazard
 from compile_lint.fixes.settings import CAPTURE_SHAPES, file_sets, setting_message, setting_outcome
 from compile_lint.rules.base import Invalid, Rule, Valid
 from compile_lint.rules.support.syntax import keyword_argument
 from compile_lint.rules.support.torch_tables import DYNAMIC_OUTPUT_SHAPE_FUNCTIONS, DYNAMIC_OUTPUT_SHAPE_METHODS
+
+# Six tokens routed to two experts each; expert 3 gets none (an empty selection once every expert runs).
+_MOE_CALLS = "[(torch.randn(6, 8), torch.tensor([[0, 1], [1, 2], [0, 2], [2, 1], [0, 1], [1, 0]]), torch.rand(6, 2))]"
 
 
 class DataDependentShape(Rule):
@@ -42,7 +51,15 @@ class DataDependentShape(Rule):
     `torch.linalg.pinv(a) @ b` is lstsq's solution and compiles; CTC loss compiles under
     no setting (a `@torch.compiler.disable` function splits the graph there on purpose).
     Where the selection must stay, set `capture_dynamic_output_shape_ops = True` (measured
-    clean on the examples; code that later branches on the selection's size is JIT212's).
+    clean on the examples; code that later branches on the selection's size is JIT212's;
+    a file that sets it gets no finding for these ops).
+    A `for` loop over the indices `nonzero()` finds (a mixture-of-experts loop over the
+    experts hit) still breaks with the setting, at the `for`: loop over every candidate,
+    `for i in range(num_experts)`, and let an empty selection do nothing (the fix, where the
+    count is static (`m.sum(dims) > 0` over every dim but the first of a permuted mask) and
+    the body only binds locals and scatters through its selection; it writes the setting
+    after the imports, and runs every candidate's gather and matmuls, on an empty selection
+    for those no token picked: fixes/index_loops.py).
     The fix is unsafe: an integer `x` with a float update raises in
     the original and is truncated by `copy_`, and an update operand that requires grad
     meets the masked-out elements in backward (a non-finite one there gives a NaN
@@ -67,7 +84,8 @@ class DataDependentShape(Rule):
         "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`, which compiles it"
     )
     steps = ("torch.where(mask, x, 0)", "torch._dynamo.config.capture_dynamic_output_shape_ops = True",
-             "F.one_hot(t, num_classes)", "torch.linalg.pinv(a) @ b", "@torch.compiler.disable")
+             "F.one_hot(t, num_classes)", "torch.linalg.pinv(a) @ b", "@torch.compiler.disable",
+             "for i in range(num_candidates):")
     invalid = [
         Invalid(
             """
@@ -369,6 +387,125 @@ class DataDependentShape(Rule):
             import torch
             from torch import nn
 
+
+            class Experts(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.num_experts = 4
+                    self.gate_up = nn.Parameter(torch.randn(4, 16, 8))
+                    self.down = nn.Parameter(torch.randn(4, 8, 8))
+
+                def forward(self, x, top_k_index, top_k_weights):
+                    out = torch.zeros_like(x)
+                    with torch.no_grad():
+                        expert_mask = torch.nn.functional.one_hot(top_k_index, num_classes=self.num_experts + 1)
+                        expert_mask = expert_mask.permute(2, 1, 0)
+                        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+                    for expert_idx in expert_hit:
+                        expert_idx = expert_idx[0]
+                        if expert_idx == self.num_experts:
+                            continue
+                        top_k_pos, token_idx = torch.where(expert_mask[expert_idx])
+                        gate, up = (x[token_idx] @ self.gate_up[expert_idx].T).chunk(2, dim=-1)
+                        h = (torch.nn.functional.silu(gate) * up) @ self.down[expert_idx].T
+                        out.index_add_(0, token_idx, h * top_k_weights[token_idx, top_k_pos, None])
+                    return out
+            """,
+            calls=_MOE_CALLS,
+            entry="Experts",
+            lines=[17, 22],
+            fixed="""
+            import torch
+            from torch import nn
+
+            # Lets `torch.where(mask)` compile in a loop over every candidate index (compile-lint JIT207).
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+
+
+            class Experts(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.num_experts = 4
+                    self.gate_up = nn.Parameter(torch.randn(4, 16, 8))
+                    self.down = nn.Parameter(torch.randn(4, 8, 8))
+
+                def forward(self, x, top_k_index, top_k_weights):
+                    out = torch.zeros_like(x)
+                    with torch.no_grad():
+                        expert_mask = torch.nn.functional.one_hot(top_k_index, num_classes=self.num_experts + 1)
+                        expert_mask = expert_mask.permute(2, 1, 0)
+                    for expert_idx in range(self.num_experts):
+                        top_k_pos, token_idx = torch.where(expert_mask[expert_idx])
+                        gate, up = (x[token_idx] @ self.gate_up[expert_idx].T).chunk(2, dim=-1)
+                        h = (torch.nn.functional.silu(gate) * up) @ self.down[expert_idx].T
+                        out.index_add_(0, token_idx, h * top_k_weights[token_idx, top_k_pos, None])
+                    return out
+            """,
+            note=("transformers' eager experts loop (mixtral, qwen2_moe; dbrx and gpt_oss alike): the default compile "
+                  "breaks at nonzero(), and with capture_dynamic_output_shape_ops at the `for`. Fixed: every expert "
+                  "runs (expert 3, picked by no token, on an empty selection), one graph, same outputs; the padding "
+                  "class one_hot adds (num_experts + 1) is skipped by the original and left out by the fix"),
+        ),
+        Invalid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+
+            class Experts(nn.ModuleDict):
+                def __init__(self):
+                    super().__init__()
+                    self.num_experts = 4
+                    for idx in range(self.num_experts):
+                        self[f"expert_{idx}"] = nn.Linear(8, 8)
+
+                def forward(self, x, router_mask, router_probs):
+                    out = torch.zeros_like(x)
+                    expert_mask = F.one_hot(router_mask, num_classes=self.num_experts).permute(2, 1, 0)
+                    expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+                    for expert_idx in expert_hit:
+                        idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
+                        h = self[f"expert_{expert_idx[0]}"](x[top_x]) * router_probs[top_x, idx, None]
+                        out.index_add_(0, top_x, h)
+                    return out
+            """,
+            calls=_MOE_CALLS,
+            entry="Experts",
+            lines=[16, 18],
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            # Lets `torch.where(mask)` compile in a loop over every candidate index (compile-lint JIT207).
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+
+
+            class Experts(nn.ModuleDict):
+                def __init__(self):
+                    super().__init__()
+                    self.num_experts = 4
+                    for idx in range(self.num_experts):
+                        self[f"expert_{idx}"] = nn.Linear(8, 8)
+
+                def forward(self, x, router_mask, router_probs):
+                    out = torch.zeros_like(x)
+                    expert_mask = F.one_hot(router_mask, num_classes=self.num_experts).permute(2, 1, 0)
+                    for expert_idx in range(self.num_experts):
+                        idx, top_x = torch.where(expert_mask[expert_idx])
+                        h = self[f"expert_{expert_idx}"](x[top_x]) * router_probs[top_x, idx, None]
+                        out.index_add_(0, top_x, h)
+                    return out
+            """,
+            note=("nllb_moe and switch_transformers: the loop reads the row of nonzero() itself (`expert_idx[0]`, "
+                  "`mask[expert_idx].squeeze(0)`), which the fix reads as the int index"),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
             class PositiveMean(nn.Module):
                 def forward(self, scores: torch.Tensor):
                     picked = scores[scores > 0]
@@ -428,6 +565,31 @@ class DataDependentShape(Rule):
             import torch
             from torch import nn
 
+
+            class Experts(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.randn(4, 8, 8))
+
+                def forward(self, x, top_k_index):
+                    expert_mask = torch.nn.functional.one_hot(top_k_index, num_classes=4).permute(2, 1, 0)
+                    outputs = []
+                    for expert_idx in (expert_mask.sum(dim=(-1, -2)) > 0).nonzero():
+                        _, token_idx = torch.where(expert_mask[expert_idx].squeeze(0))
+                        outputs.append(x[token_idx] @ self.weight[expert_idx[0]])
+                    return torch.cat(outputs)
+            """,
+            calls="[(torch.randn(6, 8), torch.tensor([[0, 1], [1, 2], [0, 2], [2, 1], [0, 1], [1, 0]]))]",
+            entry="Experts",
+            lines=[13, 14],
+            note=("No fix: the body appends one output per expert picked; every expert would append one "
+                  "(an empty one for an expert no token picked)"),
+        ),
+        Invalid(
+            """
+            import torch
+            from torch import nn
+
             class FirstHits(nn.Module):
                 def forward(self, scores: torch.Tensor):
                     hits = (scores > 0).nonzero()
@@ -445,6 +607,33 @@ class DataDependentShape(Rule):
         ),
     ]
     valid = [
+        Valid(
+            """
+            import torch
+            import torch.nn.functional as F
+            from torch import nn
+
+            torch._dynamo.config.capture_dynamic_output_shape_ops = True
+
+
+            class Experts(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.num_experts = 4
+                    self.weight = nn.Parameter(torch.randn(4, 8, 8))
+
+                def forward(self, x, top_k_index):
+                    out = torch.zeros_like(x)
+                    expert_mask = F.one_hot(top_k_index, num_classes=self.num_experts).permute(2, 1, 0)
+                    for expert_idx in range(self.num_experts):
+                        top_k_pos, token_idx = torch.where(expert_mask[expert_idx])
+                        out.index_add_(0, token_idx, x[token_idx] @ self.weight[expert_idx])
+                    return out
+            """,
+            calls="[(torch.randn(6, 8), torch.tensor([[0, 1], [1, 2], [0, 2], [2, 1], [0, 1], [1, 0]]))]",
+            entry="Experts",
+            note="the file captures dynamic output shapes: the one-argument torch.where compiles in one graph",
+        ),
         Valid(
             """
             import torch
@@ -598,7 +787,22 @@ class DataDependentShape(Rule):
 
         With `only_fix`, report nothing and answer whether the setting's fix applies (a masked
         update whose own fix is withheld takes the setting's instead, where there is one).
+
+        A `for` loop over what a `nonzero()` finds breaks even under the setting: that `nonzero()`
+        is reported with the loop's fix (fixes/index_loops.py), an op inside such a loop points at it.
         """
+        loop = None
+        if isinstance(node, cst.Call) and nonzero_operand(self.context, node) is not None:
+            loop = iterating_loop(self.context, node)
+        if loop is not None or in_index_loop(self.context, node):
+            if only_fix:
+                return False  # the setting alone does not compile it: the loop still breaks
+            if loop is not None and isinstance(node, cst.Call):
+                outcome = index_loop_fix(self.context, node, *loop)
+                self.report(node, with_reason(LOOP_FINDING, outcome), outcome.fix)
+            else:
+                self.report(node, IN_LOOP_MESSAGE)
+            return True
         hazard = flow_hazard(self.context, node)
         if hazard is None and file_sets(self.context, CAPTURE_SHAPES):
             return not only_fix
@@ -619,6 +823,16 @@ class DataDependentShape(Rule):
         return any(self.context.kind(value) is Kind.TENSOR for value in values)
 
 
+LOOP_FINDING = (
+    "the `for` loop iterates the indices `nonzero()` finds: how many there are depends on data, so the graph "
+    "breaks (at the `for` under capture_dynamic_output_shape_ops); loop over every candidate: "
+    "`for i in range(num_candidates):`"
+)
+IN_LOOP_MESSAGE = (
+    "output size depends on tensor data and breaks the graph, in a loop over the indices `nonzero()` finds, which "
+    "breaks even with capture_dynamic_output_shape_ops; loop over every candidate (the finding at the `nonzero()`): "
+    "`for i in range(num_candidates):`"
+)
 ONE_HOT_MESSAGE = (
     "`F.one_hot` without `num_classes` reads the class count from the data and breaks the graph under every "
     "setting; pass the count: `F.one_hot(t, num_classes)`"
