@@ -45,6 +45,11 @@ def _stop(signum, frame):
 
 if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGTERM, _stop)
+    # A suite started in the background of a non-interactive shell (`.ci/run &`) inherits SIGINT
+    # ignored, and so would every CLI it runs: the tests of Ctrl-C would send it to a process that
+    # never sees it. A handler of ours is reset to the default in each child at exec, as a terminal has it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

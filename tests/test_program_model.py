@@ -256,3 +256,37 @@ def test_every_input_stops_at_a_bound(tmp_path):
     model = _model(tmp_path, {"main.py": f"def f(x):\n{body}\n    return x\nf(1)\n"})
     assert not model.given_up
     assert model.spent < 50
+
+
+def test_the_model_stops_at_its_work_budget_and_says_so(tmp_path, monkeypatch):
+    """The budget is work (values joined per loaded file), the same on any machine: x_transformers' partials
+    of partials joined without end; past the budget the model stops growing and `given_up` says so."""
+    from compile_lint.analysis.model import program
+
+    source = {"main.py": """
+        from functools import partial
+
+        def layer(x, scale=1.0):
+            return x * scale
+
+        def build(depth):
+            fn = layer
+            for _ in range(depth):
+                fn = partial(fn, scale=2.0)
+            return fn
+
+        def run(x):
+            return build(8)(x)
+    """}
+    model = _model(tmp_path, source)
+    assert model.given_up  # the first `build(8)(x)` alone joins more than a file's 40,000 values
+    plain = {"main.py": """
+        def layer(x):
+            return x * 2
+
+        def run(x):
+            return layer(x)
+    """}
+    assert not _model(tmp_path / "plain", plain).given_up
+    monkeypatch.setattr(program, "JOINS_PER_FILE", 10)
+    assert _model(tmp_path / "small", plain).given_up

@@ -25,6 +25,7 @@ from compile_lint.analysis.model.heap import Heap
 from compile_lint.analysis.model.scopes import FileScopes, Scope
 from compile_lint.analysis.model.values import (
     EMPTY,
+    JOINED,
     ClassV,
     Context,
     ExternalV,
@@ -42,6 +43,11 @@ MAX_CONTEXTS = 8
 # (per loaded file): a bound on any input, past which the model stops growing (it says so).
 MAX_EVALUATIONS_PER_NODE = 40
 EVALUATIONS_PER_FILE = 400
+# Values joined (values.JOINED), per loaded file: the budget in work, not in evaluations. A node is
+# evaluated again each time a cell it read grows, and one statement may join sets of thousands of values
+# (x_transformers' partials of partials: no end in 5 minutes); past this the model stops growing and says
+# so (`given_up`). Typical projects join 10,000-20,000 values per file (whisper, e3nn).
+JOINS_PER_FILE = 40_000
 LIBRARY_FILE_BUDGET = 300
 # Files of the project that the given files' imports bring in (a file linted alone in a big package:
 # transformers' `from ...utils import X` reaches 2,463 files through package `__init__`s): read on demand
@@ -140,6 +146,8 @@ class Model:
         self.attribute_hook: Callable[["Model", frozenset, tuple[str, ...]], frozenset] = \
             lambda model, value, rest: EMPTY
         self._budget = 0
+        self._work_budget = 0
+        self._joined_at_start = JOINED[0]
         self.spent = 0
         self.given_up = False  # the program-wide budget ran out: the model is not a fixed point
         # Nodes whose evaluation raised (a bug of the model's, or code it cannot read): what it said.
@@ -185,6 +193,7 @@ class Model:
         self.modules[path] = loaded
         if loaded is not None:
             self._budget += EVALUATIONS_PER_FILE
+            self._work_budget += JOINS_PER_FILE
             if library:
                 self.library_files.append(path)
             elif self._loading_given:
@@ -318,7 +327,7 @@ class Model:
             if count >= MAX_EVALUATIONS_PER_NODE:
                 self.exhausted.add(node)
                 continue
-            if self.spent >= self._budget:
+            if self.spent >= self._budget or JOINED[0] - self._joined_at_start >= self._work_budget:
                 self.given_up = True
                 continue
             self.evaluations[node] = count + 1

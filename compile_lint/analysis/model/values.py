@@ -282,12 +282,18 @@ def shallow(value: Value) -> Value:
     return UNKNOWN
 
 
+# Values joined so far in this process: the model's measure of its work (`Model.solve` budgets it), the
+# same count for the same input on any machine.
+JOINED = [0]
+
+
 def join(*sets: Iterable[Value]) -> frozenset:
     """The union of value sets, bounded: past `MAX_VALUES`, constants fold into their kind; values nested
     deeper than `MAX_DEPTH` are cut (`shallow`), so that a value made in a loop from itself stays finite."""
     found: set = set()
     for each in sets:
         found.update(each)
+    JOINED[0] += len(found) + 1
     if any(getattr(value, "depth", 0) > MAX_DEPTH for value in found):
         found = {shallow(value) for value in found}
     constants = [value for value in found if isinstance(value, ConstV) and isinstance(value.value, _FOLDED_TYPES)
